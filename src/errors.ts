@@ -1,0 +1,39 @@
+/**
+ * Stable error codes. A code never changes meaning once released, so callers can branch on it;
+ * the message is for people and may be reworded.
+ */
+export type ErrorCode =
+  /** A data-type name, alias or ONNX number that tensorcast does not know. */
+  | "UNKNOWN_DTYPE"
+  /** A known data type that this operator, opset version or format does not accept. */
+  | "UNSUPPORTED_TYPE"
+  /** An attribute or option that is unknown, malformed, or not part of the requested opset version. */
+  | "INVALID_ATTRIBUTE"
+  /** An opset version outside the range an operator exists in. */
+  | "INVALID_OPSET"
+  /** A shape that is malformed: negative or fractional dimensions, too large. */
+  | "INVALID_SHAPE"
+  /** A shape that does not agree with the data it describes or with another shape. */
+  | "SHAPE_MISMATCH"
+  /** A value that cannot be stored in the requested type without changing it. */
+  | "INVALID_VALUE"
+  /** A string element that does not parse as the requested type. */
+  | "PARSE_ERROR"
+  /** Bytes that do not form a valid file, message or tensor. */
+  | "INVALID_DATA"
+  /** Something the spec defines that tensorcast does not do yet. */
+  | "NOT_IMPLEMENTED";
+
+/**
+ * The one error class tensorcast throws for bad input. `code` is stable; `message` names what was
+ * given and what would have been accepted.
+ */
+export class TensorcastError extends Error {
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string) {
+    super(message);
+    this.name = "TensorcastError";
+    this.code = code;
+  }
+}

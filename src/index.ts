@@ -1,0 +1,17 @@
+/**
+ * tensorcast: every ONNX data type, and Cast / CastLike exactly as ONNX defines them.
+ * This module only re-exports; each name lives in the file that says what it holds.
+ */
+export { TensorcastError, type ErrorCode } from "./errors.js";
+export {
+  dtype, DTYPES, isCodedFloat,
+  type DType, type DTypeName, type DTypeKind, type DTypeLike, type StorageMap, type StorageOf, type Storage,
+} from "./dtype/table.js";
+export {
+  decodeFloat, encodeFloat, encodeE8M0, nanCode, isNegativeCode,
+  type FloatFormat, type NanEncoding, type OverflowRule, type RoundMode,
+} from "./dtype/minifloat.js";
+export { packedByteLength } from "./dtype/packing.js";
+export { Tensor, type ValueOf, type InputOf } from "./tensor.js";
+export { cast, castLike, type CastOptions } from "./ops/cast.js";
+export { CAST_VERSIONS, CASTLIKE_VERSIONS, LATEST_OPSET, operatorVersion, type OperatorVersion, type OperatorName } from "./ops/opsets.js";

@@ -1,0 +1,139 @@
+/**
+ * Cast and CastLike: check the operator version's rules, then run the conversion kernel.
+ */
+import { TensorcastError } from "../errors.js";
+import type { RoundMode } from "../dtype/minifloat.js";
+import { dtype, type DType, type DTypeLike, type DTypeName, type Storage, type StorageOf } from "../dtype/table.js";
+import { castReference } from "../kernels/reference.js";
+import { allocateStorage, Tensor } from "../tensor.js";
+import { LATEST_OPSET, operatorVersion, type OperatorVersion } from "./opsets.js";
+
+export interface CastOptions {
+  /**
+   * Float8 and e8m0 targets only (Cast-19+): out-of-range values and infinities become +/-max
+   * (true, the default) or follow the non-saturating table (Inf for e5m2, NaN otherwise). Other
+   * targets ignore it, as the spec says.
+   */
+  saturate?: boolean;
+  /** e8m0 targets only (Cast-24+): how a value between two powers of two rounds. Default "up". */
+  roundMode?: RoundMode;
+  /** The model opset whose operator version applies. Default: the newest (28). */
+  opset?: number;
+}
+
+const OPTION_KEYS = new Set(["saturate", "roundMode", "opset"]);
+const ROUND_MODES: readonly RoundMode[] = ["up", "down", "nearest"];
+
+/**
+ * ONNX Cast: converts every element of `x` to the type `to`, keeping the shape.
+ *
+ * Follows docs/semantics.md row by row: floats round to nearest even from the exact source value;
+ * float -> integer truncates and follows the x86-64 rule out of range (INT_MIN for int32/int64);
+ * integer -> integer wraps; float8 saturates unless `saturate: false`; e8m0 honours `roundMode`.
+ *
+ * @example cast(Tensor.fromValues([1.5, 448, 1000, NaN], "float32"), "float8e4m3fn").bytes()
+ *          // Uint8Array [0x3c, 0x7e, 0x7e, 0x7f]
+ * @throws TensorcastError UNSUPPORTED_TYPE when the opset's Cast version does not allow a type
+ *         (complex is never allowed), INVALID_ATTRIBUTE for options that version lacks.
+ */
+export function cast<N extends DTypeName>(x: Tensor, to: DTypeLike<N>, opts: CastOptions = {}): Tensor<N> {
+  const version = operatorVersion("Cast", checkOptions(opts));
+  if (version.version < 6 && typeof to !== "string") {
+    throw new TensorcastError(
+      "INVALID_ATTRIBUTE",
+      `Cast-${version.version} takes \`to\` as a type-name string such as "FLOAT16"; got ${describeTo(to)}`,
+    );
+  }
+  return run(version, x, dtype(to), opts);
+}
+
+/**
+ * ONNX CastLike: `cast` to the data type of `like` (its shape and values are not used). Unlike the
+ * upstream function body, `roundMode` is honoured.
+ */
+export function castLike<N extends DTypeName>(x: Tensor, like: Tensor<N> | DType<N>, opts: CastOptions = {}): Tensor<N> {
+  const version = operatorVersion("CastLike", checkOptions(opts));
+  const to = like instanceof Tensor ? like.dtype : dtype(like);
+  return run(version, x, to, opts);
+}
+
+function run<N extends DTypeName>(version: OperatorVersion, x: Tensor, to: DType<N>, opts: CastOptions): Tensor<N> {
+  if (!(x instanceof Tensor)) {
+    throw new TensorcastError("INVALID_DATA", `${version.op} expects a Tensor as input, got ${typeof x}`);
+  }
+  const from = x.dtype;
+  checkType(version, from, "input");
+  checkType(version, to, "target");
+  checkAttribute(version, "saturate", opts.saturate);
+  checkAttribute(version, "round_mode", opts.roundMode);
+
+  let data: Storage;
+  if (from === to) {
+    // Same type: the bytes are the answer (NaN payloads included).
+    data = x.data.slice();
+  } else if (from.kind === "string" || to.kind === "string") {
+    throw new TensorcastError("NOT_IMPLEMENTED", `casting ${from.name} to ${to.name} is not implemented yet`);
+  } else {
+    data = allocateStorage(to, x.size);
+    castReference(x.data, from, data, to, x.size, {
+      saturate: opts.saturate ?? true,
+      roundMode: opts.roundMode ?? "up",
+    });
+  }
+  return Tensor.fromStorage(data as StorageOf<N>, to, x.shape);
+}
+
+function checkOptions(opts: CastOptions): number {
+  if (typeof opts !== "object" || opts === null) {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `options must be an object, got ${String(opts)}`);
+  }
+  for (const key of Object.keys(opts)) {
+    if (!OPTION_KEYS.has(key)) {
+      throw new TensorcastError(
+        "INVALID_ATTRIBUTE",
+        `unknown option "${key}"; Cast and CastLike accept ${[...OPTION_KEYS].join(", ")}`,
+      );
+    }
+  }
+  if (opts.saturate !== undefined && typeof opts.saturate !== "boolean") {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `saturate must be true or false, got ${String(opts.saturate)}`);
+  }
+  if (opts.roundMode !== undefined && !ROUND_MODES.includes(opts.roundMode)) {
+    throw new TensorcastError(
+      "INVALID_ATTRIBUTE",
+      `roundMode must be one of ${ROUND_MODES.join(", ")}; got ${JSON.stringify(opts.roundMode)}`,
+    );
+  }
+  return opts.opset ?? LATEST_OPSET;
+}
+
+function checkType(version: OperatorVersion, t: DType, role: "input" | "target"): void {
+  const name = `${version.op}-${version.version}`;
+  if (t.kind === "complex") {
+    throw new TensorcastError(
+      "UNSUPPORTED_TYPE",
+      `${t.name} cannot be cast: no version of ${version.op} accepts complex types (the ONNX spec excludes them)`,
+    );
+  }
+  if (!version.types.has(t.name)) {
+    throw new TensorcastError(
+      "UNSUPPORTED_TYPE",
+      `${name} does not accept ${t.name} as ${role} type; it allows ${[...version.types].join(", ")}`,
+    );
+  }
+}
+
+function checkAttribute(version: OperatorVersion, attribute: string, value: unknown): void {
+  if (value !== undefined && !version.attributes.has(attribute)) {
+    const since = attribute === "saturate" ? 19 : 24;
+    throw new TensorcastError(
+      "INVALID_ATTRIBUTE",
+      `${version.op}-${version.version} has no ${attribute} attribute (it exists from ${version.op}-${since}); ` +
+        `its attributes are ${[...version.attributes].join(", ") || "none"}`,
+    );
+  }
+}
+
+function describeTo(to: unknown): string {
+  return typeof to === "object" && to !== null && "name" in to ? `the DType ${(to as DType).name}` : String(to);
+}

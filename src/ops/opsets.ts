@@ -1,0 +1,70 @@
+/**
+ * Which types and attributes each version of each operator allows, from the ONNX schemas
+ * (onnx/defs/tensor/old.cc and defs.cc). A model's opset selects the newest operator version at or
+ * below it: opset 20 runs Cast-19.
+ */
+import { TensorcastError } from "../errors.js";
+import type { DTypeName } from "../dtype/table.js";
+
+export type OperatorName = "Cast" | "CastLike";
+
+export interface OperatorVersion {
+  readonly op: OperatorName;
+  /** The `since_version` of this definition. */
+  readonly version: number;
+  readonly types: ReadonlySet<DTypeName>;
+  readonly attributes: ReadonlySet<string>;
+}
+
+const CAST_1: DTypeName[] = [
+  "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
+];
+/** Types each Cast version adds to the one before it. */
+const CAST_ADDS: [version: number, adds: DTypeName[], attributes: string[]][] = [
+  [1, CAST_1, ["to"]],
+  [6, [], []], // `to` becomes an INT attribute
+  [9, ["string"], []],
+  [13, ["bfloat16"], []],
+  [19, ["float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz"], ["saturate"]],
+  [21, ["uint4", "int4"], []],
+  [23, ["float4e2m1"], []],
+  [24, ["float8e8m0"], ["round_mode"]],
+  [25, ["uint2", "int2"], []],
+  [28, ["float6e2m3", "float6e3m2"], []],
+];
+
+/** The types and attributes of Cast as of version `v` (CastLike shares them, minus `to`). */
+function build(op: OperatorName, versions: number[]): OperatorVersion[] {
+  return versions.map((version) => {
+    const types = new Set<DTypeName>();
+    const attributes = new Set<string>();
+    for (const [since, adds, attrs] of CAST_ADDS) {
+      if (since > version) break;
+      adds.forEach((t) => types.add(t));
+      attrs.forEach((a) => (op === "Cast" || a !== "to") && attributes.add(a));
+    }
+    return { op, version, types, attributes };
+  });
+}
+
+/** Cast 1, 6, 9, 13, 19, 21, 23, 24, 25, 28. */
+export const CAST_VERSIONS: readonly OperatorVersion[] = build("Cast", [1, 6, 9, 13, 19, 21, 23, 24, 25, 28]);
+/** CastLike 15 (types of Cast-13), 19, 21, 23, 24, 25; CastLike has no version 28. */
+export const CASTLIKE_VERSIONS: readonly OperatorVersion[] = build("CastLike", [15, 19, 21, 23, 24, 25]);
+
+/** The newest version of `op` at or below `opset`. */
+export function operatorVersion(op: OperatorName, opset: number): OperatorVersion {
+  const versions = op === "Cast" ? CAST_VERSIONS : CASTLIKE_VERSIONS;
+  if (!Number.isInteger(opset) || opset < versions[0].version) {
+    throw new TensorcastError(
+      "INVALID_OPSET",
+      `${op} does not exist at opset ${String(opset)}; its versions are ${versions.map((v) => v.version).join(", ")}`,
+    );
+  }
+  let found = versions[0];
+  for (const v of versions) if (v.version <= opset) found = v;
+  return found;
+}
+
+/** The newest opset tensorcast knows. */
+export const LATEST_OPSET = 28;

@@ -1,0 +1,287 @@
+/**
+ * Tensor: a data type, a shape and the storage that holds its elements in row-major order.
+ */
+import { TensorcastError } from "./errors.js";
+import { packedByteLength } from "./dtype/packing.js";
+import { dtype, type DType, type DTypeLike, type DTypeName, type Storage, type StorageOf } from "./dtype/table.js";
+import { castReference } from "./kernels/reference.js";
+
+/** One element as `toValues()` returns it and `fromValues()` accepts it. */
+export type ValueOf<N extends DTypeName> =
+  N extends "int64" | "uint64" ? bigint
+  : N extends "bool" ? boolean
+  : N extends "string" ? string
+  : N extends "complex64" | "complex128" ? [number, number]
+  : number;
+
+/** What `fromValues` accepts for a type: its own values, plus numbers for 64-bit and bool types. */
+export type InputOf<N extends DTypeName> =
+  N extends "int64" | "uint64" ? bigint | number
+  : N extends "bool" ? boolean | number
+  : ValueOf<N>;
+
+const MAX_ELEMENTS = Number.MAX_SAFE_INTEGER;
+
+/** Checks a shape and returns its element count. */
+export function shapeSize(shape: readonly number[]): number {
+  if (!Array.isArray(shape)) {
+    throw new TensorcastError("INVALID_SHAPE", `a shape must be an array of dimensions, got ${typeof shape}`);
+  }
+  let size = 1;
+  for (let i = 0; i < shape.length; i++) {
+    const d = shape[i];
+    if (typeof d !== "number" || !Number.isInteger(d) || d < 0) {
+      throw new TensorcastError(
+        "INVALID_SHAPE",
+        `dimension ${i} of shape [${shape.join(", ")}] is ${String(d)}; dimensions must be integers >= 0`,
+      );
+    }
+    size *= d;
+  }
+  if (size > MAX_ELEMENTS) {
+    throw new TensorcastError("INVALID_SHAPE", `shape [${shape.join(", ")}] has more than 2^53 - 1 elements`);
+  }
+  return size;
+}
+
+/** Entries a storage holds for `size` elements of type `t`: bytes when packed, pairs for complex. */
+export function storageLength(t: DType, size: number): number {
+  if (t.packed) return packedByteLength(size, t.bits);
+  return t.kind === "complex" ? 2 * size : size;
+}
+
+type TypedArrayCtor = new (lengthOrBuffer: number | ArrayBufferLike, byteOffset?: number, length?: number) =>
+  Exclude<Storage, string[]>;
+
+const CTORS: Record<Exclude<DType["array"], "Array">, TypedArrayCtor> = {
+  Float32Array, Float64Array, Int8Array, Uint8Array, Int16Array, Uint16Array, Int32Array, Uint32Array,
+  BigInt64Array, BigUint64Array,
+};
+
+/** A zero-filled storage for `size` elements of type `t`. */
+export function allocateStorage<N extends DTypeName>(t: DType<N>, size: number): StorageOf<N> {
+  const length = storageLength(t, size);
+  if (t.array === "Array") return new Array<string>(length).fill("") as StorageOf<N>;
+  return new CTORS[t.array](length) as StorageOf<N>;
+}
+
+/**
+ * A typed tensor. Storage per type: native typed arrays where one exists (`BigInt64Array` for
+ * int64), `Uint16Array` bit patterns for float16/bfloat16, `Uint8Array` codes for 8-bit floats,
+ * packed `Uint8Array` for sub-byte types (see `packing.ts`), `string[]` for strings and interleaved
+ * (re, im) typed arrays for complex.
+ */
+export class Tensor<N extends DTypeName = DTypeName> {
+  readonly dtype: DType<N>;
+  readonly shape: readonly number[];
+  /** Number of elements: the product of the shape (1 for a scalar, shape []). */
+  readonly size: number;
+  readonly data: StorageOf<N>;
+
+  private constructor(t: DType<N>, shape: readonly number[], size: number, data: StorageOf<N>) {
+    this.dtype = t;
+    this.shape = Object.freeze(shape.slice());
+    this.size = size;
+    this.data = data;
+  }
+
+  /**
+   * Wraps an existing storage without copying it. The storage must be the container `dtype` uses
+   * and hold exactly the entries the shape needs.
+   */
+  static fromStorage<N extends DTypeName>(data: StorageOf<N>, type: DTypeLike<N>, shape: readonly number[]): Tensor<N> {
+    const t = dtype(type);
+    const size = shapeSize(shape);
+    const expected = storageLength(t, size);
+    const container = t.array === "Array" ? Array : CTORS[t.array];
+    const ok = t.array === "Array" ? Array.isArray(data) : data instanceof (container as TypedArrayCtor);
+    if (!ok) {
+      const got = Array.isArray(data) ? "Array" : (data as object)?.constructor?.name ?? typeof data;
+      throw new TensorcastError("INVALID_DATA", `${t.name} is stored in a ${t.array}, got a ${got}`);
+    }
+    if (data.length !== expected) {
+      throw new TensorcastError(
+        "SHAPE_MISMATCH",
+        `shape [${shape.join(", ")}] of ${t.name} needs ${expected} storage entries, got ${data.length}`,
+      );
+    }
+    return new Tensor(t, shape, size, data);
+  }
+
+  /** A zero-filled tensor (code 0 for every element: 2^-127 for e8m0, "" for strings). */
+  static zeros<N extends DTypeName>(type: DTypeLike<N>, shape: readonly number[]): Tensor<N> {
+    const t = dtype(type);
+    const size = shapeSize(shape);
+    return new Tensor(t, shape, size, allocateStorage(t, size));
+  }
+
+  /**
+   * Builds a tensor from plain values, in row-major order; the shape defaults to `[values.length]`.
+   * - Floats: numbers, rounded to the type exactly as `cast` from float64 with default options
+   *   (round to nearest even; float8 saturates; e8m0 rounds up).
+   * - Integers: numbers (or bigints for 64-bit types) that are integers within the type's range;
+   *   anything else is an INVALID_VALUE error rather than a silent wrap.
+   * - bool: booleans or 0 / 1. string: strings. complex: [re, im] pairs.
+   */
+  static fromValues<N extends DTypeName>(values: ArrayLike<InputOf<N>>, type: DTypeLike<N>, shape?: readonly number[]): Tensor<N> {
+    const t = dtype(type);
+    const dims = shape ?? [values.length];
+    const size = shapeSize(dims);
+    if (values.length !== size) {
+      throw new TensorcastError("SHAPE_MISMATCH", `shape [${dims.join(", ")}] needs ${size} values, got ${values.length}`);
+    }
+    return new Tensor(t, dims, size, storageFromValues(t, values as ArrayLike<unknown>) as StorageOf<N>);
+  }
+
+  /**
+   * Builds a tensor from raw little-endian bytes laid out as ONNX raw_data (sub-byte types packed
+   * from the low bits). Shares `bytes`' memory when its offset is aligned for the element type,
+   * copies otherwise. Strings have no raw layout.
+   */
+  static fromBytes<N extends DTypeName>(bytes: Uint8Array | ArrayBuffer, type: DTypeLike<N>, shape: readonly number[]): Tensor<N> {
+    const t = dtype(type);
+    const size = shapeSize(shape);
+    if (t.array === "Array") {
+      throw new TensorcastError("UNSUPPORTED_TYPE", "string tensors have no raw byte layout; use fromValues");
+    }
+    const view = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+    const length = storageLength(t, size);
+    const ctor = CTORS[t.array] as TypedArrayCtor & { BYTES_PER_ELEMENT: number };
+    const expected = length * ctor.BYTES_PER_ELEMENT;
+    if (view.byteLength !== expected) {
+      throw new TensorcastError(
+        "SHAPE_MISMATCH",
+        `shape [${shape.join(", ")}] of ${t.name} needs ${expected} bytes, got ${view.byteLength}`,
+      );
+    }
+    const aligned = view.byteOffset % ctor.BYTES_PER_ELEMENT === 0 ? view : view.slice();
+    const data = new ctor(aligned.buffer, aligned.byteOffset, length);
+    return new Tensor(t, shape, size, data as StorageOf<N>);
+  }
+
+  /**
+   * The raw little-endian bytes (ONNX raw_data layout), sharing this tensor's memory.
+   * @throws TensorcastError UNSUPPORTED_TYPE for strings.
+   */
+  bytes(): Uint8Array {
+    if (this.dtype.array === "Array") {
+      throw new TensorcastError("UNSUPPORTED_TYPE", "string tensors have no raw byte layout");
+    }
+    const d = this.data as Exclude<Storage, string[]>;
+    return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+  }
+
+  /**
+   * The elements as plain values in row-major order: numbers (exact; NaN for every NaN code),
+   * bigints for int64/uint64, booleans, strings, or [re, im] pairs for complex.
+   */
+  toValues(): ValueOf<N>[] {
+    const t: DType = this.dtype;
+    const d = this.data as Storage;
+    if (t.array === "Array") return (d as string[]).slice() as ValueOf<N>[];
+    if (t.bits === 64 && t.kind !== "float" && t.kind !== "complex") return Array.from(d as BigInt64Array) as ValueOf<N>[];
+    if (t.kind === "complex") {
+      const pairs: [number, number][] = [];
+      const c = d as Float32Array | Float64Array;
+      for (let i = 0; i < this.size; i++) pairs.push([c[2 * i], c[2 * i + 1]]);
+      return pairs as ValueOf<N>[];
+    }
+    if (t.kind === "bool") return Array.from(d as Uint8Array, (v) => v !== 0) as ValueOf<N>[];
+    if (!t.packed && !t.format) return Array.from(d as Int32Array) as ValueOf<N>[];
+    const f64 = new Float64Array(this.size);
+    castReference(d, t, f64, dtype("float64"), this.size, { saturate: true, roundMode: "up" });
+    return Array.from(f64) as ValueOf<N>[];
+  }
+}
+
+const FLOAT64 = dtype("float64");
+
+function storageFromValues(t: DType, values: ArrayLike<unknown>): Storage {
+  const n = values.length;
+  const out = allocateStorage(t, n);
+  const bad = (i: number, why: string): never => {
+    throw new TensorcastError("INVALID_VALUE", `value ${i} (${describeValue(values[i])}) ${why}`);
+  };
+  switch (t.kind) {
+    case "string": {
+      const s = out as string[];
+      for (let i = 0; i < n; i++) {
+        const v = values[i];
+        if (typeof v !== "string") bad(i, "is not a string");
+        s[i] = v as string;
+      }
+      return s;
+    }
+    case "complex": {
+      const c = out as Float32Array | Float64Array;
+      for (let i = 0; i < n; i++) {
+        const v = values[i];
+        if (!Array.isArray(v) || v.length !== 2 || typeof v[0] !== "number" || typeof v[1] !== "number") {
+          bad(i, `is not a [re, im] pair of numbers for ${t.name}`);
+        }
+        const pair = v as [number, number];
+        c[2 * i] = pair[0];
+        c[2 * i + 1] = pair[1];
+      }
+      return c;
+    }
+    case "bool": {
+      const b = out as Uint8Array;
+      for (let i = 0; i < n; i++) {
+        const v = values[i];
+        if (v === true || v === 1) b[i] = 1;
+        else if (v === false || v === 0) b[i] = 0;
+        else bad(i, "is not a boolean (or 0 / 1) for bool");
+      }
+      return b;
+    }
+    case "float": {
+      const f64 = new Float64Array(n);
+      for (let i = 0; i < n; i++) {
+        const v = values[i];
+        if (typeof v !== "number") bad(i, `is not a number for ${t.name}`);
+        f64[i] = v as number;
+      }
+      if (t.array === "Float64Array") return f64;
+      castReference(f64, FLOAT64, out, t, n, { saturate: true, roundMode: "up" });
+      return out;
+    }
+    case "int":
+    case "uint": {
+      const min = t.min!;
+      const max = t.max!;
+      if (t.bits === 64) {
+        const w = out as BigInt64Array | BigUint64Array;
+        for (let i = 0; i < n; i++) {
+          const v = values[i];
+          let b: bigint;
+          if (typeof v === "bigint") b = v;
+          else if (typeof v === "number" && Number.isSafeInteger(v)) b = BigInt(v);
+          else b = bad(i, `is not a bigint or safe integer for ${t.name}`);
+          if (b < (min as bigint) || b > (max as bigint)) bad(i, `is outside ${t.name}'s range [${min}, ${max}]`);
+          w[i] = b;
+        }
+        return w;
+      }
+      const f64 = new Float64Array(n);
+      for (let i = 0; i < n; i++) {
+        const v = values[i];
+        if (typeof v !== "number" || !Number.isInteger(v)) bad(i, `is not an integer for ${t.name}`);
+        if ((v as number) < (min as number) || (v as number) > (max as number)) {
+          bad(i, `is outside ${t.name}'s range [${min}, ${max}]`);
+        }
+        f64[i] = v as number;
+      }
+      // In range, so float -> int truncation is exact here.
+      castReference(f64, FLOAT64, out, t, n, { saturate: true, roundMode: "up" });
+      return out;
+    }
+  }
+}
+
+function describeValue(v: unknown): string {
+  if (typeof v === "string") return JSON.stringify(v);
+  if (typeof v === "bigint") return `${v}n`;
+  if (Array.isArray(v)) return `[${v.map(describeValue).join(", ")}]`;
+  return String(v);
+}
