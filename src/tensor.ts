@@ -117,8 +117,10 @@ export class Tensor<N extends DTypeName = DTypeName> {
 
   /**
    * Builds a tensor from plain values, in row-major order; the shape defaults to `[values.length]`.
-   * - Floats: numbers, rounded to the type exactly as `cast` from float64 with default options
-   *   (round to nearest even; float8 saturates; e8m0 rounds up).
+   * - Floats: numbers, rounded to nearest even (e8m0: to the nearest power of two, ties up).
+   *   Infinities and NaN stay what they are where the type has them. A value the type cannot hold
+   *   (beyond the range of a type without infinities, NaN for float4/float6, <= 0 for e8m0) is an
+   *   INVALID_VALUE error: use `cast` from float64 for saturating conversion.
    * - Integers: numbers (or bigints for 64-bit types) that are integers within the type's range;
    *   anything else is an INVALID_VALUE error rather than a silent wrap.
    * - bool: booleans or 0 / 1. string: strings. complex: [re, im] pairs.
@@ -243,7 +245,13 @@ function storageFromValues(t: DType, values: ArrayLike<unknown>): Storage {
         f64[i] = v as number;
       }
       if (t.array === "Float64Array") return f64;
-      castReference(f64, FLOAT64, out, t, n, { saturate: true, roundMode: "up" });
+      castReference(f64, FLOAT64, out, t, n, { saturate: false, roundMode: "nearest" });
+      const back = new Float64Array(n);
+      castReference(out, t, back, FLOAT64, n, { saturate: false, roundMode: "nearest" });
+      for (let i = 0; i < n; i++) {
+        const why = lostValue(t, f64[i], back[i]);
+        if (why) bad(i, `${why}; cast() from float64 converts with saturation instead`);
+      }
       return out;
     }
     case "int":
@@ -277,6 +285,26 @@ function storageFromValues(t: DType, values: ArrayLike<unknown>): Storage {
       return out;
     }
   }
+}
+
+/**
+ * Why storing `x` as `t` (which gave `y`) is not a rounding of `x`: a finite value that overflows a
+ * type without infinities, a NaN or infinity the type cannot hold, or an e8m0 value out of its range.
+ */
+function lostValue(t: DType, x: number, y: number): string | undefined {
+  if (x !== x) return y !== y ? undefined : `${t.name} has no NaN`;
+  if (y !== y) return `is outside ${t.name}'s range [${t.min}, ${t.max}]`;
+  if (!Number.isFinite(x) && Number.isFinite(y)) return `${t.name} has no infinity`;
+  const f = t.format;
+  if (f?.overflow === "clamp" && Math.abs(x) > (t.max as number)) {
+    // Beyond max + half an ulp (or at that tie when max's code is odd) rounding leaves the range.
+    const top = t.max as number;
+    const threshold = top + 2 ** (Math.floor(Math.log2(top)) - f.manBits - 1);
+    if (Math.abs(x) > threshold || (Math.abs(x) === threshold && f.maxCode % 2 === 1)) {
+      return `is outside ${t.name}'s range [${t.min}, ${t.max}]`;
+    }
+  }
+  return undefined;
 }
 
 function describeValue(v: unknown): string {
