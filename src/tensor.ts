@@ -293,8 +293,8 @@ function storageFromValues(t: DType, values: ArrayLike<unknown>): Storage {
  */
 function lostValue(t: DType, x: number, y: number): string | undefined {
   if (x !== x) return y !== y ? undefined : `${t.name} has no NaN`;
+  if (!Number.isFinite(x)) return y === x ? undefined : `${t.name} has no infinity`;
   if (y !== y) return `is outside ${t.name}'s range [${t.min}, ${t.max}]`;
-  if (!Number.isFinite(x) && Number.isFinite(y)) return `${t.name} has no infinity`;
   const f = t.format;
   if (f?.overflow === "clamp" && Math.abs(x) > (t.max as number)) {
     // Beyond max + half an ulp (or at that tie when max's code is odd) rounding leaves the range.
