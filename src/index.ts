@@ -15,3 +15,8 @@ export { packedByteLength } from "./dtype/packing.js";
 export { Tensor, type ValueOf, type InputOf } from "./tensor.js";
 export { cast, castLike, type CastOptions } from "./ops/cast.js";
 export { CAST_VERSIONS, CASTLIKE_VERSIONS, LATEST_OPSET, operatorVersion, type OperatorVersion, type OperatorName } from "./ops/opsets.js";
+export { decodeTensorProto, retag, type NamedTensor, type TensorProtoOptions } from "./io/onnx/tensorproto.js";
+export {
+  decodeModel, opsetVersion, findAttribute, attributeNumber,
+  type OnnxModel, type OnnxGraph, type OnnxNode, type OnnxAttribute, type OpsetImport, type ValueInfo, type ModelOptions,
+} from "./io/onnx/model.js";

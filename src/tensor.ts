@@ -156,7 +156,8 @@ export class Tensor<N extends DTypeName = DTypeName> {
         `shape [${shape.join(", ")}] of ${t.name} needs ${expected} bytes, got ${view.byteLength}`,
       );
     }
-    const aligned = view.byteOffset % ctor.BYTES_PER_ELEMENT === 0 ? view : view.slice();
+    // A copy, not `view.slice()`: on a Node Buffer slice() shares memory and stays unaligned.
+    const aligned = view.byteOffset % ctor.BYTES_PER_ELEMENT === 0 ? view : new Uint8Array(view);
     const data = new ctor(aligned.buffer, aligned.byteOffset, length);
     return new Tensor(t, shape, size, data as StorageOf<N>);
   }

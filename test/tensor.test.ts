@@ -118,6 +118,8 @@ test("fromBytes shares aligned memory, copies unaligned, and checks the length",
   assert.equal(t.bytes().buffer, buf.buffer);
   const u = Tensor.fromBytes(buf.subarray(1, 9), "float32", [2]);
   assert.notEqual(u.bytes().buffer, buf.buffer);
+  // A Node Buffer at an odd offset (readFileSync gives those) is copied too.
+  assert.deepEqual(Tensor.fromBytes(Buffer.alloc(9).subarray(1), "float32", [2]).toValues(), [0, 0]);
   throwsCode(() => Tensor.fromBytes(new Uint8Array(3), "float32", [1]), "SHAPE_MISMATCH", /needs 4 bytes, got 3/);
   throwsCode(() => Tensor.fromBytes(new Uint8Array(2), "int4", [5]), "SHAPE_MISMATCH", /needs 3 bytes, got 2/);
   throwsCode(() => Tensor.fromBytes(new Uint8Array(0), "string", [0]), "UNSUPPORTED_TYPE");
