@@ -293,8 +293,8 @@ function storageFromValues(t: DType, values: ArrayLike<unknown>): Storage {
  * type without infinities, a NaN or infinity the type cannot hold, or an e8m0 value out of its range.
  */
 function lostValue(t: DType, x: number, y: number): string | undefined {
-  if (x !== x) return y !== y ? undefined : `${t.name} has no NaN`;
-  if (!Number.isFinite(x)) return y === x ? undefined : `${t.name} has no infinity`;
+  if (x !== x) return y !== y ? undefined : `cannot be stored: ${t.name} has no NaN`;
+  if (!Number.isFinite(x)) return y === x ? undefined : `cannot be stored: ${t.name} has no infinity`;
   if (y !== y) return `is outside ${t.name}'s range [${t.min}, ${t.max}]`;
   const f = t.format;
   if (f?.overflow === "clamp" && Math.abs(x) > (t.max as number)) {

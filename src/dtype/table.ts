@@ -140,6 +140,8 @@ const ENTRIES: readonly Entry[] = [
     aliases: ["f16", "half", "F16"], format: F16,
     min: -65504, max: 65504, minNormal: 2 ** -14, minSubnormal: 2 ** -24 },
   { name: "float64", onnx: 11, onnxName: "DOUBLE", bits: 64, kind: "float", array: "Float64Array",
+    // No `format`: float64 is the exact intermediate of every cast and never goes through the
+    // generic codec, whose codes are exact only up to 2^53.
     aliases: ["f64", "double", "float_", "F64"],
     min: -Number.MAX_VALUE, max: Number.MAX_VALUE, // (2 - 2^-52) * 2^1023
     minNormal: 2 ** -1022, minSubnormal: 2 ** -1074 },

@@ -1,0 +1,108 @@
+/**
+ * The `tensorcast` command line: picks the command, runs it, and turns errors into exit codes.
+ * Everything it prints goes through `io`, so it can run inside tests and other programs.
+ */
+import { TensorcastError } from "../../index.js";
+import type { Command } from "./command.js";
+import { castCommand } from "./commands/cast.js";
+import { exampleCommand } from "./commands/example.js";
+import { typesCommand } from "./commands/types.js";
+import { renderTable } from "./format.js";
+import { processIO, type CliIO } from "./io.js";
+import { EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError } from "./usage.js";
+import { packageVersion } from "./version.js";
+
+export const COMMANDS: readonly Command[] = [castCommand, typesCommand, exampleCommand];
+
+const commandNames = (): string => [...COMMANDS.map((c) => c.name), "help"].join(", ");
+
+function overview(): string {
+  const list = renderTable(
+    [{ header: "" }, { header: "" }],
+    [...COMMANDS.map((c) => [c.name, c.summary]), ["help", "show help for a command: tensorcast help cast"]],
+  )
+    .split("\n")
+    .slice(1) // the table's (empty) header line
+    .map((line) => (line === "" ? "" : `  ${line}`))
+    .join("\n");
+  return `tensorcast ${packageVersion()}: spec-exact ONNX data types and Cast in JavaScript
+
+Usage: tensorcast <command> [options]
+
+Commands:
+${list}
+Options:
+  -h, --help   show this help
+  --version    print the version
+
+Exit codes: 0 success; 1 input the library rejects (its error code is printed); 2 usage error.
+`;
+}
+
+/**
+ * Runs the CLI with `argv` (the arguments after the program name) and returns the exit code:
+ * 0 success, 1 a TensorcastError (bad input), 2 a usage error. Anything else is a bug and is thrown.
+ */
+export async function main(argv: readonly string[], io: CliIO = processIO()): Promise<number> {
+  try {
+    return await dispatch(argv, io);
+  } catch (e) {
+    if (e instanceof UsageError) {
+      io.stderr.write(`error: ${e.message}\nRun "tensorcast help${e.command ? ` ${e.command}` : ""}" for usage.\n`);
+      return EXIT_USAGE;
+    }
+    if (e instanceof TensorcastError) {
+      io.stderr.write(`error: ${e.message} (code ${e.code})\n`);
+      return EXIT_BAD_INPUT;
+    }
+    throw e;
+  }
+}
+
+async function dispatch(argv: readonly string[], io: CliIO): Promise<number> {
+  const [first, ...rest] = argv;
+  if (first === undefined) {
+    // No command is a usage error, but the overview is the most useful thing to say about it.
+    io.stderr.write(overview());
+    return EXIT_USAGE;
+  }
+  if (first === "--help" || first === "-h") return only(first, rest, () => io.stdout.write(overview()));
+  if (first === "--version") return only(first, rest, () => io.stdout.write(`${packageVersion()}\n`));
+  if (first === "help") return help(rest, io);
+  const command = COMMANDS.find((c) => c.name === first);
+  if (command) return command.run(rest, io);
+  if (first.startsWith("-")) {
+    throw new UsageError(
+      `unknown option ${JSON.stringify(first)}; before a command tensorcast accepts --help and --version, ` +
+        `and each command has its own options (tensorcast help <command>)`,
+    );
+  }
+  throw new UsageError(`unknown command ${JSON.stringify(first)}; the commands are ${commandNames()}`);
+}
+
+function only(option: string, rest: readonly string[], print: () => void): number {
+  if (rest.length > 0) {
+    throw new UsageError(`${option} takes no arguments; got ${rest.map((a) => JSON.stringify(a)).join(" ")}`);
+  }
+  print();
+  return EXIT_OK;
+}
+
+function help(rest: readonly string[], io: CliIO): number {
+  if (rest.length === 0) {
+    io.stdout.write(overview());
+    return EXIT_OK;
+  }
+  const [name, ...extra] = rest;
+  if (extra.length > 0) {
+    throw new UsageError(`help takes one command name; got ${rest.map((a) => JSON.stringify(a)).join(" ")}`);
+  }
+  if (name === "help") {
+    io.stdout.write("Usage: tensorcast help [command]\n\nShows the overview, or the help of one command.\n");
+    return EXIT_OK;
+  }
+  const command = COMMANDS.find((c) => c.name === name);
+  if (!command) throw new UsageError(`no help for ${JSON.stringify(name)}: it is not a command; the commands are ${commandNames()}`);
+  io.stdout.write(command.help);
+  return EXIT_OK;
+}

@@ -1,0 +1,13 @@
+/**
+ * tensorcast/node: the parts of tensorcast that need Node. Today that is the command line, which
+ * can also be driven from code: `await main(["cast", "--to", "float8e4m3fn", "1.5"], io)`.
+ */
+export { main, COMMANDS } from "./cli/main.js";
+export type { CliIO, Output } from "./cli/io.js";
+export type { Command } from "./cli/command.js";
+export { UsageError, EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE } from "./cli/usage.js";
+export { castValues, type CastFlag, type CastReport, type CastRequest, type CastRow } from "./cli/castReport.js";
+export { renderCastReport } from "./cli/commands/cast.js";
+export { typeRows, renderTypes, type TypeRow } from "./cli/commands/types.js";
+export { exampleReports } from "./cli/commands/example.js";
+export { packageVersion } from "./cli/version.js";
