@@ -7,6 +7,7 @@ import { dtype, type DType, type DTypeLike, type DTypeName, type Storage, type S
 import { castReference } from "../kernels/reference.js";
 import { allocateStorage, Tensor } from "../tensor.js";
 import { LATEST_OPSET, operatorVersion, type OperatorVersion } from "./opsets.js";
+import { formatStrings, parseStrings, type StringFormat } from "./strings.js";
 
 export interface CastOptions {
   /**
@@ -19,9 +20,15 @@ export interface CastOptions {
   roundMode?: RoundMode;
   /** The model opset whose operator version applies. Default: the newest (28). */
   opset?: number;
+  /**
+   * How numbers print when casting to string: "python" (default; shortest round-trip digits in
+   * Python's repr layout, "1e-05", "16777216.0", "nan") or "onnxruntime" (C's %.8g: "NaN", "INF", "-0").
+   */
+  stringFormat?: StringFormat;
 }
 
-const OPTION_KEYS = new Set(["saturate", "roundMode", "opset"]);
+const OPTION_KEYS = new Set(["saturate", "roundMode", "opset", "stringFormat"]);
+const STRING_FORMATS: readonly StringFormat[] = ["python", "onnxruntime"];
 const ROUND_MODES: readonly RoundMode[] = ["up", "down", "nearest"];
 
 /**
@@ -71,14 +78,14 @@ function run<N extends DTypeName>(version: OperatorVersion, x: Tensor, to: DType
   if (from === to) {
     // Same type: the bytes are the answer (NaN payloads included).
     data = x.data.slice();
-  } else if (from.kind === "string" || to.kind === "string") {
-    throw new TensorcastError("NOT_IMPLEMENTED", `casting ${from.name} to ${to.name} is not implemented yet`);
   } else {
-    data = allocateStorage(to, x.size);
-    castReference(x.data, from, data, to, x.size, {
-      saturate: opts.saturate ?? true,
-      roundMode: opts.roundMode ?? "up",
-    });
+    const resolved = { saturate: opts.saturate ?? true, roundMode: opts.roundMode ?? "up" } as const;
+    if (to.kind === "string") data = formatStrings(x.data, from, x.size, opts.stringFormat ?? "python");
+    else if (from.kind === "string") data = parseStrings(x.data as string[], to, resolved);
+    else {
+      data = allocateStorage(to, x.size);
+      castReference(x.data, from, data, to, x.size, resolved);
+    }
   }
   return Tensor.fromStorage(data as StorageOf<N>, to, x.shape);
 }
@@ -102,6 +109,12 @@ function checkOptions(opts: CastOptions): number {
     throw new TensorcastError(
       "INVALID_ATTRIBUTE",
       `roundMode must be one of ${ROUND_MODES.join(", ")}; got ${JSON.stringify(opts.roundMode)}`,
+    );
+  }
+  if (opts.stringFormat !== undefined && !STRING_FORMATS.includes(opts.stringFormat)) {
+    throw new TensorcastError(
+      "INVALID_ATTRIBUTE",
+      `stringFormat must be one of ${STRING_FORMATS.join(", ")}; got ${JSON.stringify(opts.stringFormat)}`,
     );
   }
   return opts.opset ?? LATEST_OPSET;

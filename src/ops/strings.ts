@@ -1,0 +1,317 @@
+/**
+ * Number <-> string casts (Cast-9+), as docs/semantics.md "Strings" describes:
+ * - numbers print with the shortest digits that round-trip in the source type, in Python's repr
+ *   layout ("0.1", "1e-05", "16777216.0", "nan", "-inf", "-0.0"), or in onnxruntime's "%.8g" layout;
+ * - strings parse with a strict grammar, correctly rounded to float16 / bfloat16 / float32 / float64
+ *   (float8, float4, float6 and e8m0 go through float64, then the usual cast), integer literals
+ *   exactly to 64 bits, anything else a PARSE_ERROR naming the element.
+ */
+import { TensorcastError } from "../errors.js";
+import { decodeFloat, encodeFloat, exponentOf, pow2, type FloatFormat } from "../dtype/minifloat.js";
+import { dtype, type DType, type Storage } from "../dtype/table.js";
+import { castReference, type ResolvedCastOptions } from "../kernels/reference.js";
+import { allocateStorage } from "../tensor.js";
+
+/** How numbers print: Python's repr (the default) or onnxruntime's C "%.8g" ("NaN", "INF", "-0"). */
+export type StringFormat = "python" | "onnxruntime";
+
+const FLOAT64 = dtype("float64");
+const INT64 = dtype("int64");
+
+const DECIMAL = /^\s*([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*$/;
+const SPECIAL = /^\s*([+-]?)(inf|infinity|nan)\s*$/i;
+const INTEGER = /^\s*([+-]?)(\d+)\s*$/;
+const BOOLEAN = /^\s*(true|false)\s*$/i;
+
+const scratch = new Float64Array(1);
+const scratchWords = new Uint32Array(scratch.buffer);
+
+// ---------------------------------------------------------------------------------------------
+// Parsing
+
+/** A parsed decimal literal: its exact value is (-1)^negative * digits * 10^exp10. */
+interface Decimal {
+  negative: boolean;
+  digits: string;
+  exp10: number;
+}
+
+function parseDecimal(text: string): Decimal | undefined {
+  const m = DECIMAL.exec(text);
+  if (!m) return undefined;
+  const whole = m[2];
+  const fraction = m[3] ?? "";
+  if (whole === "" && fraction === "") return undefined; // ".", "e5", "+"
+  const exponent = m[4] === undefined ? 0 : Number(m[4]);
+  return { negative: m[1] === "-", digits: whole + fraction, exp10: exponent - fraction.length };
+}
+
+/** Sign of (decimal magnitude - a) for a finite a > 0, computed exactly. */
+function compareExact(d: Decimal, a: number): number {
+  scratch[0] = a;
+  const hi = scratchWords[1];
+  const field = (hi >>> 20) & 0x7ff;
+  let mantissa = BigInt(hi & 0xfffff) * 4294967296n + BigInt(scratchWords[0]);
+  let k: number;
+  if (field === 0) k = -1074;
+  else {
+    mantissa += 1n << 52n;
+    k = field - 1075;
+  }
+  const digits = BigInt(d.digits);
+  const lhs = digits * 10n ** BigInt(Math.max(d.exp10, 0)) * 2n ** BigInt(Math.max(-k, 0));
+  const rhs = mantissa * 2n ** BigInt(Math.max(k, 0)) * 10n ** BigInt(Math.max(-d.exp10, 0));
+  return lhs > rhs ? 1 : lhs < rhs ? -1 : 0;
+}
+
+/** Whether the float64 `a` > 0 sits exactly halfway between two neighbours of format `f`. */
+function isTie(f: FloatFormat, a: number): boolean {
+  if (!(a > 0) || a === Infinity) return false;
+  const e = Math.max(exponentOf(a), 1 - f.bias);
+  const y = a / pow2(e - f.manBits);
+  return y - Math.floor(y) === 0.5;
+}
+
+/** The float64 next to `x` away from zero (up = true) or toward zero. x is finite and non-zero. */
+function nudge(x: number, away: boolean): number {
+  scratch[0] = x;
+  if (away) {
+    if (scratchWords[0] === 0xffffffff) { scratchWords[0] = 0; scratchWords[1]++; } else scratchWords[0]++;
+  } else if (scratchWords[0] === 0) { scratchWords[0] = 0xffffffff; scratchWords[1]--; } else scratchWords[0]--;
+  return scratch[0];
+}
+
+/**
+ * The float64 to encode a decimal from: its correctly rounded float64 value, moved one float64 ulp
+ * off a tie of the target format when the exact decimal is not on that tie, so that the target's
+ * round-to-nearest-even then rounds the exact decimal, not the float64 (no double rounding).
+ */
+function decimalToDouble(d: Decimal, text: string, target: FloatFormat | undefined): number {
+  const x = Number(text);
+  if (target && isTie(target, Math.abs(x))) {
+    const side = compareExact(d, Math.abs(x));
+    if (side !== 0) return nudge(x, side > 0);
+  }
+  return x;
+}
+
+/** Formats parsed with exact (single) rounding; the rest go through float64 as DECISIONS says. */
+function exactTarget(to: DType): FloatFormat | undefined {
+  return to.name === "float16" || to.name === "bfloat16" || to.name === "float32" ? to.format : undefined;
+}
+
+function parseError(index: number, text: string, to: DType, expected: string): TensorcastError {
+  const shown = text.length > 40 ? `${JSON.stringify(text.slice(0, 40))}...` : JSON.stringify(text);
+  return new TensorcastError(
+    "PARSE_ERROR",
+    `element ${index} (${shown}) does not parse as ${to.name}: expected ${expected}`,
+  );
+}
+
+const FLOAT_GRAMMAR = 'a decimal number such as "1.5", "-2e-3", ".5", or inf / infinity / nan in any case';
+
+/** Writes a float literal's float64 value (NaN with its sign) at `values[i]`; false if it does not parse. */
+function parseFloatInto(text: string, target: FloatFormat | undefined, values: Float64Array, words: Uint32Array, i: number): boolean {
+  const d = parseDecimal(text);
+  if (d) {
+    values[i] = decimalToDouble(d, text, target);
+    return true;
+  }
+  const s = SPECIAL.exec(text);
+  if (!s) return false;
+  if (s[2].toLowerCase() === "nan") {
+    words[2 * i] = 0;
+    words[2 * i + 1] = s[1] === "-" ? 0xfff80000 : 0x7ff80000;
+  } else values[i] = s[1] === "-" ? -Infinity : Infinity;
+  return true;
+}
+
+const TWO63 = 2n ** 63n;
+const TWO64 = 2n ** 64n;
+
+/**
+ * Parses every string into storage of type `to`, or throws a PARSE_ERROR for the first element that
+ * does not parse (nothing partial is returned).
+ */
+export function parseStrings(src: readonly string[], to: DType, opts: ResolvedCastOptions): Storage {
+  const n = src.length;
+  const values = new Float64Array(n);
+  const words = new Uint32Array(values.buffer);
+  const out = allocateStorage(to, n);
+
+  if (to.kind === "float" || to.kind === "bool") {
+    const target = exactTarget(to);
+    for (let i = 0; i < n; i++) {
+      const text = src[i];
+      if (parseFloatInto(text, target, values, words, i)) continue;
+      const b = to.kind === "bool" ? BOOLEAN.exec(text) : null;
+      if (!b) throw parseError(i, text, to, to.kind === "bool" ? `true / false in any case, or ${FLOAT_GRAMMAR}` : FLOAT_GRAMMAR);
+      values[i] = b[1].toLowerCase() === "true" ? 1 : 0;
+    }
+    castReference(values, FLOAT64, out, to, n, opts);
+    return out;
+  }
+
+  // Integers: integer literals exactly, as 64-bit two's complement that then wraps like int -> int;
+  // decimal literals ("100.5", "1e3") as float64 that then follows float -> int.
+  const wide = new BigInt64Array(n);
+  const wideWords = new Uint32Array(wide.buffer);
+  const decimals: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const text = src[i];
+    const m = INTEGER.exec(text);
+    if (m) {
+      if (m[2].length <= 15) {
+        // Exact in a float64: write the two's-complement words without a BigInt.
+        const v = m[1] === "-" ? -Number(m[2]) : Number(m[2]);
+        const hi = Math.floor(v / 4294967296);
+        wideWords[2 * i] = v - hi * 4294967296;
+        wideWords[2 * i + 1] = hi;
+        continue;
+      }
+      const big = m[1] === "-" ? -BigInt(m[2]) : BigInt(m[2]);
+      if (big < -TWO63 || big >= TWO64) {
+        throw new TensorcastError(
+          "PARSE_ERROR",
+          `element ${i} (${JSON.stringify(text)}) is outside the 64-bit range [-2^63, 2^64) that ${to.name} literals may use`,
+        );
+      }
+      wide[i] = BigInt.asIntN(64, big);
+      continue;
+    }
+    const d = parseDecimal(text);
+    if (!d) throw parseError(i, text, to, 'an integer such as "-42", or a decimal such as "100.5" (truncated)');
+    values[decimals.length] = Number(text);
+    decimals.push(i);
+  }
+  if (decimals.length) {
+    // float -> `to` by the usual rule, then back to int64 (exact), to sit beside the literals.
+    const k = decimals.length;
+    const narrow = allocateStorage(to, k);
+    castReference(values, FLOAT64, narrow, to, k, opts);
+    const back = new BigInt64Array(k);
+    castReference(narrow, to, back, INT64, k, opts);
+    for (let j = 0; j < k; j++) wide[decimals[j]] = back[j];
+  }
+  castReference(wide, INT64, out, to, n, opts);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Printing
+
+/** Splits "d.ddde+X" (from toExponential) into its digits (trailing zeros dropped) and X. */
+function splitExponential(s: string): { digits: string; exp10: number } {
+  const e = s.indexOf("e");
+  let digits = s.slice(0, e).replace(".", "");
+  digits = digits.replace(/0+$/, "") || "0";
+  return { digits, exp10: Number(s.slice(e + 1)) };
+}
+
+/** Python repr layout for |x| with the given significant digits (d1.d2d3... * 10^exp10). */
+function pythonLayout(negative: boolean, digits: string, exp10: number, magnitude: number): string {
+  let body: string;
+  if (magnitude >= 1e-4 && magnitude < 1e16) {
+    if (exp10 >= 0) {
+      const whole = digits.length > exp10 + 1 ? digits.slice(0, exp10 + 1) : digits.padEnd(exp10 + 1, "0");
+      const fraction = digits.slice(exp10 + 1);
+      body = `${whole}.${fraction || "0"}`;
+    } else {
+      body = `0.${"0".repeat(-exp10 - 1)}${digits}`;
+    }
+  } else {
+    const mantissa = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
+    const e = Math.abs(exp10);
+    body = `${mantissa}e${exp10 < 0 ? "-" : "+"}${e < 10 ? "0" : ""}${e}`;
+  }
+  return negative ? `-${body}` : body;
+}
+
+/** Whether `text` parses back (as `parseStrings` would, without saturation) to the code of x. */
+function roundTrips(text: string, t: DType, x: number): boolean {
+  const f = t.format!;
+  const d = parseDecimal(text)!;
+  const back = decimalToDouble(d, text, exactTarget(t));
+  return decodeFloat(f, encodeFloat(f, back, false)) === x;
+}
+
+/** The shortest significant digits of x (finite, non-zero) that round-trip in type t. */
+function shortestDigits(x: number, t: DType): { digits: string; exp10: number } {
+  // float64 and e8m0 values are exact in float64, whose shortest repr JS computes; an e8m0 string
+  // must be exact because its default round mode ("up") moves anything above 2^k to 2^(k+1).
+  if (!t.format || t.name === "float8e8m0") return splitExponential(x.toExponential());
+  for (let k = 1; k < 17; k++) {
+    const s = x.toExponential(k - 1);
+    if (roundTrips(s, t, x)) return splitExponential(s);
+  }
+  return splitExponential(x.toExponential());
+}
+
+/** Python's repr: NaN prints "nan" whatever its sign, as numpy does. */
+function formatPython(x: number, t: DType): string {
+  if (x !== x) return "nan";
+  if (x === Infinity) return "inf";
+  if (x === -Infinity) return "-inf";
+  if (x === 0) return 1 / x < 0 ? "-0.0" : "0.0";
+  const a = Math.abs(x);
+  const { digits, exp10 } = shortestDigits(a, t);
+  return pythonLayout(x < 0, digits, exp10, a);
+}
+
+/** C's "%.8g", with printf's round-half-even on exact decimal ties (JS rounds those up). */
+function formatOnnxruntime(x: number): string {
+  if (x !== x) return "NaN";
+  if (x === Infinity) return "INF";
+  if (x === -Infinity) return "-INF";
+  if (x === 0) return 1 / x < 0 ? "-0" : "0";
+  const a = Math.abs(x);
+  let { digits, exp10 } = splitExponential(a.toExponential(7));
+  const nine = a.toExponential(8);
+  if (nine[9] === "5") {
+    const exact = splitExponential(nine);
+    if (compareExact({ negative: false, digits: exact.digits, exp10: exact.exp10 - (exact.digits.length - 1) }, a) === 0 &&
+        Number(nine[8]) % 2 === 0) {
+      const kept = splitExponential(`${nine.slice(0, 9)}e${exact.exp10}`);
+      digits = kept.digits;
+      exp10 = kept.exp10;
+    }
+  }
+  let body: string;
+  if (exp10 < -4 || exp10 >= 8) {
+    const mantissa = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
+    const e = Math.abs(exp10);
+    body = `${mantissa}e${exp10 < 0 ? "-" : "+"}${e < 10 ? "0" : ""}${e}`;
+  } else if (exp10 >= 0) {
+    const whole = digits.length > exp10 + 1 ? digits.slice(0, exp10 + 1) : digits.padEnd(exp10 + 1, "0");
+    const fraction = digits.slice(exp10 + 1);
+    body = fraction ? `${whole}.${fraction}` : whole;
+  } else {
+    body = `0.${"0".repeat(-exp10 - 1)}${digits}`;
+  }
+  return x < 0 ? `-${body}` : body;
+}
+
+/** Prints every element of `src` (type `from`) as a string. */
+export function formatStrings(src: Storage, from: DType, count: number, format: StringFormat): string[] {
+  const out = new Array<string>(count);
+  if (from.kind === "bool") {
+    const b = src as Uint8Array;
+    for (let i = 0; i < count; i++) out[i] = b[i] !== 0 ? "1" : "0";
+    return out;
+  }
+  if (from.bits === 64 && from.kind !== "float") {
+    const w = src as BigInt64Array | BigUint64Array;
+    for (let i = 0; i < count; i++) out[i] = w[i].toString();
+    return out;
+  }
+  const values = new Float64Array(count);
+  castReference(src, from, values, FLOAT64, count, { saturate: true, roundMode: "up" });
+  if (from.kind !== "float") {
+    for (let i = 0; i < count; i++) out[i] = String(values[i]);
+    return out;
+  }
+  for (let i = 0; i < count; i++) {
+    out[i] = format === "onnxruntime" ? formatOnnxruntime(values[i]) : formatPython(values[i], from);
+  }
+  return out;
+}
