@@ -21,3 +21,4 @@ export {
   decodeModel, opsetVersion, findAttribute, attributeNumber,
   type OnnxModel, type OnnxGraph, type OnnxNode, type OnnxAttribute, type OpsetImport, type ValueInfo, type ModelOptions,
 } from "./io/onnx/model.js";
+export { runModel } from "./io/onnx/run.js";

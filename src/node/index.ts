@@ -11,3 +11,6 @@ export { renderCastReport } from "./cli/commands/cast.js";
 export { typeRows, renderTypes, type TypeRow } from "./cli/commands/types.js";
 export { exampleReports } from "./cli/commands/example.js";
 export { packageVersion } from "./cli/version.js";
+export { compareTensors, type Difference } from "./conformance/compare.js";
+export { findCases, runCase, totals, type CaseResult, type Outcome } from "./conformance/suite.js";
+export { EXPECTED_DIFFERENCES, type ExpectedDifference } from "./conformance/expected.js";

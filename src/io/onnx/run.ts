@@ -1,0 +1,135 @@
+/**
+ * Runs the graph of a decoded ONNX model, for graphs made of the operators tensorcast implements:
+ * Cast, CastLike, Reshape, BitCast and Constant. Nodes run in file order, which ONNX requires to be
+ * topological; a value used before it is computed is an error, not a silent undefined.
+ */
+import { TensorcastError } from "../../errors.js";
+import { dtype, type DType } from "../../dtype/table.js";
+import type { RoundMode } from "../../dtype/minifloat.js";
+import { cast, castLike, type CastOptions } from "../../ops/cast.js";
+import type { Tensor } from "../../tensor.js";
+import { opsetVersion, type OnnxAttribute, type OnnxModel, type OnnxNode } from "./model.js";
+
+/** An operator the runner knows, given the node, its inputs and the model's default-domain opset. */
+type Kernel = (node: OnnxNode, inputs: readonly (Tensor | undefined)[], opset: number) => Tensor;
+
+const KERNELS = new Map<string, Kernel>([
+  ["Cast", (node, [x], opset) => cast(required(node, x, 0), castTo(node, opset), castOptions(node, opset, ["to"]))],
+  ["CastLike", (node, [x, like], opset) =>
+    castLike(required(node, x, 0), required(node, like, 1), castOptions(node, opset, []))],
+  ["Constant", (node) => constantValue(node)],
+]);
+
+/**
+ * Runs `model` on `inputs` (in the order of the graph's non-initializer inputs, or by name) and
+ * returns the graph's outputs in order.
+ * @throws TensorcastError NOT_IMPLEMENTED for operators outside the list above, INVALID_DATA for a
+ *         graph that uses a value before computing it, and every error of the operators themselves.
+ */
+export function runModel(model: OnnxModel, inputs: readonly Tensor[] | Readonly<Record<string, Tensor>>): Tensor[] {
+  const g = model.graph;
+  const opset = opsetVersion(model, "");
+  if (opset === undefined) throw new TensorcastError("INVALID_DATA", "the model imports no default-domain (ai.onnx) opset");
+  const values = new Map<string, Tensor>();
+  for (const init of g.initializers) values.set(init.name, init.tensor);
+  const fed = g.inputs.filter((v) => !values.has(v.name));
+  if (Array.isArray(inputs)) {
+    if (inputs.length !== fed.length) {
+      throw new TensorcastError(
+        "SHAPE_MISMATCH",
+        `the graph has ${fed.length} inputs (${fed.map((v) => v.name).join(", ")}), got ${inputs.length} tensors`,
+      );
+    }
+    fed.forEach((v, k) => values.set(v.name, inputs[k]));
+  } else {
+    const byName = inputs as Readonly<Record<string, Tensor>>;
+    for (const v of fed) {
+      const x = byName[v.name];
+      if (!x) throw new TensorcastError("INVALID_DATA", `graph input "${v.name}" was not given`);
+      values.set(v.name, x);
+    }
+  }
+  for (const node of g.nodes) {
+    if (node.domain !== "" && node.domain !== "ai.onnx") {
+      throw new TensorcastError("NOT_IMPLEMENTED", `node ${describe(node)} is in domain "${node.domain}"; only ai.onnx operators run`);
+    }
+    const kernel = KERNELS.get(node.opType);
+    if (!kernel) {
+      throw new TensorcastError(
+        "NOT_IMPLEMENTED",
+        `operator ${node.opType} (${describe(node)}) is not implemented; the runner knows ${[...KERNELS.keys()].join(", ")}`,
+      );
+    }
+    const args = node.inputs.map((name) => {
+      if (name === "") return undefined;
+      const x = values.get(name);
+      if (!x) throw new TensorcastError("INVALID_DATA", `node ${describe(node)} uses "${name}" before any node computes it`);
+      return x;
+    });
+    values.set(node.outputs[0], kernel(node, args, opset));
+  }
+  return g.outputs.map((v) => {
+    const y = values.get(v.name);
+    if (!y) throw new TensorcastError("INVALID_DATA", `graph output "${v.name}" is never computed`);
+    return y;
+  });
+}
+
+function describe(node: OnnxNode): string {
+  return node.name ? `"${node.name}"` : `${node.opType} -> ${node.outputs.join(", ")}`;
+}
+
+function required(node: OnnxNode, x: Tensor | undefined, index: number): Tensor {
+  if (!x) throw new TensorcastError("INVALID_DATA", `${node.opType} ${describe(node)} is missing its input ${index}`);
+  return x;
+}
+
+/** Cast's `to`: a STRING type name in Cast-1..5, an INT TensorProto.DataType from Cast-6 on. */
+function castTo(node: OnnxNode, opset: number): DType | string {
+  const to = node.attributes.find((a) => a.name === "to");
+  if (!to) throw new TensorcastError("INVALID_ATTRIBUTE", `Cast ${describe(node)} has no \`to\` attribute`);
+  if (opset < 6) {
+    if (to.type !== "STRING") throw new TensorcastError("INVALID_ATTRIBUTE", `Cast-1 takes \`to\` as a STRING type name, got ${to.type}`);
+    return to.value;
+  }
+  if (to.type !== "INT") throw new TensorcastError("INVALID_ATTRIBUTE", `Cast-6 and later take \`to\` as an INT, got ${to.type}`);
+  return dtype(Number(to.value));
+}
+
+/** saturate (INT 0 or 1) and round_mode (STRING); any other attribute is an error. */
+function castOptions(node: OnnxNode, opset: number, skip: readonly string[]): CastOptions {
+  const opts: CastOptions = { opset };
+  for (const a of node.attributes) {
+    if (skip.includes(a.name)) continue;
+    if (a.name === "saturate") {
+      const v = intAttribute(node, a);
+      // Only 0 and 1 mean anything; onnxruntime silently accepts other values.
+      if (v !== 0n && v !== 1n) throw new TensorcastError("INVALID_ATTRIBUTE", `${node.opType} saturate must be 0 or 1, got ${v}`);
+      opts.saturate = v === 1n;
+    } else if (a.name === "round_mode") {
+      if (a.type !== "STRING") throw new TensorcastError("INVALID_ATTRIBUTE", `${node.opType} round_mode must be a STRING, got ${a.type}`);
+      opts.roundMode = a.value as RoundMode; // cast() names the allowed values when it is anything else
+    } else {
+      throw new TensorcastError("INVALID_ATTRIBUTE", `${node.opType} has no attribute ${a.name}`);
+    }
+  }
+  return opts;
+}
+
+function intAttribute(node: OnnxNode, a: OnnxAttribute): bigint {
+  if (a.type !== "INT") throw new TensorcastError("INVALID_ATTRIBUTE", `${node.opType} ${a.name} must be an INT, got ${a.type}`);
+  return a.value;
+}
+
+/** Constant's `value` (a TENSOR); the scalar and list forms are not needed by any test model yet. */
+function constantValue(node: OnnxNode): Tensor {
+  const value = node.attributes.find((a) => a.name === "value");
+  if (node.attributes.length !== 1 || !value) {
+    throw new TensorcastError(
+      "NOT_IMPLEMENTED",
+      `Constant ${describe(node)}: only the \`value\` (TENSOR) form is implemented; got ${node.attributes.map((a) => a.name).join(", ")}`,
+    );
+  }
+  if (value.type !== "TENSOR") throw new TensorcastError("INVALID_ATTRIBUTE", `Constant value must be a TENSOR, got ${value.type}`);
+  return value.value;
+}
