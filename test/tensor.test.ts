@@ -1,15 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { DTYPES, Tensor, TensorcastError, dtype } from "../src/index.js";
+import { throwsCode } from "./support/assertions.js";
+import { DTYPES, Tensor, dtype } from "../src/index.js";
 
-function throwsCode(fn: () => unknown, code: string, pattern?: RegExp): void {
-  assert.throws(fn, (e: unknown) => {
-    assert.ok(e instanceof TensorcastError, `expected a TensorcastError, got ${String(e)}`);
-    assert.equal(e.code, code);
-    if (pattern) assert.match(e.message, pattern);
-    return true;
-  });
-}
 
 test("dtype() accepts ONNX, OpenVINO, TensorFlow and ml_dtypes spellings", () => {
   const cases: [string | number, string][] = [

@@ -4,8 +4,9 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { throwsCode } from "../support/assertions.js";
 import {
-  CAST_VERSIONS, CASTLIKE_VERSIONS, DTYPES, Tensor, TensorcastError, cast, castLike, dtype, operatorVersion,
+  CAST_VERSIONS, CASTLIKE_VERSIONS, DTYPES, Tensor, cast, castLike, dtype, operatorVersion,
   type DTypeName,
 } from "../../src/index.js";
 
@@ -25,14 +26,6 @@ const CAST_TYPES: Record<number, DTypeName[]> = {
   28: [...BASE, "string", "bfloat16", ...F8, "uint4", "int4", "float4e2m1", "float8e8m0", "uint2", "int2", "float6e2m3", "float6e3m2"],
 };
 
-function throwsCode(fn: () => unknown, code: string, pattern?: RegExp): void {
-  assert.throws(fn, (e: unknown) => {
-    assert.ok(e instanceof TensorcastError, `expected a TensorcastError, got ${String(e)}`);
-    assert.equal(e.code, code);
-    if (pattern) assert.match(e.message, pattern);
-    return true;
-  });
-}
 
 test("Cast versions and their type lists", () => {
   assert.deepEqual(CAST_VERSIONS.map((v) => v.version), [1, 6, 9, 13, 19, 21, 23, 24, 25, 28]);

@@ -4,22 +4,15 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { throwsCode } from "../support/assertions.js";
 import fc from "fast-check";
-import { DTYPES, Tensor, TensorcastError, cast, castLike, type CastOptions, type DTypeName, type InputOf } from "../../src/index.js";
+import { DTYPES, Tensor, cast, castLike, type CastOptions, type DTypeName, type InputOf } from "../../src/index.js";
 
 function print(values: unknown[], from: DTypeName, opts: CastOptions = {}): string[] {
   return cast(Tensor.fromValues(values as InputOf<DTypeName>[], from), "string", opts).toValues() as string[];
 }
 function parse(strings: string[], to: DTypeName, opts: CastOptions = {}): unknown[] {
   return cast(Tensor.fromValues(strings, "string"), to, opts).toValues();
-}
-function throwsCode(fn: () => unknown, code: string, pattern?: RegExp): void {
-  assert.throws(fn, (e: unknown) => {
-    assert.ok(e instanceof TensorcastError, `expected a TensorcastError, got ${String(e)}`);
-    assert.equal(e.code, code);
-    if (pattern) assert.match(e.message, pattern);
-    return true;
-  });
 }
 
 test("number -> string: shortest round-trip digits in the source type, Python repr layout", () => {

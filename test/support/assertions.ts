@@ -1,0 +1,12 @@
+import assert from "node:assert/strict";
+import { TensorcastError } from "../../src/index.js";
+
+/** Asserts that `fn` throws a TensorcastError with `code` and, if given, a message matching `pattern`. */
+export function throwsCode(fn: () => unknown, code: string, pattern?: RegExp): void {
+  assert.throws(fn, (e: unknown) => {
+    assert.ok(e instanceof TensorcastError, `expected a TensorcastError, got ${String(e)}`);
+    assert.equal(e.code, code);
+    if (pattern) assert.match(e.message, pattern);
+    return true;
+  });
+}
