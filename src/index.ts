@@ -22,3 +22,7 @@ export {
   type OnnxModel, type OnnxGraph, type OnnxNode, type OnnxAttribute, type OpsetImport, type ValueInfo, type ModelOptions,
 } from "./io/onnx/model.js";
 export { runModel } from "./io/onnx/run.js";
+export {
+  encodeTensorProto, encodeModel,
+  type TensorLayout, type EncodeTensorOptions, type EncodeModelOptions,
+} from "./io/onnx/encode.js";
