@@ -14,8 +14,13 @@ export {
 export { packedByteLength } from "./dtype/packing.js";
 export { Tensor, type ValueOf, type InputOf } from "./tensor.js";
 export { cast, castLike, type CastOptions } from "./ops/cast.js";
+export { reshape, reshapeVersion, LATEST_RESHAPE, type ReshapeOptions, type ShapeLike } from "./ops/reshape.js";
+export { bitcast, type BitcastOptions, type BitcastSemantics } from "./ops/bitcast.js";
 export type { StringFormat } from "./ops/strings.js";
-export { CAST_VERSIONS, CASTLIKE_VERSIONS, LATEST_OPSET, operatorVersion, type OperatorVersion, type OperatorName } from "./ops/opsets.js";
+export {
+  CAST_VERSIONS, CASTLIKE_VERSIONS, RESHAPE_VERSIONS, LATEST_OPSET, operatorVersion,
+  type OperatorVersion, type OperatorName,
+} from "./ops/opsets.js";
 export { decodeTensorProto, retag, type NamedTensor, type TensorProtoOptions } from "./io/onnx/tensorproto.js";
 export {
   decodeModel, opsetVersion, findAttribute, attributeNumber,

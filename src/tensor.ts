@@ -50,10 +50,13 @@ export function storageLength(t: DType, size: number): number {
   return t.kind === "complex" ? 2 * size : size;
 }
 
-type TypedArrayCtor = new (lengthOrBuffer: number | ArrayBufferLike, byteOffset?: number, length?: number) =>
-  Exclude<Storage, string[]>;
+/** The constructor of a typed-array storage. */
+export type TypedArrayCtor =
+  (new (buffer: ArrayBufferLike, byteOffset?: number, length?: number) => Exclude<Storage, string[]>) &
+  (new (length: number) => Exclude<Storage, string[]>) & { readonly BYTES_PER_ELEMENT: number };
 
-const CTORS: Record<Exclude<DType["array"], "Array">, TypedArrayCtor> = {
+/** The typed-array constructor of every fixed-width container. */
+export const TYPED_ARRAYS: Readonly<Record<Exclude<DType["array"], "Array">, TypedArrayCtor>> = {
   Float32Array, Float64Array, Int8Array, Uint8Array, Int16Array, Uint16Array, Int32Array, Uint32Array,
   BigInt64Array, BigUint64Array,
 };
@@ -62,7 +65,7 @@ const CTORS: Record<Exclude<DType["array"], "Array">, TypedArrayCtor> = {
 export function allocateStorage<N extends DTypeName>(t: DType<N>, size: number): StorageOf<N> {
   const length = storageLength(t, size);
   if (t.array === "Array") return new Array<string>(length).fill("") as StorageOf<N>;
-  return new CTORS[t.array](length) as StorageOf<N>;
+  return new TYPED_ARRAYS[t.array](length) as StorageOf<N>;
 }
 
 /**
@@ -93,7 +96,7 @@ export class Tensor<N extends DTypeName = DTypeName> {
     const t = dtype(type);
     const size = shapeSize(shape);
     const expected = storageLength(t, size);
-    const container = t.array === "Array" ? Array : CTORS[t.array];
+    const container = t.array === "Array" ? Array : TYPED_ARRAYS[t.array];
     const ok = t.array === "Array" ? Array.isArray(data) : data instanceof (container as TypedArrayCtor);
     if (!ok) {
       const got = Array.isArray(data) ? "Array" : (data as object)?.constructor?.name ?? typeof data;
@@ -148,7 +151,7 @@ export class Tensor<N extends DTypeName = DTypeName> {
     }
     const view = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
     const length = storageLength(t, size);
-    const ctor = CTORS[t.array] as TypedArrayCtor & { BYTES_PER_ELEMENT: number };
+    const ctor = TYPED_ARRAYS[t.array];
     const expected = length * ctor.BYTES_PER_ELEMENT;
     if (view.byteLength !== expected) {
       throw new TensorcastError(

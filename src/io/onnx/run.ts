@@ -7,6 +7,8 @@ import { TensorcastError } from "../../errors.js";
 import { dtype, type DType } from "../../dtype/table.js";
 import type { RoundMode } from "../../dtype/minifloat.js";
 import { cast, castLike, type CastOptions } from "../../ops/cast.js";
+import { reshape, type ReshapeOptions } from "../../ops/reshape.js";
+import { bitcast } from "../../ops/bitcast.js";
 import type { Tensor } from "../../tensor.js";
 import { opsetVersion, type OnnxAttribute, type OnnxModel, type OnnxNode } from "./model.js";
 
@@ -17,6 +19,9 @@ const KERNELS = new Map<string, Kernel>([
   ["Cast", (node, [x], opset) => cast(required(node, x, 0), castTo(node, opset), castOptions(node, opset, ["to"]))],
   ["CastLike", (node, [x, like], opset) =>
     castLike(required(node, x, 0), required(node, like, 1), castOptions(node, opset, []))],
+  ["Reshape", (node, [x, shape], opset) =>
+    reshape(required(node, x, 0), reshapeShape(node, shape, opset), reshapeOptions(node, opset))],
+  ["BitCast", (node, [x], opset) => bitcast(required(node, x, 0), bitcastTo(node), { semantics: "onnx", opset })],
   ["Constant", (node) => constantValue(node)],
 ]);
 
@@ -132,4 +137,37 @@ function constantValue(node: OnnxNode): Tensor {
   }
   if (value.type !== "TENSOR") throw new TensorcastError("INVALID_ATTRIBUTE", `Constant value must be a TENSOR, got ${value.type}`);
   return value.value;
+}
+
+/** Reshape-1..4 take `shape` as an INTS attribute; Reshape-5 on, as the int64 input 1. */
+function reshapeShape(node: OnnxNode, shape: Tensor | undefined, opset: number): readonly bigint[] | Tensor {
+  if (opset >= 5) return required(node, shape, 1);
+  const a = node.attributes.find((b) => b.name === "shape");
+  if (!a || a.type !== "INTS") {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `Reshape-1 ${describe(node)} needs a \`shape\` INTS attribute`);
+  }
+  return a.value;
+}
+
+/** allowzero (INT 0 or 1); Reshape-1's `shape` and legacy `consumed_inputs`; any other attribute is an error. */
+function reshapeOptions(node: OnnxNode, opset: number): ReshapeOptions {
+  const opts: ReshapeOptions = { opset };
+  for (const a of node.attributes) {
+    if (opset < 5 && (a.name === "shape" || a.name === "consumed_inputs")) continue;
+    if (a.name !== "allowzero") throw new TensorcastError("INVALID_ATTRIBUTE", `${node.opType} has no attribute ${a.name}`);
+    const v = intAttribute(node, a);
+    if (v !== 0n && v !== 1n) throw new TensorcastError("INVALID_ATTRIBUTE", `Reshape allowzero must be 0 or 1, got ${v}`);
+    opts.allowzero = v === 1n; // reshape() refuses it before Reshape-14, where it does not exist
+  }
+  return opts;
+}
+
+/** BitCast's required `to` (INT TensorProto.DataType); it has no other attribute. */
+function bitcastTo(node: OnnxNode): DType {
+  for (const a of node.attributes) {
+    if (a.name !== "to") throw new TensorcastError("INVALID_ATTRIBUTE", `BitCast has no attribute ${a.name}`);
+  }
+  const to = node.attributes.find((a) => a.name === "to");
+  if (!to) throw new TensorcastError("INVALID_ATTRIBUTE", `BitCast ${describe(node)} has no \`to\` attribute`);
+  return dtype(Number(intAttribute(node, to)));
 }
