@@ -17,6 +17,8 @@ export type ErrorCode =
   | "SHAPE_MISMATCH"
   /** A value that cannot be stored in the requested type without changing it. */
   | "INVALID_VALUE"
+  /** Two types that ConvertPromoteTypes refuses to promote (OpenVINO's four error sentences). */
+  | "PROMOTION_ERROR"
   /** A string element that does not parse as the requested type. */
   | "PARSE_ERROR"
   /** Bytes that do not form a valid file, message or tensor. */

@@ -16,6 +16,10 @@ export { Tensor, type ValueOf, type InputOf } from "./tensor.js";
 export { cast, castLike, type CastOptions } from "./ops/cast.js";
 export { reshape, reshapeVersion, LATEST_RESHAPE, type ReshapeOptions, type ShapeLike } from "./ops/reshape.js";
 export { bitcast, type BitcastOptions, type BitcastSemantics } from "./ops/bitcast.js";
+export {
+  promoteTypes, convertPromoteTypes, openvinoTypeName, PROMOTE_TYPES, PROMOTION_ERRORS, PROMOTION_ERROR_CODE,
+  type PromoteOptions, type ConvertPromoteOptions, type PromotedType, type PromoteTypeLike, type PromoteTypeName, type OvTypeName,
+} from "./ops/promote.js";
 export type { StringFormat } from "./ops/strings.js";
 export {
   CAST_VERSIONS, CASTLIKE_VERSIONS, RESHAPE_VERSIONS, LATEST_OPSET, operatorVersion,

@@ -7,13 +7,14 @@ import type { Command } from "./command.js";
 import { castCommand } from "./commands/cast.js";
 import { conformanceCommand } from "./commands/conformance.js";
 import { exampleCommand } from "./commands/example.js";
+import { promoteCommand } from "./commands/promote.js";
 import { typesCommand } from "./commands/types.js";
 import { renderTable } from "./format.js";
 import { processIO, type CliIO } from "./io.js";
 import { EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError } from "./usage.js";
 import { packageVersion } from "./version.js";
 
-export const COMMANDS: readonly Command[] = [castCommand, typesCommand, exampleCommand, conformanceCommand];
+export const COMMANDS: readonly Command[] = [castCommand, typesCommand, exampleCommand, conformanceCommand, promoteCommand];
 
 const commandNames = (): string => [...COMMANDS.map((c) => c.name), "help"].join(", ");
 
