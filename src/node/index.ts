@@ -1,6 +1,6 @@
 /**
- * tensorcast/node: the parts of tensorcast that need Node: the command line (which can also be
- * driven from code: `await main(["cast", "--to", "float8e4m3fn", "1.5"], io)`.
+ * tensorcast/node: the parts of tensorcast that need Node: the command line, which can also be
+ * driven from code (`await main(["cast", "--to", "float8e4m3fn", "1.5"], io)`), and the conformance runner.
  */
 export { main, COMMANDS } from "./cli/main.js";
 export type { CliIO, Output } from "./cli/io.js";
