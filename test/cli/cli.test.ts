@@ -1,21 +1,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { runCli as run } from "../support/cli.js";
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { castValues, main, type CastReport, type CastRow, type TypeRow } from "../../src/node/index.js";
+import { castValues, type CastReport, type CastRow, type TypeRow } from "../../src/node/index.js";
 
-/** Runs the CLI in-process with captured output. */
-async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const code = await main(argv, {
-    stdout: { write: (s: string) => (out += s) },
-    stderr: { write: (s: string) => (err += s) },
-  });
-  return { code, out, err };
-}
 
 async function castJson(...argv: string[]): Promise<CastReport> {
   const r = await run("cast", "--json", ...argv);

@@ -1,17 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { runCli as run } from "../support/cli.js";
 import { mkdtempSync, cpSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { main } from "../../src/node/index.js";
 
-async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const code = await main(argv, { stdout: { write: (s: string) => (out += s) }, stderr: { write: (s: string) => (err += s) } });
-  return { code, out, err };
-}
 
 const FIXTURES = fileURLToPath(new URL("../../../test/fixtures/onnx-node/", import.meta.url));
 

@@ -4,19 +4,9 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { main } from "../../src/node/index.js";
+import { runCli as run } from "../support/cli.js";
 import { PROMOTE_TYPES, PROMOTION_ERRORS, promoteTypes, type PromoteOptions } from "../../src/ops/promote.js";
 
-/** Runs the CLI in-process with captured output. */
-async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const code = await main(argv, {
-    stdout: { write: (s: string) => (out += s) },
-    stderr: { write: (s: string) => (err += s) },
-  });
-  return { code, out, err };
-}
 
 async function ok(...argv: string[]): Promise<string> {
   const r = await run(...argv);

@@ -18,6 +18,7 @@ import type { DType } from "../../dtype/table.js";
 import { Tensor } from "../../tensor.js";
 import type { OnnxAttribute, OnnxGraph, OnnxModel, OnnxNode, OpsetImport, ValueInfo } from "./model.js";
 import { WireWriter } from "./wire-writer.js";
+import { ATTRIBUTE_TYPE, TENSOR_FIELD } from "./fields.js";
 
 /** "raw": raw_data (the default; what onnx's numpy_helper writes). "typed": the typed fields. */
 export type TensorLayout = "raw" | "typed";
@@ -29,17 +30,6 @@ export interface EncodeTensorOptions {
   layout?: TensorLayout;
 }
 
-// TensorProto field numbers (onnx/onnx.in.proto).
-const F_DIMS = 1;
-const F_DATA_TYPE = 2;
-const F_FLOAT_DATA = 4;
-const F_INT32_DATA = 5;
-const F_STRING_DATA = 6;
-const F_INT64_DATA = 7;
-const F_NAME = 8;
-const F_RAW_DATA = 9;
-const F_DOUBLE_DATA = 10;
-const F_UINT64_DATA = 11;
 
 /**
  * Encodes a tensor as a serialized TensorProto (the format of a test suite's .pb files).
@@ -73,15 +63,15 @@ export function writeTensorProto(w: WireWriter, tensor: Tensor, opts: EncodeTens
   }
   const t: DType = tensor.dtype;
   const typed = t.kind === "string" || opts.layout === "typed";
-  for (const d of tensor.shape) w.int64Field(F_DIMS, d);
-  w.uint32Field(F_DATA_TYPE, t.onnx);
-  const field = typed ? typedFieldOf(t) : F_RAW_DATA;
+  for (const d of tensor.shape) w.int64Field(TENSOR_FIELD.dims, d);
+  w.uint32Field(TENSOR_FIELD.dataType, t.onnx);
+  const field = typed ? typedFieldOf(t) : TENSOR_FIELD.rawData;
   // Field-number order: the typed fields 4..7 come before name (8), raw_data and 10, 11 after it.
-  if (typed && field < F_NAME) writeTyped(w, tensor, field);
-  if (opts.name) w.stringField(F_NAME, opts.name, "tensor name");
+  if (typed && field < TENSOR_FIELD.name) writeTyped(w, tensor, field);
+  if (opts.name) w.stringField(TENSOR_FIELD.name, opts.name, "tensor name");
   // Written even when empty, as numpy_helper.from_array does: it says which layout was chosen.
-  if (!typed) w.bytesField(F_RAW_DATA, tensor.bytes());
-  if (typed && field > F_NAME) writeTyped(w, tensor, field);
+  if (!typed) w.bytesField(TENSOR_FIELD.rawData, tensor.bytes());
+  if (typed && field > TENSOR_FIELD.name) writeTyped(w, tensor, field);
 }
 
 /**
@@ -92,41 +82,41 @@ function typedFieldOf(t: DType): number {
   switch (t.name) {
     case "float32":
     case "complex64":
-      return F_FLOAT_DATA;
+      return TENSOR_FIELD.floatData;
     case "float64":
     case "complex128":
-      return F_DOUBLE_DATA;
+      return TENSOR_FIELD.doubleData;
     case "int64":
-      return F_INT64_DATA;
+      return TENSOR_FIELD.int64Data;
     case "uint32":
     case "uint64":
-      return F_UINT64_DATA;
+      return TENSOR_FIELD.uint64Data;
     case "string":
-      return F_STRING_DATA;
+      return TENSOR_FIELD.stringData;
     default:
-      return F_INT32_DATA;
+      return TENSOR_FIELD.int32Data;
   }
 }
 
 function writeTyped(w: WireWriter, tensor: Tensor, field: number): void {
   const t: DType = tensor.dtype;
-  if (field === F_STRING_DATA) {
+  if (field === TENSOR_FIELD.stringData) {
     const strings = tensor.data as string[];
-    for (let i = 0; i < strings.length; i++) w.stringField(F_STRING_DATA, strings[i], `string element ${i}`);
+    for (let i = 0; i < strings.length; i++) w.stringField(TENSOR_FIELD.stringData, strings[i], `string element ${i}`);
     return;
   }
   const bytes = tensor.bytes();
   // protobuf writes no packed field at all for an empty repeated field.
   if (bytes.length === 0) return;
   switch (field) {
-    case F_FLOAT_DATA:
-    case F_DOUBLE_DATA:
+    case TENSOR_FIELD.floatData:
+    case TENSOR_FIELD.doubleData:
       // A packed run of floats / doubles is their little-endian bytes: the raw_data bytes, copied
       // rather than read into numbers, which could quiet a signalling NaN.
       w.bytesField(field, bytes);
       return;
-    case F_INT64_DATA:
-    case F_UINT64_DATA: {
+    case TENSOR_FIELD.int64Data:
+    case TENSOR_FIELD.uint64Data: {
       w.fork(field);
       const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       if (t.name === "uint32") {
@@ -139,7 +129,7 @@ function writeTyped(w: WireWriter, tensor: Tensor, field: number): void {
       w.join();
       return;
     }
-    case F_INT32_DATA: {
+    case TENSOR_FIELD.int32Data: {
       w.fork(field);
       const data = tensor.data as Int8Array | Int16Array | Int32Array | Uint8Array | Uint16Array;
       if (t.kind === "int" && !t.packed) {
@@ -187,9 +177,6 @@ export interface EncodeModelOptions {
   /** Layout of initializers and TENSOR attributes. Default "raw". */
   layout?: TensorLayout;
 }
-
-// AttributeProto.AttributeType numbers.
-const ATTRIBUTE_TYPE = { FLOAT: 1, INT: 2, STRING: 3, TENSOR: 4, FLOATS: 6, INTS: 7, STRINGS: 8 } as const;
 
 /**
  * Encodes the subset of ModelProto that `decodeModel` reads, so `decodeModel(encodeModel(m))`

@@ -7,6 +7,7 @@
 import { TensorcastError } from "../../errors.js";
 import type { Tensor } from "../../tensor.js";
 import { readTensorProto, type NamedTensor, type TensorProtoOptions } from "./tensorproto.js";
+import { ATTRIBUTE_TYPE } from "./fields.js";
 import { WIRE_FIXED32, WIRE_LEN, WIRE_VARINT, WireReader, decodeUtf8 } from "./wire.js";
 
 export interface OnnxModel {
@@ -68,14 +69,6 @@ export interface ModelOptions {
   tensor?: TensorProtoOptions;
 }
 
-// AttributeProto.AttributeType numbers.
-const A_FLOAT = 1;
-const A_INT = 2;
-const A_STRING = 3;
-const A_TENSOR = 4;
-const A_FLOATS = 6;
-const A_INTS = 7;
-const A_STRINGS = 8;
 
 /**
  * Decodes a serialized ModelProto (a .onnx file).
@@ -276,25 +269,26 @@ function readAttribute(r: WireReader, opts: ModelOptions): OnnxAttribute {
   }
   // IR version 1 models may omit `type`; the field that is set then says what the attribute is.
   if (type === 0) {
-    type = f !== undefined ? A_FLOAT : i !== undefined ? A_INT : s !== undefined ? A_STRING : t !== undefined ? A_TENSOR
-      : floats.length ? A_FLOATS : ints.length ? A_INTS : strings.length ? A_STRINGS : 0;
+    const A = ATTRIBUTE_TYPE;
+    type = f !== undefined ? A.FLOAT : i !== undefined ? A.INT : s !== undefined ? A.STRING : t !== undefined ? A.TENSOR
+      : floats.length ? A.FLOATS : ints.length ? A.INTS : strings.length ? A.STRINGS : 0;
   }
   const text = (b: Uint8Array, what: string): string => decodeUtf8(b, `AttributeProto: attribute "${name}" ${what}`);
   switch (type) {
-    case A_FLOAT:
+    case ATTRIBUTE_TYPE.FLOAT:
       return { name, type: "FLOAT", value: f ?? 0 };
-    case A_INT:
+    case ATTRIBUTE_TYPE.INT:
       return { name, type: "INT", value: i ?? 0n };
-    case A_STRING:
+    case ATTRIBUTE_TYPE.STRING:
       return { name, type: "STRING", value: s ? text(s, "s") : "" };
-    case A_TENSOR:
+    case ATTRIBUTE_TYPE.TENSOR:
       if (!t) throw new TensorcastError("INVALID_DATA", `AttributeProto: TENSOR attribute "${name}" has no t`);
       return { name, type: "TENSOR", value: t };
-    case A_FLOATS:
+    case ATTRIBUTE_TYPE.FLOATS:
       return { name, type: "FLOATS", value: floats };
-    case A_INTS:
+    case ATTRIBUTE_TYPE.INTS:
       return { name, type: "INTS", value: ints };
-    case A_STRINGS:
+    case ATTRIBUTE_TYPE.STRINGS:
       return { name, type: "STRINGS", value: strings.map((b, k) => text(b, `strings[${k}]`)) };
     default:
       return { name, type: "UNSUPPORTED", onnxType: type };

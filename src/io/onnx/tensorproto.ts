@@ -16,6 +16,7 @@ import { TensorcastError } from "../../errors.js";
 import { dtype, type DType, type DTypeLike, type Storage } from "../../dtype/table.js";
 import { shapeSize, storageLength, Tensor } from "../../tensor.js";
 import { WIRE_LEN, WIRE_VARINT, WireReader, WordList, decodeUtf8 } from "./wire.js";
+import { TENSOR_FIELD } from "./fields.js";
 
 /** A decoded TensorProto: its `name` field ("" when absent) and its contents. */
 export interface NamedTensor {
@@ -37,20 +38,6 @@ export interface TensorProtoOptions {
   copy?: boolean;
 }
 
-// TensorProto field numbers (onnx/onnx.in.proto).
-const F_DIMS = 1;
-const F_DATA_TYPE = 2;
-const F_SEGMENT = 3;
-const F_FLOAT_DATA = 4;
-const F_INT32_DATA = 5;
-const F_STRING_DATA = 6;
-const F_INT64_DATA = 7;
-const F_NAME = 8;
-const F_RAW_DATA = 9;
-const F_DOUBLE_DATA = 10;
-const F_UINT64_DATA = 11;
-const F_EXTERNAL_DATA = 13;
-const F_DATA_LOCATION = 14;
 const DATA_LOCATION_EXTERNAL = 1;
 
 type TypedField = "float_data" | "int32_data" | "string_data" | "int64_data" | "double_data" | "uint64_data";
@@ -180,55 +167,55 @@ function readFields(r: WireReader): Fields {
   };
   for (let field = r.next(); field !== 0; field = r.next()) {
     switch (field) {
-      case F_DIMS:
+      case TENSOR_FIELD.dims:
         r.repeated(WIRE_VARINT, "dims", () => f.dims.push(r.int64Number("dimension")));
         break;
-      case F_DATA_TYPE:
+      case TENSOR_FIELD.dataType:
         r.expect(WIRE_VARINT, "data_type");
         f.dataType = r.int32();
         break;
-      case F_SEGMENT:
+      case TENSOR_FIELD.segment:
         f.segment = true;
         r.skip();
         break;
-      case F_FLOAT_DATA:
+      case TENSOR_FIELD.floatData:
         f.floatChunks.push(r.fixedChunk(4, "float_data"));
         f.present.add("float_data");
         break;
-      case F_INT32_DATA:
+      case TENSOR_FIELD.int32Data:
         r.repeated(WIRE_VARINT, "int32_data", () => f.int32.push(r.uint32()));
         f.present.add("int32_data");
         break;
-      case F_STRING_DATA:
+      case TENSOR_FIELD.stringData:
         r.expect(WIRE_LEN, "string_data");
         f.strings.push(r.bytes());
         f.present.add("string_data");
         break;
-      case F_INT64_DATA:
+      case TENSOR_FIELD.int64Data:
         r.repeated(WIRE_VARINT, "int64_data", () => pushWords(r, f.int64));
         f.present.add("int64_data");
         break;
-      case F_NAME:
+      case TENSOR_FIELD.name:
         r.expect(WIRE_LEN, "name");
         f.name = r.string("name");
         break;
-      case F_RAW_DATA:
+      case TENSOR_FIELD.rawData:
         r.expect(WIRE_LEN, "raw_data");
         f.raw = r.bytes();
         break;
-      case F_DOUBLE_DATA:
+      case TENSOR_FIELD.doubleData:
         f.doubleChunks.push(r.fixedChunk(8, "double_data"));
         f.present.add("double_data");
         break;
-      case F_UINT64_DATA:
+      case TENSOR_FIELD.uint64Data:
         r.repeated(WIRE_VARINT, "uint64_data", () => pushWords(r, f.uint64));
         f.present.add("uint64_data");
         break;
-      case F_EXTERNAL_DATA:
+      case TENSOR_FIELD.externalData:
         f.external = true;
         r.skip();
         break;
-      case F_DATA_LOCATION:
+      case TENSOR_FIELD.dataLocation:
         r.expect(WIRE_VARINT, "data_location");
         if (r.int32() === DATA_LOCATION_EXTERNAL) f.external = true;
         break;
