@@ -1,0 +1,223 @@
+#!/usr/bin/env node
+/**
+ * The playground: a static page that explores every tensorcast data type in the browser.
+ *
+ *   node scripts/playground.mjs build [--out DIR]             builds the page into DIR (build/playground)
+ *   node scripts/playground.mjs serve [--out DIR] [--port N]  builds it, then serves it on 127.0.0.1:N
+ *                                                            (default 5173, or $PORT; 0 picks a free port)
+ *
+ * The page loads two ES modules: `tensorcast.js`, the library's ESM build (dist/index.js, so run
+ * `npm run build` first) bundled into one minified file, and `app.js`, the page itself, whose
+ * `import ... from "tensorcast"` is left pointing at `./tensorcast.js`. The core bundle is built for
+ * the browser: an import of a Node built-in anywhere in it (`node:fs`, `fs`, `buffer`, ...) fails
+ * the build, naming the file that imports it. Its minified and gzipped sizes are printed, and a
+ * core bundle over CORE_GZIP_BUDGET bytes gzipped fails the build too.
+ *
+ * The functions below are exported for the browser tests (test/browser/), which build the page and
+ * serve it on a free port.
+ */
+import { builtinModules } from "node:module";
+import { createServer } from "node:http";
+import { copyFile, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { dirname, extname, join, normalize, relative, resolve, sep } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { gzipSync } from "node:zlib";
+import * as esbuild from "esbuild";
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+export const DEFAULT_OUT = join(ROOT, "build", "playground");
+export const DEFAULT_PORT = 5173;
+/** The core bundle's budget, minified and gzipped, in bytes. */
+export const CORE_GZIP_BUDGET = 40 * 1024;
+/** What the page targets: every browser with ES2022 (class fields, top-level await, BigInt64Array). */
+const TARGET = "es2022";
+
+const BUILTINS = new Set(builtinModules.flatMap((m) => [m, m.split("/")[0]]));
+
+/** Whether `path` names a Node built-in module: `node:anything`, or a bare name Node reserves (`fs`, `fs/promises`). */
+export function isNodeBuiltin(path) {
+  return path.startsWith("node:") || BUILTINS.has(path) || BUILTINS.has(path.split("/")[0]);
+}
+
+/**
+ * An esbuild plugin that fails the build on any import of a Node built-in, with a message naming
+ * the importing file. (esbuild's `platform: "browser"` already refuses them, but only with
+ * "Could not resolve"; this says why.)
+ */
+export const noNodeBuiltins = {
+  name: "no-node-builtins",
+  setup(build) {
+    build.onResolve({ filter: /.*/ }, (args) => {
+      if (args.kind === "entry-point" || !isNodeBuiltin(args.path)) return undefined;
+      const from = args.importer ? relative(ROOT, args.importer) : "(entry)";
+      return {
+        errors: [{
+          text: `Node built-in "${args.path}" imported by ${from}: the browser bundle must not use Node built-ins ` +
+            `(Node-only code belongs in src/node/, which the core does not import)`,
+        }],
+      };
+    });
+  },
+};
+
+/**
+ * Bundles `entry` (default dist/index.js) for the browser as one minified ES module.
+ * @returns the code, its size and its gzipped size (level 9) in bytes.
+ * @throws esbuild's error when the entry imports a Node built-in (the message names the importer).
+ */
+export async function bundleCore({ entry = join(ROOT, "dist", "index.js"), minify = true } = {}) {
+  const result = await esbuild.build({
+    entryPoints: [entry],
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    target: TARGET,
+    minify,
+    write: false,
+    logLevel: "silent",
+    legalComments: "none",
+    plugins: [noNodeBuiltins],
+  });
+  const code = result.outputFiles[0].contents;
+  return { code, bytes: code.byteLength, gzipBytes: gzipSync(code, { level: 9 }).byteLength };
+}
+
+/** The page's own module: playground/src/main.ts, with "tensorcast" left as an import of ./tensorcast.js. */
+async function bundleApp() {
+  const tensorcastExternal = {
+    name: "tensorcast-external",
+    setup(build) {
+      build.onResolve({ filter: /^tensorcast$/ }, () => ({ path: "./tensorcast.js", external: true }));
+    },
+  };
+  const result = await esbuild.build({
+    entryPoints: [join(ROOT, "playground", "src", "main.ts")],
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    target: TARGET,
+    // Left readable: view-source shows how the page calls the library.
+    minify: false,
+    write: false,
+    logLevel: "silent",
+    plugins: [tensorcastExternal, noNodeBuiltins],
+  });
+  return result.outputFiles[0].contents;
+}
+
+/**
+ * Builds the page into `out`: index.html, style.css, tensorcast.js (the core bundle) and app.js.
+ * @returns the output folder and the core bundle's sizes.
+ */
+export async function buildPlayground({ out = DEFAULT_OUT } = {}) {
+  const entry = join(ROOT, "dist", "index.js");
+  try {
+    await stat(entry);
+  } catch {
+    throw new Error(`${relative(ROOT, entry)} is missing: run \`npm run build\` first (npm run build:playground does)`);
+  }
+  const core = await bundleCore({ entry });
+  if (core.gzipBytes > CORE_GZIP_BUDGET) {
+    throw new Error(`the core bundle is ${core.gzipBytes} bytes gzipped, over its budget of ${CORE_GZIP_BUDGET}`);
+  }
+  const app = await bundleApp();
+  await rm(out, { recursive: true, force: true });
+  await mkdir(out, { recursive: true });
+  await writeFile(join(out, "tensorcast.js"), core.code);
+  await writeFile(join(out, "app.js"), app);
+  for (const file of ["index.html", "style.css"]) await copyFile(join(ROOT, "playground", file), join(out, file));
+  return { out, coreBytes: core.bytes, coreGzipBytes: core.gzipBytes };
+}
+
+const TYPES = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".png": "image/png",
+  ".svg": "image/svg+xml",
+  ".json": "application/json",
+};
+
+/**
+ * Serves the files under `dir` on `host:port` (port 0: a free one). GET and HEAD only; paths
+ * outside `dir` are refused.
+ * @returns the server and its base URL, once it listens.
+ */
+export function servePlayground({ dir = DEFAULT_OUT, port = DEFAULT_PORT, host = "127.0.0.1" } = {}) {
+  const root = resolve(dir);
+  const server = createServer(async (req, res) => {
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      res.writeHead(405, { Allow: "GET, HEAD" }).end();
+      return;
+    }
+    let path;
+    try {
+      path = decodeURIComponent(new URL(req.url ?? "/", "http://localhost").pathname);
+    } catch {
+      res.writeHead(400).end();
+      return;
+    }
+    const file = normalize(join(root, path.endsWith("/") ? `${path}index.html` : path));
+    if (file !== root && !file.startsWith(root + sep)) {
+      res.writeHead(403).end();
+      return;
+    }
+    try {
+      const body = await readFile(file);
+      res.writeHead(200, {
+        "Content-Type": TYPES[extname(file)] ?? "application/octet-stream",
+        "Content-Length": body.byteLength,
+        "Cache-Control": "no-store",
+      });
+      res.end(req.method === "HEAD" ? undefined : body);
+    } catch {
+      res.writeHead(404, { "Content-Type": "text/plain" }).end(`not found: ${path}\n`);
+    }
+  });
+  return new Promise((resolveListen, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      const address = server.address();
+      resolveListen({ server, url: `http://${host}:${address.port}/` });
+    });
+  });
+}
+
+function option(args, name) {
+  const i = args.indexOf(name);
+  if (i < 0) return undefined;
+  const value = args[i + 1];
+  if (value === undefined) throw new Error(`${name} needs a value`);
+  return value;
+}
+
+function kib(n) {
+  return `${(n / 1024).toFixed(1)} KiB`;
+}
+
+async function cli(argv) {
+  const [command = "serve", ...args] = argv;
+  if (command !== "build" && command !== "serve") {
+    console.error("usage: node scripts/playground.mjs build|serve [--out DIR] [--port N]");
+    process.exitCode = 2;
+    return;
+  }
+  const out = resolve(option(args, "--out") ?? DEFAULT_OUT);
+  const built = await buildPlayground({ out });
+  console.log(`playground built in ${relative(process.cwd(), out) || "."}`);
+  console.log(`core bundle (dist/index.js for the browser): ${built.coreBytes} bytes minified (${kib(built.coreBytes)}), ` +
+    `${built.coreGzipBytes} bytes minified+gzipped (${kib(built.coreGzipBytes)}; budget ${kib(CORE_GZIP_BUDGET)})`);
+  if (command === "build") return;
+  const portText = option(args, "--port") ?? process.env.PORT ?? String(DEFAULT_PORT);
+  const port = Number(portText);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0..65535, got ${portText}`);
+  const { url } = await servePlayground({ dir: out, port });
+  console.log(`serving the playground at ${url}  (Ctrl-C stops)`);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  cli(process.argv.slice(2)).catch((e) => {
+    console.error(e instanceof Error ? e.message : e);
+    process.exitCode = 1;
+  });
+}

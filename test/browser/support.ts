@@ -1,0 +1,146 @@
+/**
+ * Node-side helpers of the browser tests: where things are, the playground script's API, the
+ * Chromium launch options that work on this project's machines, and the bundle of the exhaustive
+ * codec tests that runs in both Node and Chromium.
+ */
+import { existsSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import type { Server } from "node:http";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import * as esbuild from "esbuild";
+import type { LaunchOptions } from "playwright-core";
+
+/** The repository root (this file runs from build/test/browser/). */
+export const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+/** Screenshots and bundles the tests write; not committed. */
+export const OUTPUT = join(ROOT, "test-output");
+
+/** Debian's chromium package; CHROMIUM_PATH overrides. */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+
+/**
+ * Headless Debian Chromium as root, on a machine without network: no sandbox (root), and no
+ * background connections (refused here, and slow to fail).
+ */
+export function launchOptions(): LaunchOptions {
+  return {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync",
+    ],
+  };
+}
+
+/**
+ * Why the browser tests cannot run here, or undefined when they can. Under CI (CI=true) a missing
+ * Chromium is an error, not a skip: .ci/run installs it, so its absence means the install broke.
+ */
+export function chromiumMissing(): string | undefined {
+  if (existsSync(CHROMIUM)) return undefined;
+  const reason = `${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) to run the browser tests; .ci/run does`;
+  if (process.env.CI) throw new Error(`CI=${process.env.CI} and ${reason}`);
+  return reason;
+}
+
+/** What scripts/playground.mjs exports. */
+export interface PlaygroundScript {
+  readonly ROOT: string;
+  readonly CORE_GZIP_BUDGET: number;
+  readonly noNodeBuiltins: esbuild.Plugin;
+  isNodeBuiltin(path: string): boolean;
+  bundleCore(o?: { entry?: string; minify?: boolean }): Promise<{ code: Uint8Array; bytes: number; gzipBytes: number }>;
+  buildPlayground(o?: { out?: string }): Promise<{ out: string; coreBytes: number; coreGzipBytes: number }>;
+  servePlayground(o?: { dir?: string; port?: number; host?: string }): Promise<{ server: Server; url: string }>;
+}
+
+export async function playgroundScript(): Promise<PlaygroundScript> {
+  return (await import(pathToFileURL(join(ROOT, "scripts", "playground.mjs")).href)) as PlaygroundScript;
+}
+
+/** The exhaustive codec test files that also run in Chromium, compiled (build/test/...). */
+export const CODEC_TEST_FILES = ["test/dtype/minifloat.test.js", "test/ops/cast-exhaustive.test.js"];
+
+/**
+ * Bundles the compiled codec tests, with `node:test` and `node:assert/strict` replaced by the
+ * harness in test/browser/harness/, and the cast digest, into one ES module for the browser that
+ * exports (and sets on globalThis) `runCodecChecks()`. Written to test-output/codec-checks.mjs,
+ * so Node can import the very same file.
+ * @returns the file's path and its code.
+ */
+export async function bundleCodecChecks(): Promise<{ file: string; code: string }> {
+  const build = join(ROOT, "build");
+  const harness = join(build, "test", "browser", "harness");
+  const entry = [
+    `import { runRegistered } from ${JSON.stringify(join(harness, "node-test.js"))};`,
+    `import { castDigest } from ${JSON.stringify(join(harness, "cast-digest.js"))};`,
+    ...CODEC_TEST_FILES.map((f) => `import ${JSON.stringify(join(build, f))};`),
+    "export async function runCodecChecks() {",
+    "  const tests = await runRegistered();",
+    "  const start = Date.now();",
+    "  const digest = castDigest();",
+    "  return { tests, digest: { ...digest, ms: Date.now() - start } };",
+    "}",
+    "globalThis.runCodecChecks = runCodecChecks;",
+  ].join("\n");
+  const shims: esbuild.Plugin = {
+    name: "node-test-shims",
+    setup(b) {
+      b.onResolve({ filter: /^node:test$/ }, () => ({ path: join(harness, "node-test.js") }));
+      b.onResolve({ filter: /^node:assert\/strict$/ }, () => ({ path: join(harness, "assert.js") }));
+    },
+  };
+  const script = await playgroundScript();
+  const result = await esbuild.build({
+    stdin: { contents: entry, resolveDir: ROOT, sourcefile: "codec-checks-entry.js", loader: "js" },
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    target: "es2022",
+    write: false,
+    logLevel: "silent",
+    // package.json says "sideEffects": false, which would drop the test files, imported only for their test() calls.
+    ignoreAnnotations: true,
+    plugins: [shims, script.noNodeBuiltins],
+  });
+  const code = result.outputFiles[0].text;
+  await mkdir(OUTPUT, { recursive: true });
+  const file = join(OUTPUT, "codec-checks.mjs");
+  await writeFile(file, code);
+  return { file, code };
+}
+
+export interface CodecChecks {
+  readonly tests: {
+    readonly tests: number;
+    readonly passed: number;
+    readonly failed: number;
+    readonly names: readonly string[];
+    readonly failures: readonly { name: string; message: string }[];
+    readonly ms: number;
+  };
+  readonly digest: {
+    readonly hashes: Readonly<Record<string, string>>;
+    readonly conversions: number;
+    readonly elements: number;
+    readonly ms: number;
+  };
+}
+
+/** One element as the playground's tables spell it (the CLI's spelling of numbers). */
+export function formatElement(v: unknown): string {
+  if (typeof v === "number") {
+    if (v !== v) return "nan";
+    if (v === Infinity) return "inf";
+    if (v === -Infinity) return "-inf";
+    if (Object.is(v, -0)) return "-0";
+    if (Number.isInteger(v) && Math.abs(v) >= 2 ** 53 && Math.abs(v) < 1e21) return BigInt(v).toString();
+    return String(v);
+  }
+  if (typeof v === "bigint" || typeof v === "boolean") return String(v);
+  if (typeof v === "string") return JSON.stringify(v);
+  if (Array.isArray(v)) return `(${v.map(formatElement).join(", ")})`;
+  return String(v);
+}
