@@ -1,0 +1,472 @@
+/**
+ * Cast throughput: tensorcast against onnxruntime-node and the memory-copy bound, in one run, on
+ * the same inputs (issue 6). Not a test: it prints a table (and writes JSON with --json).
+ *
+ *   npx tsc -p tsconfig.test.json && node --expose-gc build/bench/cast.js [--json out.json]
+ *       [--size N] [--string-size N] [--reps 7] [--warmup 1] [--only f32->f16,int64->int32] [--no-ort]
+ *
+ * Per pair, each contender runs `warmup` untimed repetitions, then `reps` timed ones; the table shows
+ * the median, as elements per second:
+ * - "cast()": `cast(x, to, opts)` from src/ops/cast.ts as it is wired today (output allocation included).
+ * - "fast": what cast() does once fastCast is wired in: allocate the output, then
+ *   `fastCast(...) || castReference(...)`. String pairs have no fast kernel: there it is cast() again.
+ * - "ORT": onnxruntime-node, one thread (intra-op and inter-op), graph optimisations off so helper
+ *   nodes run as written. Timed: creating the input ort.Tensor, session.run, reading the output's
+ *   data (the Node binding copies it into a JS typed array). Session creation is not timed. Where
+ *   ORT's JS API cannot carry a type (the "ORT I/O" column says how):
+ *   - bfloat16 travels as uint16 through a BitCast node inside the model;
+ *   - a float8 source is a model initializer (no input hand-over at all; ORT has no JS float8);
+ *   - float8 and uint4 outputs are read through a helper Cast to uint8. The helper is also timed
+ *     alone (on an initializer holding the same intermediate tensor) and "ORT net" subtracts it.
+ * - "memcpy": `Uint8Array.prototype.set` copying as many bytes as the cast reads plus writes, halved:
+ *   a buffer of (in + out) / 2 bytes per element, so the copy reads and writes the same total as the
+ *   cast. Its rate in elements per second is the memory-copy bound; "/ mem" is the fraction of it.
+ */
+import { writeFileSync } from "node:fs";
+import os from "node:os";
+import * as ort from "onnxruntime-node";
+import { dtype, type DType, type DTypeName, type Storage, type StorageOf } from "../src/dtype/table.js";
+import { fastCast } from "../src/kernels/fast/index.js";
+import { castReference, type ResolvedCastOptions } from "../src/kernels/reference.js";
+import { cast, type CastOptions } from "../src/ops/cast.js";
+import { allocateStorage, Tensor } from "../src/tensor.js";
+import { encodeModel } from "../src/io/onnx/encode.js";
+import { modelOf as graphOf, type NodeSpec } from "../test/support/onnx-model.js";
+
+// ---------------------------------------------------------------------------------------------
+// Command line
+
+interface Args {
+  json?: string;
+  size: number;
+  stringSize: number;
+  reps: number;
+  warmup: number;
+  only?: string[];
+  ort: boolean;
+}
+
+function parseArgs(argv: string[]): Args {
+  const a: Args = { size: 16 * 1024 * 1024, stringSize: 1024 * 1024, reps: 7, warmup: 1, ort: true };
+  for (let i = 0; i < argv.length; i++) {
+    const k = argv[i];
+    const next = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${k} needs a value`);
+      return v;
+    };
+    const count = (): number => {
+      const v = Number(next());
+      if (!Number.isInteger(v) || v < 1) throw new Error(`${k} needs a positive integer`);
+      return v;
+    };
+    switch (k) {
+      case "--json": a.json = next(); break;
+      case "--size": a.size = count(); break;
+      case "--string-size": a.stringSize = count(); break;
+      case "--reps": a.reps = count(); break;
+      case "--warmup": a.warmup = Number(next()); break;
+      case "--only": a.only = next().split(","); break;
+      case "--no-ort": a.ort = false; break;
+      case "--help": case "-h":
+        console.log("node build/bench/cast.js [--json out.json] [--size N] [--string-size N] [--reps 7] [--warmup 1] [--only pair,pair] [--no-ort]");
+        process.exit(0);
+        break;
+      default: throw new Error(`unknown argument ${k}`);
+    }
+  }
+  return a;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pairs
+
+/** ONNX TensorProto.DataType numbers used by the models. */
+const ONNX = { FLOAT: 1, UINT8: 2, INT8: 3, UINT16: 4, INT32: 6, INT64: 7, STRING: 8, FLOAT16: 10, DOUBLE: 11, BFLOAT16: 16, FLOAT8E4M3FN: 17, FLOAT8E5M2: 19, UINT4: 21 } as const;
+
+interface OrtPlan {
+  /** Model input element type and the ort.Tensor type the JS side hands over. */
+  input: number;
+  feedType: "float32" | "float16" | "float64" | "int64" | "uint16" | "string";
+  /** Cast / BitCast nodes from "x" to "y": [op, to, extra attributes]. */
+  nodes: [string, number, { saturate?: number }?][];
+  output: number;
+  /** Opset of the model: 26 where BitCast is used, else 25. */
+  opset: number;
+  note: string;
+  /** "x" is not fed: it is an initializer holding the source tensor (a type ORT's JS API lacks). */
+  initializer?: boolean;
+  /** The last node is a helper reading an output type ORT's JS API lacks; timed alone on `from`. */
+  helper?: { from: DTypeName };
+}
+
+interface Pair {
+  name: string;
+  from: DTypeName;
+  to: DTypeName;
+  opts: CastOptions;
+  ort?: OrtPlan;
+  noOrt?: string;
+}
+
+const direct = (input: number, feedType: OrtPlan["feedType"], to: number): OrtPlan => ({
+  input, feedType, nodes: [["Cast", to]], output: to, opset: 25, note: "direct",
+});
+
+const PAIRS: Pair[] = [
+  { name: "f32->f16", from: "float32", to: "float16", opts: {}, ort: direct(ONNX.FLOAT, "float32", ONNX.FLOAT16) },
+  { name: "f16->f32", from: "float16", to: "float32", opts: {}, ort: direct(ONNX.FLOAT16, "float16", ONNX.FLOAT) },
+  {
+    name: "f32->bf16", from: "float32", to: "bfloat16", opts: {},
+    ort: { input: ONNX.FLOAT, feedType: "float32", nodes: [["Cast", ONNX.BFLOAT16], ["BitCast", ONNX.UINT16]], output: ONNX.UINT16, opset: 26, note: "out: BitCast bf16->uint16" },
+  },
+  {
+    name: "bf16->f32", from: "bfloat16", to: "float32", opts: {},
+    ort: { input: ONNX.UINT16, feedType: "uint16", nodes: [["BitCast", ONNX.BFLOAT16], ["Cast", ONNX.FLOAT]], output: ONNX.FLOAT, opset: 26, note: "in: BitCast uint16->bf16" },
+  },
+  {
+    name: "f32->float8e4m3fn", from: "float32", to: "float8e4m3fn", opts: {},
+    ort: { input: ONNX.FLOAT, feedType: "float32", nodes: [["Cast", ONNX.FLOAT8E4M3FN], ["Cast", ONNX.UINT8]], output: ONNX.UINT8, opset: 25, note: "out: helper Cast e4m3fn->uint8", helper: { from: "float8e4m3fn" } },
+  },
+  {
+    name: "float8e4m3fn->f32", from: "float8e4m3fn", to: "float32", opts: {},
+    ort: { input: ONNX.FLOAT8E4M3FN, feedType: "float32", nodes: [["Cast", ONNX.FLOAT]], output: ONNX.FLOAT, opset: 25, note: "in: e4m3fn initializer (no hand-over)", initializer: true },
+  },
+  {
+    name: "f32->float8e5m2 (sat)", from: "float32", to: "float8e5m2", opts: { saturate: true },
+    ort: { input: ONNX.FLOAT, feedType: "float32", nodes: [["Cast", ONNX.FLOAT8E5M2, { saturate: 1 }], ["Cast", ONNX.UINT8]], output: ONNX.UINT8, opset: 25, note: "out: helper Cast e5m2->uint8", helper: { from: "float8e5m2" } },
+  },
+  { name: "f32->int8", from: "float32", to: "int8", opts: {}, ort: direct(ONNX.FLOAT, "float32", ONNX.INT8) },
+  { name: "int64->int32", from: "int64", to: "int32", opts: {}, ort: direct(ONNX.INT64, "int64", ONNX.INT32) },
+  { name: "f64->f32", from: "float64", to: "float32", opts: {}, ort: direct(ONNX.DOUBLE, "float64", ONNX.FLOAT) },
+  {
+    name: "f32->uint4", from: "float32", to: "uint4", opts: {},
+    ort: { input: ONNX.FLOAT, feedType: "float32", nodes: [["Cast", ONNX.UINT4], ["Cast", ONNX.UINT8]], output: ONNX.UINT8, opset: 25, note: "out: helper Cast uint4->uint8", helper: { from: "uint4" } },
+  },
+  { name: "f32->float4e2m1", from: "float32", to: "float4e2m1", opts: {}, noOrt: "no ORT CPU kernel" },
+  { name: "f32->string", from: "float32", to: "string", opts: {}, ort: direct(ONNX.FLOAT, "float32", ONNX.STRING) },
+  { name: "string->f32", from: "string", to: "float32", opts: {}, ort: direct(ONNX.STRING, "string", ONNX.FLOAT) },
+];
+
+// ---------------------------------------------------------------------------------------------
+// Inputs (deterministic)
+
+class Rng {
+  private s: number;
+  constructor(seed: number) {
+    this.s = seed >>> 0 || 1;
+  }
+  u32(): number {
+    let s = this.s;
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    this.s = s >>> 0;
+    return this.s;
+  }
+}
+
+/** float32: random sign and mantissa, exponent uniform in [-16, 16]. */
+function float32Input(n: number, rng: Rng): Float32Array {
+  const w = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    const u = rng.u32();
+    w[i] = (u & 0x807fffff) | ((127 - 16 + (rng.u32() % 33)) << 23);
+  }
+  return new Float32Array(w.buffer);
+}
+
+function inputFor(t: DTypeName, n: number, rng: Rng): Storage {
+  switch (t) {
+    case "float32": return float32Input(n, rng);
+    case "float64": return Float64Array.from(float32Input(n, rng), (x) => x * (1 + (x % 1e-3))); // not all exact in f32
+    case "float16": case "bfloat16": {
+      const a = new Uint16Array(n);
+      for (let i = 0; i < n; i++) a[i] = rng.u32();
+      return a;
+    }
+    case "float8e4m3fn": {
+      const a = new Uint8Array(n);
+      for (let i = 0; i < n; i++) a[i] = rng.u32();
+      return a;
+    }
+    case "int64": {
+      const w = new Uint32Array(2 * n);
+      for (let i = 0; i < 2 * n; i++) w[i] = rng.u32();
+      return new BigInt64Array(w.buffer);
+    }
+    case "string": {
+      // Strings as tensorcast prints random float32 values (Python repr, shortest round-trip).
+      const x = Tensor.fromStorage(float32Input(n, rng), "float32", [n]);
+      return cast(x, "string").data;
+    }
+    default: throw new Error(`no input generator for ${t}`);
+  }
+}
+
+/** What ORT is handed for our input. */
+function ortFeed(plan: OrtPlan, input: Storage, n: number): ort.Tensor {
+  switch (plan.feedType) {
+    case "float32": return new ort.Tensor("float32", input as Float32Array, [n]);
+    case "float16": return new ort.Tensor("float16", input as Uint16Array, [n]);
+    case "uint16": return new ort.Tensor("uint16", input as Uint16Array, [n]);
+    case "float64": return new ort.Tensor("float64", input as Float64Array, [n]);
+    case "int64": return new ort.Tensor("int64", input as BigInt64Array, [n]);
+    case "string": return new ort.Tensor("string", input as string[], [n]);
+  }
+}
+
+type Step = OrtPlan["nodes"][number];
+
+/** A model running `steps` from "x" to "y"; "x" is an input, or an initializer holding `constant`. */
+function modelOf(input: number, steps: Step[], output: number, opset: number, constant?: Tensor): Uint8Array {
+  const nodes: NodeSpec[] = steps.map(([op, to, extra], i) => ({
+    opType: op,
+    inputs: [i === 0 ? "x" : `t${i - 1}`],
+    outputs: [i === steps.length - 1 ? "y" : `t${i}`],
+    attributes: [
+      { name: "to", type: "INT", i: to },
+      ...(extra?.saturate !== undefined ? [{ name: "saturate", type: "INT" as const, i: extra.saturate }] : []),
+    ],
+  }));
+  const model = graphOf({
+    inputs: constant ? [] : [{ name: "x", elemType: input, shape: ["n"] }],
+    outputs: [{ name: "y", elemType: output, shape: constant ? [constant.size] : ["n"] }],
+    nodes,
+    opset,
+    irVersion: opset >= 26 ? 11 : 10,
+    graphName: "bench",
+  });
+  if (constant) model.graph.initializers.push({ name: "x", tensor: constant });
+  return encodeModel(model, { producerName: "tensorcast-bench" });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+interface Timing {
+  /** Median wall-clock milliseconds. */
+  wall: number;
+  /** Median process CPU milliseconds (every thread: ORT's run is on a libuv worker thread). */
+  cpu: number;
+}
+
+/** Medians of `reps` timed runs after `warmup` untimed ones. */
+async function time(fn: () => unknown, reps: number, warmup: number): Promise<Timing> {
+  for (let i = 0; i < warmup; i++) await fn();
+  const wall: number[] = [];
+  const cpu: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    gc?.();
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    await fn();
+    wall.push(performance.now() - t0);
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / 1e3);
+  }
+  return { wall: median(wall), cpu: median(cpu) };
+}
+
+function median(a: number[]): number {
+  const s = a.slice().sort((x, y) => x - y);
+  return s[s.length >> 1];
+}
+
+/** Bytes one element occupies (0 for strings: no fixed width). */
+function bytesPerElement(t: DType): number {
+  return t.kind === "string" ? 0 : t.bits / 8;
+}
+
+/** Million elements per second, by wall clock and by process CPU time. */
+interface Rate {
+  wall: number;
+  cpu: number;
+}
+
+interface Row {
+  pair: string;
+  elements: number;
+  cast: Rate;
+  fast: Rate;
+  ort?: Rate;
+  /** ORT with the time of an output helper subtracted (pairs that have one). */
+  ortNet?: Rate;
+  mem?: Rate;
+  /** tensorcast / ORT and tensorcast / memory bound, from the same clock. */
+  castVsOrt?: Rate;
+  fastVsOrt?: Rate;
+  fastVsOrtNet?: Rate;
+  castVsMem?: Rate;
+  fastVsMem?: Rate;
+  ortIO: string;
+  /** Whether the fast path gave the same bytes as cast() (strings: not applicable). */
+  fastMatches?: boolean;
+}
+
+async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
+  const from = dtype(p.from);
+  const to = dtype(p.to);
+  const strings = from.kind === "string" || to.kind === "string";
+  const n = strings ? args.stringSize : args.size;
+  const input = inputFor(p.from, n, rng);
+  const x = Tensor.fromStorage(input as StorageOf<DTypeName>, from, [n]);
+  const resolved: ResolvedCastOptions = { saturate: p.opts.saturate ?? true, roundMode: p.opts.roundMode ?? "up" };
+  const rate = (t: Timing): Rate => ({ wall: n / t.wall / 1e3, cpu: n / t.cpu / 1e3 });
+  const log = (s: string): void => void process.stderr.write(s);
+  const show = (name: string, r: Rate): void => log(` ${name} ${fmt(r.wall)} (cpu ${fmt(r.cpu)})`);
+  log(`${p.name.padEnd(22)} n=${n}:`);
+
+  let sink = 0;
+  const castRate = rate(await time(() => { sink ^= cast(x, to, p.opts).size; }, args.reps, args.warmup));
+  show("cast", castRate);
+
+  let fastRate = castRate;
+  let fastMatches: boolean | undefined;
+  const runFast = (): Storage => {
+    const out = allocateStorage(to, n);
+    if (!fastCast(input, from, out, to, n, resolved)) castReference(input, from, out, to, n, resolved);
+    return out;
+  };
+  if (!strings) {
+    fastRate = rate(await time(() => { sink ^= (runFast() as Uint8Array).length; }, args.reps, args.warmup));
+    fastMatches = equalBytes(runFast(), cast(x, to, p.opts).data);
+    show("fast", fastRate);
+    if (!fastMatches) log(" (MISMATCH)");
+  }
+
+  let memRate: Rate | undefined;
+  if (!strings) {
+    const bytes = Math.ceil(((bytesPerElement(from) + bytesPerElement(to)) / 2) * n);
+    const a = new Uint8Array(bytes).fill(0x5a);
+    const b = new Uint8Array(bytes);
+    memRate = rate(await time(() => b.set(a), args.reps, args.warmup));
+    show("mem", memRate);
+  }
+
+  let ortRate: Rate | undefined;
+  let ortNet: Rate | undefined;
+  if (p.ort && args.ort) {
+    const plan = p.ort;
+    const options: ort.InferenceSession.SessionOptions = {
+      intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: "sequential", graphOptimizationLevel: "disabled",
+    };
+    const timeModel = async (model: Uint8Array, feed: ort.Tensor | undefined): Promise<Timing> => {
+      const session = await ort.InferenceSession.create(model, options);
+      const t = await time(async () => {
+        const feeds: Record<string, ort.Tensor> = {};
+        if (feed) feeds.x = new ort.Tensor(feed.type, feed.data as never, [n]);
+        const result = await session.run(feeds);
+        sink ^= (result.y.data as ArrayLike<unknown>).length;
+      }, args.reps, args.warmup);
+      await session.release();
+      return t;
+    };
+    const whole = plan.initializer
+      ? await timeModel(modelOf(plan.input, plan.nodes, plan.output, plan.opset, x), undefined)
+      : await timeModel(modelOf(plan.input, plan.nodes, plan.output, plan.opset), ortFeed(plan, input, n));
+    ortRate = rate(whole);
+    show("ort", ortRate);
+    if (plan.helper) {
+      // The helper alone, on the intermediate tensor ORT's first node makes (computed here, not timed).
+      const h = dtype(plan.helper.from);
+      const helperMs = await timeModel(modelOf(h.onnx, plan.nodes.slice(-1), plan.output, plan.opset, cast(x, h, p.opts)), undefined);
+      ortNet = rate({ wall: Math.max(whole.wall - helperMs.wall, 1e-9), cpu: Math.max(whole.cpu - helperMs.cpu, 1e-9) });
+      show("ort-net", ortNet);
+    }
+  }
+  log("\n");
+  if (sink === 0.5) console.log(sink); // keep the results alive
+
+  const div = (a: Rate, b: Rate | undefined): Rate | undefined => (b ? { wall: a.wall / b.wall, cpu: a.cpu / b.cpu } : undefined);
+  return {
+    pair: p.name, elements: n, cast: castRate, fast: fastRate, ort: ortRate, ortNet, mem: memRate,
+    castVsOrt: div(castRate, ortRate), fastVsOrt: div(fastRate, ortRate), fastVsOrtNet: div(fastRate, ortNet),
+    castVsMem: div(castRate, memRate), fastVsMem: div(fastRate, memRate),
+    ortIO: p.ort ? (args.ort ? p.ort.note : "not run (--no-ort)") : p.noOrt ?? "",
+    fastMatches,
+  };
+}
+
+function equalBytes(a: Storage, b: Storage): boolean {
+  const x = a as Exclude<Storage, string[]>;
+  const y = b as Exclude<Storage, string[]>;
+  const u = new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
+  const v = new Uint8Array(y.buffer, y.byteOffset, y.byteLength);
+  if (u.length !== v.length) return false;
+  for (let i = 0; i < u.length; i++) if (u[i] !== v[i]) return false;
+  return true;
+}
+
+function fmt(v: number | undefined, digits = 1): string {
+  if (v === undefined) return "–";
+  return v >= 100 ? v.toFixed(0) : v.toFixed(digits);
+}
+
+function ratio(v: number | undefined): string {
+  return v === undefined ? "–" : `${v >= 10 ? v.toFixed(0) : v.toFixed(2)}x`;
+}
+
+function pct(v: number | undefined): string {
+  return v === undefined ? "–" : `${(100 * v).toFixed(v < 0.1 ? 1 : 0)}%`;
+}
+
+/** The table, by wall clock ("wall") or by process CPU time ("cpu"). */
+function table(rows: Row[], clock: keyof Rate): string {
+  const head = [
+    "pair", "n", "cast() M/s", "fast M/s", "ORT M/s", "ORT net M/s", "memcpy M/s",
+    "cast/ORT", "fast/ORT", "fast/ORT net", "cast/mem", "fast/mem", "ORT I/O",
+  ];
+  const body = rows.map((r) => [
+    r.pair + (r.fastMatches === false ? " (fast MISMATCH)" : ""),
+    r.elements >= 1 << 20 && r.elements % (1 << 20) === 0 ? `${r.elements / (1 << 20)}Mi` : String(r.elements),
+    fmt(r.cast[clock]), fmt(r.fast[clock]), fmt(r.ort?.[clock]), fmt(r.ortNet?.[clock]), fmt(r.mem?.[clock]),
+    ratio(r.castVsOrt?.[clock]), ratio(r.fastVsOrt?.[clock]), ratio(r.fastVsOrtNet?.[clock]),
+    pct(r.castVsMem?.[clock]), pct(r.fastVsMem?.[clock]),
+    r.ortIO,
+  ]);
+  return [head, head.map(() => "---"), ...body].map((cells) => `| ${cells.join(" | ")} |`).join("\n");
+}
+
+function machine(): Record<string, string | number> {
+  const cpus = os.cpus();
+  return {
+    node: process.version,
+    v8: process.versions.v8,
+    onnxruntime: ort.env.versions?.node ?? "unknown",
+    platform: `${os.platform()} ${os.arch()}`,
+    cpus: cpus.length,
+    cpu: cpus[0]?.model ?? "unknown",
+    loadavg: os.loadavg().map((l) => l.toFixed(2)).join(" "),
+    float16array: typeof (globalThis as Record<string, unknown>).Float16Array === "function" ? "yes" : "no",
+  };
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const pairs = args.only ? PAIRS.filter((p) => args.only!.includes(p.name)) : PAIRS;
+  if (pairs.length === 0) throw new Error(`--only matched no pair; pairs are ${PAIRS.map((p) => p.name).join(", ")}`);
+  const started = machine();
+  const rows: Row[] = [];
+  for (const p of pairs) rows.push(await runPair(p, args, new Rng(0x5eedbe9c)));
+  const m = machine();
+  const header =
+    `tensorcast cast bench: Node ${m.node} (V8 ${m.v8}), onnxruntime-node ${m.onnxruntime}, ${m.cpus} x ${m.cpu}, ` +
+    `Float16Array: ${m.float16array}; median of ${args.reps} after ${args.warmup} warm-up; load average ${started.loadavg} -> ${m.loadavg}`;
+  console.log(header);
+  console.log("\nWall clock (elements per second, million):\n");
+  console.log(table(rows, "wall"));
+  console.log("\nProcess CPU time (every thread; steadier when other processes share the cores):\n");
+  console.log(table(rows, "cpu"));
+  if (args.json) {
+    writeFileSync(args.json, JSON.stringify({ machine: { ...m, loadavgStart: started.loadavg }, args, rows }, null, 2) + "\n");
+    console.log(`wrote ${args.json}`);
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exitCode = 1;
+});
