@@ -4,7 +4,7 @@
 import { TensorcastError } from "./errors.js";
 import { packedByteLength } from "./dtype/packing.js";
 import { dtype, type DType, type DTypeLike, type DTypeName, type Storage, type StorageOf } from "./dtype/table.js";
-import { castReference } from "./kernels/reference.js";
+import { convert } from "./kernels/convert.js";
 
 /** One element as `toValues()` returns it and `fromValues()` accepts it. */
 export type ValueOf<N extends DTypeName> =
@@ -195,7 +195,7 @@ export class Tensor<N extends DTypeName = DTypeName> {
     if (t.kind === "bool") return Array.from(d as Uint8Array, (v) => v !== 0) as ValueOf<N>[];
     if (!t.packed && !t.format) return Array.from(d as Int32Array) as ValueOf<N>[];
     const f64 = new Float64Array(this.size);
-    castReference(d, t, f64, dtype("float64"), this.size, { saturate: true, roundMode: "up" });
+    convert(d, t, f64, dtype("float64"), this.size, { saturate: true, roundMode: "up" });
     return Array.from(f64) as ValueOf<N>[];
   }
 }
@@ -249,9 +249,9 @@ function storageFromValues(t: DType, values: ArrayLike<unknown>): Storage {
         f64[i] = v as number;
       }
       if (t.array === "Float64Array") return f64;
-      castReference(f64, FLOAT64, out, t, n, { saturate: false, roundMode: "nearest" });
+      convert(f64, FLOAT64, out, t, n, { saturate: false, roundMode: "nearest" });
       const back = new Float64Array(n);
-      castReference(out, t, back, FLOAT64, n, { saturate: false, roundMode: "nearest" });
+      convert(out, t, back, FLOAT64, n, { saturate: false, roundMode: "nearest" });
       for (let i = 0; i < n; i++) {
         const why = lostValue(t, f64[i], back[i]);
         if (why) bad(i, `${why}; cast() from float64 converts with saturation instead`);
@@ -285,7 +285,7 @@ function storageFromValues(t: DType, values: ArrayLike<unknown>): Storage {
         f64[i] = v as number;
       }
       // In range, so float -> int truncation is exact here.
-      castReference(f64, FLOAT64, out, t, n, { saturate: true, roundMode: "up" });
+      convert(f64, FLOAT64, out, t, n, { saturate: true, roundMode: "up" });
       return out;
     }
   }

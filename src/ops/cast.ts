@@ -4,8 +4,7 @@
 import { TensorcastError } from "../errors.js";
 import type { RoundMode } from "../dtype/minifloat.js";
 import { dtype, type DType, type DTypeLike, type DTypeName, type Storage, type StorageOf } from "../dtype/table.js";
-import { fastCast } from "../kernels/fast/index.js";
-import { castReference } from "../kernels/reference.js";
+import { convert } from "../kernels/convert.js";
 import { allocateStorage, Tensor } from "../tensor.js";
 import { LATEST_OPSET, operatorVersion, type OperatorVersion } from "./opsets.js";
 import { formatStrings, parseStrings, type StringFormat } from "./strings.js";
@@ -85,8 +84,7 @@ function run<N extends DTypeName>(version: OperatorVersion, x: Tensor, to: DType
     else if (from.kind === "string") data = parseStrings(x.data as string[], to, resolved);
     else {
       data = allocateStorage(to, x.size);
-      // The measured fast kernels first; the reference path defines every answer they give.
-      if (!fastCast(x.data, from, data, to, x.size, resolved)) castReference(x.data, from, data, to, x.size, resolved);
+      convert(x.data, from, data, to, x.size, resolved);
     }
   }
   return Tensor.fromStorage(data as StorageOf<N>, to, x.shape);

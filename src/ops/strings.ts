@@ -9,7 +9,8 @@
 import { TensorcastError } from "../errors.js";
 import { decodeFloat, encodeFloat, exponentOf, pow2, type FloatFormat } from "../dtype/minifloat.js";
 import { dtype, type DType, type Storage } from "../dtype/table.js";
-import { castReference, type ResolvedCastOptions } from "../kernels/reference.js";
+import { convert } from "../kernels/convert.js";
+import type { ResolvedCastOptions } from "../kernels/reference.js";
 import { allocateStorage } from "../tensor.js";
 
 /** How numbers print: Python's repr (the default) or onnxruntime's C "%.8g" ("NaN", "INF", "-0"). */
@@ -19,6 +20,8 @@ const FLOAT64 = dtype("float64");
 const INT64 = dtype("int64");
 
 const DECIMAL = /^\s*([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*$/;
+/** The same grammar without captures: the common case only needs a yes and `Number()`. */
+const DECIMAL_TEST = /^\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
 const SPECIAL = /^\s*([+-]?)(inf|infinity|nan)\s*$/i;
 const INTEGER = /^\s*([+-]?)(\d+)\s*$/;
 const BOOLEAN = /^\s*(true|false)\s*$/i;
@@ -67,6 +70,11 @@ function compareExact(d: Decimal, a: number): number {
 /** Whether the float64 `a` > 0 sits exactly halfway between two neighbours of format `f`. */
 function isTie(f: FloatFormat, a: number): boolean {
   if (!(a > 0) || a === Infinity) return false;
+  if (f.manBits === 23 && f.expBits === 8) {
+    // float32, the hot case: a tie reflected off its rounding is the other float32 neighbour.
+    const r = Math.fround(a);
+    return r !== a && Math.fround(2 * a - r) === 2 * a - r;
+  }
   const e = Math.max(exponentOf(a), 1 - f.bias);
   const y = a / pow2(e - f.manBits);
   return y - Math.floor(y) === 0.5;
@@ -86,10 +94,10 @@ function nudge(x: number, away: boolean): number {
  * off a tie of the target format when the exact decimal is not on that tie, so that the target's
  * round-to-nearest-even then rounds the exact decimal, not the float64 (no double rounding).
  */
-function decimalToDouble(d: Decimal, text: string, target: FloatFormat | undefined): number {
+function decimalToDouble(text: string, target: FloatFormat | undefined): number {
   const x = Number(text);
   if (target && isTie(target, Math.abs(x))) {
-    const side = compareExact(d, Math.abs(x));
+    const side = compareExact(parseDecimal(text)!, Math.abs(x));
     if (side !== 0) return nudge(x, side > 0);
   }
   return x;
@@ -112,9 +120,8 @@ const FLOAT_GRAMMAR = 'a decimal number such as "1.5", "-2e-3", ".5", or inf / i
 
 /** Writes a float literal's float64 value (NaN with its sign) at `values[i]`; false if it does not parse. */
 function parseFloatInto(text: string, target: FloatFormat | undefined, values: Float64Array, words: Uint32Array, i: number): boolean {
-  const d = parseDecimal(text);
-  if (d) {
-    values[i] = decimalToDouble(d, text, target);
+  if (DECIMAL_TEST.test(text)) {
+    values[i] = decimalToDouble(text, target);
     return true;
   }
   const s = SPECIAL.exec(text);
@@ -148,7 +155,7 @@ export function parseStrings(src: readonly string[], to: DType, opts: ResolvedCa
       if (!b) throw parseError(i, text, to, to.kind === "bool" ? `true / false in any case, or ${FLOAT_GRAMMAR}` : FLOAT_GRAMMAR);
       values[i] = b[1].toLowerCase() === "true" ? 1 : 0;
     }
-    castReference(values, FLOAT64, out, to, n, opts);
+    convert(values, FLOAT64, out, to, n, opts);
     return out;
   }
 
@@ -188,12 +195,12 @@ export function parseStrings(src: readonly string[], to: DType, opts: ResolvedCa
     // float -> `to` by the usual rule, then back to int64 (exact), to sit beside the literals.
     const k = decimals.length;
     const narrow = allocateStorage(to, k);
-    castReference(values, FLOAT64, narrow, to, k, opts);
+    convert(values, FLOAT64, narrow, to, k, opts);
     const back = new BigInt64Array(k);
-    castReference(narrow, to, back, INT64, k, opts);
+    convert(narrow, to, back, INT64, k, opts);
     for (let j = 0; j < k; j++) wide[decimals[j]] = back[j];
   }
-  castReference(wide, INT64, out, to, n, opts);
+  convert(wide, INT64, out, to, n, opts);
   return out;
 }
 
@@ -227,24 +234,39 @@ function pythonLayout(negative: boolean, digits: string, exp10: number, magnitud
   return negative ? `-${body}` : body;
 }
 
-/** Whether `text` parses back (as `parseStrings` would, without saturation) to the code of x. */
+/** Whether `text` (a plain decimal) parses back, as `parseStrings` would without saturation, to x. */
 function roundTrips(text: string, t: DType, x: number): boolean {
   const f = t.format!;
-  const d = parseDecimal(text)!;
-  const back = decimalToDouble(d, text, exactTarget(t));
+  const target = exactTarget(t);
+  const back = decimalToDouble(text, target);
+  if (target === f && f.manBits === 23) return Math.fround(back) === x; // float32: fround is its RNE
   return decodeFloat(f, encodeFloat(f, back, false)) === x;
 }
 
-/** The shortest significant digits of x (finite, non-zero) that round-trip in type t. */
+/**
+ * The shortest significant digits of x (finite, non-zero) that round-trip in type t. More digits
+ * never stop a string from round-tripping, so this is a search for the least k between 1 and the
+ * digits that always suffice, ceil(1 + p log10 2) for p significand bits (9 for float32); k - 1
+ * goes first because most values of a wide format need one of the last two.
+ */
 function shortestDigits(x: number, t: DType): { digits: string; exp10: number } {
   // float64 and e8m0 values are exact in float64, whose shortest repr JS computes; an e8m0 string
   // must be exact because its default round mode ("up") moves anything above 2^k to 2^(k+1).
   if (!t.format || t.name === "float8e8m0") return splitExponential(x.toExponential());
-  for (let k = 1; k < 17; k++) {
-    const s = x.toExponential(k - 1);
-    if (roundTrips(s, t, x)) return splitExponential(s);
+  const most = Math.ceil(1 + (t.format.manBits + 1) * Math.LOG10E * Math.LN2);
+  let lo = 1;
+  let hi = most;
+  let best: string | undefined;
+  let probe = most - 1;
+  while (lo < hi) {
+    const s = x.toExponential(probe - 1);
+    if (roundTrips(s, t, x)) {
+      hi = probe;
+      best = s;
+    } else lo = probe + 1;
+    probe = (lo + hi) >> 1;
   }
-  return splitExponential(x.toExponential());
+  return splitExponential(best ?? x.toExponential(hi - 1));
 }
 
 /** Python's repr: NaN prints "nan" whatever its sign, as numpy does. */
@@ -305,7 +327,7 @@ export function formatStrings(src: Storage, from: DType, count: number, format: 
     return out;
   }
   const values = new Float64Array(count);
-  castReference(src, from, values, FLOAT64, count, { saturate: true, roundMode: "up" });
+  convert(src, from, values, FLOAT64, count, { saturate: true, roundMode: "up" });
   if (from.kind !== "float") {
     for (let i = 0; i < count; i++) out[i] = String(values[i]);
     return out;
