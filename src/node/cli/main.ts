@@ -6,7 +6,10 @@ import { TensorcastError } from "../../index.js";
 import type { Command } from "./command.js";
 import { castCommand } from "./commands/cast.js";
 import { conformanceCommand } from "./commands/conformance.js";
+import { convertCommand } from "./commands/convert.js";
+import { diffCommand } from "./commands/diff.js";
 import { exampleCommand } from "./commands/example.js";
+import { inspectCommand } from "./commands/inspect.js";
 import { promoteCommand } from "./commands/promote.js";
 import { typesCommand } from "./commands/types.js";
 import { renderTable } from "./format.js";
@@ -14,7 +17,7 @@ import { processIO, type CliIO } from "./io.js";
 import { EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError } from "./usage.js";
 import { packageVersion } from "./version.js";
 
-export const COMMANDS: readonly Command[] = [castCommand, typesCommand, exampleCommand, conformanceCommand, promoteCommand];
+export const COMMANDS: readonly Command[] = [castCommand, typesCommand, exampleCommand, conformanceCommand, promoteCommand, convertCommand, inspectCommand, diffCommand];
 
 const commandNames = (): string => [...COMMANDS.map((c) => c.name), "help"].join(", ");
 

@@ -1,0 +1,237 @@
+/**
+ * `tensorcast convert IN --to T -o OUT`: changes the type of a checkpoint's tensors, streaming,
+ * and prints what happened to each tensor. `--example` converts the built-in example checkpoint.
+ */
+import { promises as fsp } from "node:fs";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { dtype, TensorcastError, type DType } from "../../../index.js";
+import { convertFile, type ConvertReport } from "../../convert/convert.js";
+import { exampleCheckpoint } from "../../convert/example.js";
+import { formatOption, formatStat, jobsOption, npyOptions, regexOption, sizeOption } from "../../convert/options.js";
+import { ProgressBar, progressWanted } from "../../convert/progress.js";
+import { Interrupted } from "../../convert/schedule.js";
+import { sameFile } from "../../io/file.js";
+import { formatOfPath } from "../../io/reader.js";
+import { formatBytes } from "../../io/tensors.js";
+import { parseCommandArgs, type OptionSpecs } from "../args.js";
+import type { Command } from "../command.js";
+import { formatError, renderTable } from "../format.js";
+import type { CliIO } from "../io.js";
+import { EXIT_OK, UsageError } from "../usage.js";
+
+/** The exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells report it. */
+export const EXIT_INTERRUPTED = 130;
+
+const OPTIONS = {
+  to: { type: "string", expects: "a data type such as bfloat16 or float8e4m3fn" },
+  output: { type: "string", short: "o", expects: "the output file" },
+  only: { type: "string", expects: "a regular expression over tensor names" },
+  skip: { type: "string", expects: "a regular expression over tensor names" },
+  initializers: { type: "string", expects: "a comma-separated list of tensor names" },
+  "include-int": { type: "boolean" },
+  saturate: { type: "boolean" },
+  "no-saturate": { type: "boolean" },
+  format: { type: "string", expects: "safetensors, npy, onnx or pb" },
+  "output-format": { type: "string", expects: "safetensors, npy, onnx or pb" },
+  "npy-dtype": { type: "string", expects: "the type of a raw |V2 or |V1 .npy array, such as bfloat16" },
+  fortran: { type: "string", expects: "transpose or refuse" },
+  force: { type: "boolean", short: "f" },
+  quiet: { type: "boolean", short: "q" },
+  json: { type: "boolean" },
+  jobs: { type: "string", expects: "a number of worker threads" },
+  "chunk-size": { type: "string", expects: "a size such as 64MiB" },
+  example: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const satisfies OptionSpecs;
+
+const HELP = `Usage: tensorcast convert IN --to TYPE -o OUT [options]
+       tensorcast convert --example [--to TYPE]
+
+Converts the tensors of a safetensors, .npy, .onnx or .pb file to TYPE with tensorcast's Cast
+(bit-exact, ONNX Cast-28 rules), tensor by tensor: memory stays bounded by a few chunks whatever
+the file's size, and both cores convert. OUT is written under a hidden temporary name and renamed
+only when complete, so an interrupted run leaves no partial OUT; IN is only read. Prints, for each
+tensor, its old and new type, the largest absolute and relative error, and how many values
+saturated or are not finite.
+
+By default only floating-point tensors are converted; integer, bool and complex tensors are
+copied as they are. OUT's format follows its extension (.safetensors, .npy, .onnx, .pb), else IN's.
+
+Options:
+  --to TYPE              the new type: bfloat16, float16, float32, float8e4m3fn, float8e5m2, ...
+  -o, --output OUT       the file to write (refused if it is IN; replaced only with --force)
+  --only REGEX           convert only tensors whose name matches
+  --skip REGEX           never convert tensors whose name matches
+  --include-int          convert integer and bool tensors too
+  --initializers A,B     convert exactly these tensors; required to write an .onnx model back, whose
+                         graph is left as it is (nodes reading them then see the new type)
+  --saturate             float8 / e8m0 targets: out-of-range values become +/-max (the default)
+  --no-saturate          ... or NaN / Inf, as Cast with saturate=0
+  --format FMT           IN's format when its name does not say it (safetensors, npy, onnx, pb)
+  --output-format FMT    OUT's format when its name does not say it
+  --npy-dtype TYPE       the type of a raw '|V2' / '|V1' .npy array (how np.save writes ml_dtypes types)
+  --fortran transpose    read a Fortran-order .npy array as its transpose (shape reversed)
+  -f, --force            replace an existing OUT
+  -q, --quiet            no progress bar (it is drawn only on a terminal, and never in CI)
+  --json                 print the report as JSON
+  --jobs N               worker threads (default: 2 for files over 8 MiB, else none)
+  --chunk-size SIZE      input bytes per chunk (default 4MiB)
+  --example              convert the built-in example checkpoint (written to a temporary folder)
+  -h, --help             show this help
+
+Examples:
+  tensorcast convert model.safetensors --to bfloat16 -o model.bf16.safetensors
+  tensorcast convert model.safetensors --to float8e4m3fn --skip 'norm|embed' -o model.f8.safetensors
+  tensorcast convert weights.npy --to float16 -o weights.f16.npy
+  tensorcast convert model.onnx --to float16 --initializers w1,w2 -o model.w16.onnx
+
+Exit code: 0 done, 1 bad input (nothing written), 2 usage error, 130 interrupted (nothing written).
+`;
+
+function requireType(value: string | undefined): DType {
+  if (value === undefined) throw new UsageError("convert needs --to TYPE (for example --to bfloat16)", "convert");
+  try {
+    return dtype(value);
+  } catch (e) {
+    if (e instanceof TensorcastError) throw new UsageError(`--to: ${e.message}`, "convert");
+    throw e;
+  }
+}
+
+async function run(args: readonly string[], io: CliIO): Promise<number> {
+  const { options: o, positionals } = parseCommandArgs("convert", args, OPTIONS);
+  if (o.help) {
+    io.stdout.write(HELP);
+    return EXIT_OK;
+  }
+  if (o.saturate && o["no-saturate"]) throw new UsageError("--saturate and --no-saturate contradict each other", "convert");
+  const to = o.example && o.to === undefined ? dtype("float8e4m3fn") : requireType(o.to);
+  const only = regexOption(o.only, "--only", "convert");
+  const skip = regexOption(o.skip, "--skip", "convert");
+  const inputFormat = formatOption(o.format, "--format", "convert");
+  const outputFormat = formatOption(o["output-format"], "--output-format", "convert");
+  const npy = npyOptions(o["npy-dtype"], o.fortran, "convert");
+  const jobs = jobsOption(o.jobs, "convert");
+  const chunkBytes = sizeOption(o["chunk-size"], "convert");
+  const names = o.initializers?.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  if (names && names.length === 0) throw new UsageError("--initializers needs at least one name", "convert");
+
+  let input: string;
+  let output: string;
+  let exampleDir: string | undefined;
+  if (o.example) {
+    if (positionals.length > 0 || o.output !== undefined) {
+      throw new UsageError("--example converts the built-in checkpoint; it takes no IN and no -o", "convert");
+    }
+    exampleDir = await mkdtemp(join(tmpdir(), "tensorcast-example-"));
+    input = join(exampleDir, "example.safetensors");
+    output = join(exampleDir, `example.${to.name}.safetensors`);
+    await fsp.writeFile(input, exampleCheckpoint());
+  } else {
+    if (positionals.length !== 1) {
+      throw new UsageError(
+        positionals.length === 0 ? "convert needs an input file: tensorcast convert IN --to TYPE -o OUT"
+          : `convert takes one input file; got ${positionals.map((p) => JSON.stringify(p)).join(" ")}`,
+        "convert",
+      );
+    }
+    input = positionals[0];
+    if (o.output === undefined) throw new UsageError("convert needs an output file: -o OUT", "convert");
+    output = o.output;
+    if (await sameFile(input, output)) {
+      throw new UsageError(`-o ${output} is the input file; tensorcast never overwrites its input: choose another output`, "convert");
+    }
+    if (!o.force && (await fsp.stat(output).then(() => true, () => false))) {
+      throw new UsageError(`${output} already exists; pass --force to replace it`, "convert");
+    }
+    const inFormat = inputFormat ?? formatOfPath(input);
+    const outFormat = outputFormat ?? formatOfPath(output) ?? inFormat;
+    if (inFormat === "onnx" && outFormat === "onnx" && !names) {
+      throw new UsageError(
+        "writing an .onnx model back needs --initializers A,B naming the initializers to convert: the graph is not " +
+          "rewritten, so its nodes would otherwise see types they do not expect (or write -o OUT.safetensors)",
+        "convert",
+      );
+    }
+  }
+
+  const controller = new AbortController();
+  const onSignal = (): void => controller.abort();
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  const wantBar = progressWanted(io.stderr, o.quiet === true);
+  let bar: ProgressBar | undefined;
+  let report: ConvertReport;
+  try {
+    report = await convertFile(input, output, {
+      to, saturate: !o["no-saturate"], only, skip, names, includeIntegers: o["include-int"] === true,
+      inputFormat, outputFormat, npy, force: o.force === true, jobs, chunkBytes, signal: controller.signal,
+      onProgress: wantBar
+        ? (done, total) => {
+            bar ??= new ProgressBar(io.stderr, total, "converting");
+            bar.update(done);
+          }
+        : undefined,
+    });
+  } catch (e) {
+    if (e instanceof Interrupted) {
+      bar?.finish();
+      io.stderr.write(`interrupted: ${output} was not written (${input} is unchanged)\n`);
+      return EXIT_INTERRUPTED;
+    }
+    throw e;
+  } finally {
+    bar?.finish();
+    process.removeListener("SIGINT", onSignal);
+    process.removeListener("SIGTERM", onSignal);
+  }
+  if (o.json) {
+    io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    return EXIT_OK;
+  }
+  io.stdout.write(renderConvertReport(report));
+  if (exampleDir) {
+    io.stdout.write(
+      `\nThe example files are in ${exampleDir}. Look at them with:\n` +
+        `  tensorcast inspect ${output}\n  tensorcast diff ${input} ${output}\n`,
+    );
+  }
+  return EXIT_OK;
+}
+
+/** The per-tensor summary `convert` prints. */
+export function renderConvertReport(r: ConvertReport): string {
+  const rows = r.tensors.map((t) => {
+    const s = t.stats;
+    return [
+      t.name, `[${t.shape.join(", ")}]`, t.from, t.converted ? t.to : `kept (${t.reason})`,
+      s ? formatError(s.maxAbsError) : "", s ? formatError(s.maxRelError) : "",
+      s ? String(s.saturated) : "", s ? String(s.nonFinite) : "",
+    ];
+  });
+  const table = renderTable(
+    [
+      { header: "tensor" }, { header: "shape" }, { header: "from" }, { header: "to" },
+      { header: "max abs err", align: "right" }, { header: "max rel err", align: "right" },
+      { header: "saturated", align: "right" }, { header: "non-finite", align: "right" },
+    ],
+    rows,
+  );
+  const converted = r.tensors.filter((t) => t.converted).length;
+  const rate = r.seconds > 0 ? r.bytesIn / r.seconds : 0;
+  return (
+    `${r.input} -> ${r.output}  (${r.inputFormat} -> ${r.outputFormat}, to ${r.to}, saturate=${r.saturate})\n` +
+    table +
+    `\n${converted} of ${r.tensors.length} tensors converted; ${formatBytes(r.bytesIn)} -> ${formatBytes(r.bytesOut)} ` +
+    `in ${formatStat(Number(r.seconds.toFixed(2)))} s (${formatBytes(rate)}/s, ${r.workers === 0 ? "1 thread" : `${r.workers} worker threads`})\n`
+  );
+}
+
+export const convertCommand: Command = {
+  name: "convert",
+  summary: "convert a safetensors / .npy / .onnx / .pb file's tensors to another type, streaming",
+  help: HELP,
+  run,
+};

@@ -1,0 +1,117 @@
+/**
+ * `tensorcast diff A B`: per-tensor differences between two files, for example a checkpoint and
+ * its conversion: elements that differ, the largest absolute and relative error, and the largest
+ * error in ULPs of the coarser of the two types.
+ */
+import { diffFiles, type DiffReport } from "../../convert/diff.js";
+import { formatOption, jobsOption, npyOptions } from "../../convert/options.js";
+import { ProgressBar, progressWanted } from "../../convert/progress.js";
+import { Interrupted } from "../../convert/schedule.js";
+import { parseCommandArgs, type OptionSpecs } from "../args.js";
+import type { Command } from "../command.js";
+import { formatError, renderTable } from "../format.js";
+import type { CliIO } from "../io.js";
+import { EXIT_OK, UsageError } from "../usage.js";
+import { EXIT_INTERRUPTED } from "./convert.js";
+
+const OPTIONS = {
+  json: { type: "boolean" },
+  format: { type: "string", expects: "safetensors, npy, onnx or pb (for both files)" },
+  "npy-dtype": { type: "string", expects: "the type of a raw |V2 or |V1 .npy array, such as bfloat16" },
+  fortran: { type: "string", expects: "transpose or refuse" },
+  quiet: { type: "boolean", short: "q" },
+  jobs: { type: "string", expects: "a number of worker threads" },
+  help: { type: "boolean", short: "h" },
+} as const satisfies OptionSpecs;
+
+const HELP = `Usage: tensorcast diff A B [--json]
+
+Compares the tensors two files have in common (by name; two single-tensor files are compared
+whatever their names), element by element as exact values: how many differ (NaN equals NaN), the
+largest absolute and relative error, the largest error in units of the ULP of the coarser of the
+two types at that value (0.5 is a correctly rounded conversion), and how many elements are finite
+in one file and not the other. Tensors only in A or only in B are listed.
+
+Options:
+  --json               print the report as JSON
+  --format FMT         the format of both files when their names do not say it
+  --npy-dtype TYPE     the type of raw '|V2' / '|V1' .npy arrays
+  --fortran transpose  read Fortran-order .npy arrays as their transpose
+  -q, --quiet          no progress bar
+  --jobs N             worker threads (default: 2 for files over 8 MiB, else none)
+  -h, --help           show this help
+
+Exit code: 0 when both files were read (whether or not they differ), 1 bad input, 2 usage error.
+`;
+
+async function run(args: readonly string[], io: CliIO): Promise<number> {
+  const { options: o, positionals } = parseCommandArgs("diff", args, OPTIONS);
+  if (o.help) {
+    io.stdout.write(HELP);
+    return EXIT_OK;
+  }
+  if (positionals.length !== 2) throw new UsageError(`diff takes two files; got ${positionals.length} arguments`, "diff");
+  const format = formatOption(o.format, "--format", "diff");
+  const wantBar = progressWanted(io.stderr, o.quiet === true);
+  let bar: ProgressBar | undefined;
+  const controller = new AbortController();
+  const onSignal = (): void => controller.abort();
+  process.once("SIGINT", onSignal);
+  let report: DiffReport;
+  try {
+    report = await diffFiles(positionals[0], positionals[1], {
+      formatA: format, formatB: format, npy: npyOptions(o["npy-dtype"], o.fortran, "diff"), jobs: jobsOption(o.jobs, "diff"),
+      signal: controller.signal,
+      onProgress: wantBar
+        ? (done, total) => {
+            bar ??= new ProgressBar(io.stderr, total, "comparing");
+            bar.update(done);
+          }
+        : undefined,
+    });
+  } catch (e) {
+    if (e instanceof Interrupted) {
+      io.stderr.write("interrupted\n");
+      return EXIT_INTERRUPTED;
+    }
+    throw e;
+  } finally {
+    bar?.finish();
+    process.removeListener("SIGINT", onSignal);
+  }
+  if (o.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else io.stdout.write(renderDiffReport(report));
+  return EXIT_OK;
+}
+
+/** The table `diff` prints. */
+export function renderDiffReport(r: DiffReport): string {
+  const rows = r.tensors.map((t) => {
+    const s = t.stats;
+    const types = t.dtypeA === t.dtypeB ? t.dtypeA : `${t.dtypeA} / ${t.dtypeB}`;
+    if (!s) return [t.name, types, `[${t.shapeA.join(", ")}]`, t.problem ?? "", "", "", "", ""];
+    return [
+      t.name, types, `[${t.shapeA.join(", ")}]`, `${s.differing} of ${s.count}`,
+      formatError(s.maxAbsError), formatError(s.maxRelError), formatError(s.maxUlp), String(s.nonFiniteMismatch),
+    ];
+  });
+  let text = `${r.a} vs ${r.b}\n` + renderTable(
+    [
+      { header: "tensor" }, { header: "dtype (A / B)" }, { header: "shape" }, { header: "differing", align: "right" },
+      { header: "max abs err", align: "right" }, { header: "max rel err", align: "right" },
+      { header: "max ulp", align: "right" }, { header: "non-finite mismatch", align: "right" },
+    ],
+    rows,
+  );
+  if (r.onlyInA.length) text += `only in ${r.a}: ${r.onlyInA.join(", ")}\n`;
+  if (r.onlyInB.length) text += `only in ${r.b}: ${r.onlyInB.join(", ")}\n`;
+  text += `\n${r.identical} of ${r.tensors.length} common tensors identical\n`;
+  return text;
+}
+
+export const diffCommand: Command = {
+  name: "diff",
+  summary: "per-tensor error statistics between two files (absolute, relative, in ULPs)",
+  help: HELP,
+  run,
+};

@@ -1,0 +1,119 @@
+/**
+ * `tensorcast inspect FILE`: a table of a file's tensors with their type, shape, size and value
+ * statistics (min, max, mean of the finite values; NaN and infinity counts).
+ */
+import { inspectFile, type InspectReport } from "../../convert/inspect.js";
+import { formatOption, formatStat, jobsOption, npyOptions } from "../../convert/options.js";
+import { ProgressBar, progressWanted } from "../../convert/progress.js";
+import { Interrupted } from "../../convert/schedule.js";
+import { formatBytes } from "../../io/tensors.js";
+import { parseCommandArgs, type OptionSpecs } from "../args.js";
+import type { Command } from "../command.js";
+import { renderTable } from "../format.js";
+import type { CliIO } from "../io.js";
+import { EXIT_OK, UsageError } from "../usage.js";
+import { EXIT_INTERRUPTED } from "./convert.js";
+
+const OPTIONS = {
+  json: { type: "boolean" },
+  "no-stats": { type: "boolean" },
+  format: { type: "string", expects: "safetensors, npy, onnx or pb" },
+  "npy-dtype": { type: "string", expects: "the type of a raw |V2 or |V1 .npy array, such as bfloat16" },
+  fortran: { type: "string", expects: "transpose or refuse" },
+  quiet: { type: "boolean", short: "q" },
+  jobs: { type: "string", expects: "a number of worker threads" },
+  help: { type: "boolean", short: "h" },
+} as const satisfies OptionSpecs;
+
+const HELP = `Usage: tensorcast inspect FILE [--json] [--no-stats]
+
+Lists the tensors of a safetensors, .npy, .onnx (its initializers) or .pb file: name, type, shape
+and bytes, and value statistics read from every element: the smallest, largest and mean finite
+value, and how many are NaN or infinite. The header is validated first; a file whose header lies
+is refused with the tensor and what is wrong.
+
+Options:
+  --json               print the report as JSON (with the safetensors __metadata__)
+  --no-stats           read the header only
+  --format FMT         the format when the name does not say it (safetensors, npy, onnx, pb)
+  --npy-dtype TYPE     the type of a raw '|V2' / '|V1' .npy array
+  --fortran transpose  read a Fortran-order .npy array as its transpose
+  -q, --quiet          no progress bar
+  --jobs N             worker threads (default: 2 for files over 8 MiB, else none)
+  -h, --help           show this help
+`;
+
+async function run(args: readonly string[], io: CliIO): Promise<number> {
+  const { options: o, positionals } = parseCommandArgs("inspect", args, OPTIONS);
+  if (o.help) {
+    io.stdout.write(HELP);
+    return EXIT_OK;
+  }
+  if (positionals.length !== 1) {
+    throw new UsageError(`inspect takes one file; got ${positionals.length} arguments`, "inspect");
+  }
+  const wantBar = progressWanted(io.stderr, o.quiet === true);
+  let bar: ProgressBar | undefined;
+  const controller = new AbortController();
+  const onSignal = (): void => controller.abort();
+  process.once("SIGINT", onSignal);
+  let report: InspectReport;
+  try {
+    report = await inspectFile(positionals[0], {
+      format: formatOption(o.format, "--format", "inspect"),
+      npy: npyOptions(o["npy-dtype"], o.fortran, "inspect"),
+      stats: !o["no-stats"],
+      jobs: jobsOption(o.jobs, "inspect"),
+      signal: controller.signal,
+      onProgress: wantBar
+        ? (done, total) => {
+            bar ??= new ProgressBar(io.stderr, total, "reading");
+            bar.update(done);
+          }
+        : undefined,
+    });
+  } catch (e) {
+    if (e instanceof Interrupted) {
+      io.stderr.write("interrupted\n");
+      return EXIT_INTERRUPTED;
+    }
+    throw e;
+  } finally {
+    bar?.finish();
+    process.removeListener("SIGINT", onSignal);
+  }
+  if (o.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else io.stdout.write(renderInspectReport(report));
+  return EXIT_OK;
+}
+
+/** The table `inspect` prints. */
+export function renderInspectReport(r: InspectReport): string {
+  const withStats = r.tensors.some((t) => t.stats);
+  const head =
+    `${r.file}: ${r.format}, ${r.tensors.length} tensor${r.tensors.length === 1 ? "" : "s"}, ${formatBytes(r.size)}` +
+    (r.metadata ? `, metadata ${JSON.stringify(r.metadata)}` : "") + "\n";
+  const columns = [
+    { header: "tensor" }, { header: "dtype" }, { header: "shape" }, { header: "bytes", align: "right" as const },
+    ...(withStats
+      ? [
+          { header: "min", align: "right" as const }, { header: "max", align: "right" as const },
+          { header: "mean", align: "right" as const }, { header: "nan", align: "right" as const }, { header: "inf", align: "right" as const },
+        ]
+      : []),
+  ];
+  const rows = r.tensors.map((t) => {
+    const s = t.stats;
+    const base = [t.name, t.dtype, `[${t.shape.join(", ")}]`, String(t.bytes)];
+    if (!withStats) return base;
+    return [...base, formatStat(s?.min), formatStat(s?.max), formatStat(s?.mean), s ? String(s.nan) : "-", s ? String(s.inf) : "-"];
+  });
+  return head + renderTable(columns, rows);
+}
+
+export const inspectCommand: Command = {
+  name: "inspect",
+  summary: "list a file's tensors: dtype, shape, bytes, min / max / mean, NaN and Inf counts",
+  help: HELP,
+  run,
+};

@@ -1,0 +1,30 @@
+/** A conversion worker: runs tasks from the pool and sends the results back, transferring bytes. */
+import { parentPort } from "node:worker_threads";
+import { TensorcastError } from "../../index.js";
+import type { Request, Response } from "./protocol.js";
+import { runTask } from "./run-task.js";
+
+const port = parentPort;
+if (!port) throw new Error("worker.ts runs as a worker thread of the conversion pool");
+
+port.on("message", (request: Request) => {
+  let response: Response;
+  const transfer: ArrayBuffer[] = [];
+  try {
+    const result = runTask(request.task);
+    if (result.op === "convert" && isWhole(result.bytes)) transfer.push(result.bytes.buffer as ArrayBuffer);
+    response = { id: request.id, result };
+  } catch (e) {
+    const err = e as Error;
+    response = {
+      id: request.id,
+      error: { name: err?.name ?? "Error", code: e instanceof TensorcastError ? e.code : undefined, message: err?.message ?? String(e) },
+    };
+  }
+  port.postMessage(response, transfer);
+});
+
+/** Whether a view spans its whole buffer, so the buffer can be transferred without taking more. */
+function isWhole(b: Uint8Array): boolean {
+  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && !(b.buffer instanceof SharedArrayBuffer);
+}

@@ -1,0 +1,279 @@
+/**
+ * ONNX files read in place: a serialized TensorProto (.pb) or the initializers of a ModelProto
+ * (.onnx), found by walking the protobuf tags on disk. Only tags, lengths and small fields (dims,
+ * data_type, name) are read; raw_data is located, not loaded, so a tensor's bytes are read when
+ * and as far as they are needed. A tensor in the typed fields (float_data, int32_data, ...) is
+ * loaded whole and decoded by the library's own `readTensorProto` when it is read.
+ *
+ * The walk records where each initializer's message lies, so writer.ts can rewrite a model with
+ * some initializers converted and every other byte copied as it was.
+ *
+ * Field numbers: onnx/onnx.in.proto. ModelProto.graph = 7; GraphProto.initializer = 5;
+ * TensorProto: dims 1, data_type 2, segment 3, float_data 4, int32_data 5, string_data 6,
+ * int64_data 7, name 8, raw_data 9, double_data 10, uint64_data 11, doc_string 12,
+ * external_data 13, data_location 14, metadata_props 16.
+ */
+import { dtype, TensorcastError, type DType } from "../../index.js";
+import { readTensorProto } from "../../io/onnx/tensorproto.js";
+import { decodeUtf8, WireReader } from "../../io/onnx/wire.js";
+import { fileError, type RandomAccessFile } from "./file.js";
+import { checkedSize, rawByteLength, type FileTensor } from "./tensors.js";
+
+const WINDOW = 64 * 1024;
+/** Small fields (dims, name) longer than this are refused rather than read. */
+const MAX_SMALL_FIELD = 1 << 20;
+
+/** A TensorProto found in a file. */
+export interface ScannedTensor {
+  readonly name: string;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly size: number;
+  /** The whole field in its parent (tag, length, message): [fieldStart, end). 0 for a .pb file. */
+  readonly fieldStart: number;
+  /** The message itself: [start, end). */
+  readonly start: number;
+  readonly end: number;
+  /** Where raw_data's bytes are, when the tensor uses raw_data. */
+  readonly raw?: { readonly offset: number; readonly length: number };
+  /** Where its data is, when not raw_data. */
+  readonly storage: "raw" | "typed" | "external" | "segment";
+  /**
+   * Fields other than dims, data_type, name and the data (doc_string, metadata_props, ...), as
+   * [start, end) ranges of the file, to be copied into a rewritten TensorProto.
+   */
+  readonly extras: readonly (readonly [number, number])[];
+}
+
+/** Where a model's main graph lies, and its initializers. */
+export interface ScannedModel {
+  /** The graph field: [fieldStart, end), its content starting at contentStart. */
+  readonly graph: { readonly fieldStart: number; readonly contentStart: number; readonly end: number };
+  readonly initializers: readonly ScannedTensor[];
+}
+
+/** Reads tags and small fields through a window, so a walk costs few system calls. */
+class Walker {
+  private window: Uint8Array = new Uint8Array(0);
+  private windowStart = 0;
+
+  constructor(readonly file: RandomAccessFile) {}
+
+  fail(at: number, why: string, tensor?: string): TensorcastError {
+    return fileError("INVALID_DATA", this.file.path, `${why} (at byte ${at}): the file is truncated or not ONNX protobuf`, tensor);
+  }
+
+  /** `n` bytes at `pos`, which must lie before `end`. */
+  async bytes(pos: number, n: number, end: number, what: string, tensor?: string): Promise<Uint8Array> {
+    if (pos + n > end) throw this.fail(pos, `${what} runs past the end of its message`, tensor);
+    if (n > WINDOW) return this.file.read(pos, n);
+    if (pos < this.windowStart || pos + n > this.windowStart + this.window.length) {
+      const length = Math.min(WINDOW, this.file.size - pos);
+      this.window = await this.file.read(pos, length);
+      this.windowStart = pos;
+    }
+    return this.window.subarray(pos - this.windowStart, pos - this.windowStart + n);
+  }
+
+  /** A varint at `pos` as a number (exact up to 2^53), and where it ends. */
+  async varint(pos: number, end: number, what: string, tensor?: string): Promise<[value: number, next: number]> {
+    const avail = Math.min(10, end - pos);
+    if (avail <= 0) throw this.fail(pos, `${what} is missing`, tensor);
+    const b = await this.bytes(pos, avail, end, what, tensor);
+    let value = 0;
+    let scale = 1;
+    for (let i = 0; i < avail; i++) {
+      value += (b[i] & 0x7f) * scale;
+      scale *= 128;
+      if (b[i] < 0x80) return [value, pos + i + 1];
+    }
+    throw this.fail(pos, `${what} is a malformed varint`, tensor);
+  }
+
+  /**
+   * The next field of the message ending at `end`: its number, wire type, where its value starts
+   * and where it ends. LEN values start after their length.
+   */
+  async field(pos: number, end: number, context: string, tensor?: string): Promise<{ field: number; wire: number; value: number; next: number }> {
+    const [tag, afterTag] = await this.varint(pos, end, `a ${context} tag`, tensor);
+    const field = Math.floor(tag / 8);
+    const wire = tag % 8;
+    if (field === 0 || field >= 2 ** 29) throw this.fail(pos, `${context} has an invalid field number ${field}`, tensor);
+    switch (wire) {
+      case 0: {
+        const [, next] = await this.varint(afterTag, end, `${context} field ${field}`, tensor);
+        return { field, wire, value: afterTag, next };
+      }
+      case 1:
+      case 5: {
+        const next = afterTag + (wire === 1 ? 8 : 4);
+        if (next > end) throw this.fail(afterTag, `${context} field ${field} runs past the end of its message`, tensor);
+        return { field, wire, value: afterTag, next };
+      }
+      case 2: {
+        const [length, start] = await this.varint(afterTag, end, `the length of ${context} field ${field}`, tensor);
+        if (start + length > end) {
+          throw this.fail(afterTag, `${context} field ${field} claims ${length} bytes, past the end of its message`, tensor);
+        }
+        return { field, wire, value: start, next: start + length };
+      }
+      default:
+        throw this.fail(pos, `${context} field ${field} has wire type ${wire}, which ONNX never uses`, tensor);
+    }
+  }
+}
+
+/** Walks the TensorProto in [start, end) of the file. */
+async function scanTensor(w: Walker, start: number, end: number, fieldStart: number, index: number): Promise<ScannedTensor> {
+  let name = "";
+  let dataType = 0;
+  const dims: number[] = [];
+  let raw: { offset: number; length: number } | undefined;
+  let typed = false;
+  let external = false;
+  let segment = false;
+  const extras: [number, number][] = [];
+  const label = (): string => name || `#${index}`;
+  for (let pos = start; pos < end;) {
+    const f = await w.field(pos, end, "TensorProto", name || undefined);
+    switch (f.field) {
+      case 1:
+        if (f.wire === 0) dims.push(await dimension(w, f.value, end, label()));
+        else if (f.wire === 2) {
+          if (f.next - f.value > MAX_SMALL_FIELD) throw w.fail(pos, "dims has over a million entries", label());
+          for (let p = f.value; p < f.next;) {
+            const [, next] = await w.varint(p, f.next, "a dimension", label());
+            dims.push(await dimension(w, p, f.next, label()));
+            p = next;
+          }
+        } else throw w.fail(pos, `dims has wire type ${f.wire}`, label());
+        break;
+      case 2: {
+        if (f.wire !== 0) throw w.fail(pos, `data_type has wire type ${f.wire}`, label());
+        [dataType] = await w.varint(f.value, end, "data_type", label());
+        break;
+      }
+      case 3:
+        segment = true;
+        break;
+      case 4: case 5: case 6: case 7: case 10: case 11:
+        typed = true;
+        break;
+      case 8: {
+        if (f.wire !== 2) throw w.fail(pos, `name has wire type ${f.wire}`, label());
+        if (f.next - f.value > MAX_SMALL_FIELD) throw w.fail(pos, `name is ${f.next - f.value} bytes long`, label());
+        const bytes = await w.bytes(f.value, f.next - f.value, end, "name", label());
+        name = decodeUtf8(bytes.slice(), `${w.file.path}: the name of tensor #${index}`);
+        break;
+      }
+      case 9:
+        if (f.wire !== 2) throw w.fail(pos, `raw_data has wire type ${f.wire}`, label());
+        raw = { offset: f.value, length: f.next - f.value };
+        break;
+      case 13:
+        external = true;
+        break;
+      case 14: {
+        const [location] = await w.varint(f.value, end, "data_location", label());
+        if (location === 1) external = true;
+        break;
+      }
+      default:
+        extras.push([pos, f.next]);
+    }
+    pos = f.next;
+  }
+  const path = w.file.path;
+  if (dataType === 0) throw fileError("INVALID_DATA", path, "data_type is missing or 0 (UNDEFINED)", label());
+  let t: DType;
+  try {
+    t = dtype(dataType);
+  } catch {
+    throw fileError("UNKNOWN_DTYPE", path, `data_type ${dataType} is not an ONNX type tensorcast knows (1..28)`, label());
+  }
+  const size = checkedSize(dims);
+  if (size === undefined) throw fileError("INVALID_SHAPE", path, `dims [${dims.join(", ")}] have more than 2^53 - 1 elements`, label());
+  const storage = external ? "external" : segment ? "segment" : raw ? "raw" : "typed";
+  if (raw && typed) throw fileError("INVALID_DATA", path, "has both raw_data and a typed data field", label());
+  if (storage === "raw" && t.kind === "string") throw fileError("INVALID_DATA", path, "a STRING tensor stores string_data, never raw_data", label());
+  if (storage === "raw" && raw!.length !== rawByteLength(t, size)) {
+    throw fileError(
+      "SHAPE_MISMATCH", path,
+      `raw_data has ${raw!.length} bytes; dims [${dims.join(", ")}] of ${t.onnxName} need ${rawByteLength(t, size)}`, label(),
+    );
+  }
+  return { name: label(), dtype: t, shape: dims, size, fieldStart, start, end, raw, storage, extras };
+}
+
+async function dimension(w: Walker, pos: number, end: number, tensor: string): Promise<number> {
+  const [d] = await w.varint(pos, end, "a dimension", tensor);
+  if (!Number.isSafeInteger(d) || d >= 2 ** 63) {
+    throw fileError("INVALID_SHAPE", w.file.path, "has a negative or huge dimension in dims", tensor);
+  }
+  return d;
+}
+
+/** Walks a .pb file holding one TensorProto. */
+export async function scanTensorProtoFile(file: RandomAccessFile): Promise<ScannedTensor> {
+  return scanTensor(new Walker(file), 0, file.size, 0, 0);
+}
+
+/** Walks a .onnx file: finds the graph and walks each of its initializers. */
+export async function scanModelFile(file: RandomAccessFile): Promise<ScannedModel> {
+  const w = new Walker(file);
+  let graph: ScannedModel["graph"] | undefined;
+  for (let pos = 0; pos < file.size;) {
+    const f = await w.field(pos, file.size, "ModelProto");
+    if (f.field === 7) {
+      if (f.wire !== 2) throw w.fail(pos, `graph has wire type ${f.wire}`);
+      if (graph) throw fileError("NOT_IMPLEMENTED", file.path, "has two graph fields (protobuf would merge them); tensorcast reads one");
+      graph = { fieldStart: pos, contentStart: f.value, end: f.next };
+    }
+    pos = f.next;
+  }
+  if (!graph) throw fileError("INVALID_DATA", file.path, "is not an ONNX model: its ModelProto has no graph");
+  const initializers: ScannedTensor[] = [];
+  for (let pos = graph.contentStart; pos < graph.end;) {
+    const f = await w.field(pos, graph.end, "GraphProto");
+    if (f.field === 5) {
+      if (f.wire !== 2) throw w.fail(pos, `initializer has wire type ${f.wire}`);
+      initializers.push(await scanTensor(w, f.value, f.next, pos, initializers.length));
+    }
+    pos = f.next;
+  }
+  const seen = new Set<string>();
+  for (const t of initializers) {
+    if (seen.has(t.name)) throw fileError("INVALID_DATA", file.path, "is the name of two initializers", t.name);
+    seen.add(t.name);
+  }
+  return { graph, initializers };
+}
+
+/** A FileTensor over a scanned TensorProto: raw_data read in place, typed data loaded whole. */
+export function onnxFileTensor(file: RandomAccessFile, s: ScannedTensor): FileTensor {
+  let loaded: Uint8Array | undefined;
+  const byteLength = s.dtype.kind === "string" ? s.end - s.start : rawByteLength(s.dtype, s.size);
+  return {
+    name: s.name, dtype: s.dtype, shape: s.shape, size: s.size, byteLength,
+    async read(start: number, count: number): Promise<Uint8Array> {
+      if (s.dtype.kind === "string") throw fileError("UNSUPPORTED_TYPE", file.path, "is a STRING tensor, which has no raw bytes to convert", s.name);
+      const from = rawByteLength(s.dtype, start);
+      const to = rawByteLength(s.dtype, start + count);
+      if (s.storage === "raw") return file.read(s.raw!.offset + from, to - from);
+      if (s.storage === "external") {
+        throw fileError("NOT_IMPLEMENTED", file.path, "its data is in an external file (data_location EXTERNAL), which tensorcast does not read yet", s.name);
+      }
+      if (s.storage === "segment") throw fileError("NOT_IMPLEMENTED", file.path, "is a segmented tensor, which tensorcast does not read", s.name);
+      if (!loaded) {
+        const message = await file.read(s.start, s.end - s.start);
+        try {
+          loaded = readTensorProto(new WireReader(message, "TensorProto"), { copy: false }).tensor.bytes();
+        } catch (e) {
+          if (e instanceof TensorcastError) throw fileError(e.code, file.path, e.message, s.name);
+          throw e;
+        }
+      }
+      return loaded.slice(from, to);
+    },
+  };
+}

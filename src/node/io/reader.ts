@@ -1,0 +1,115 @@
+/**
+ * `openTensorFile(path)`: opens a safetensors, .npy, .onnx or .pb file, validates its header and
+ * lists its tensors, each readable a run of elements at a time. Nothing but the header is read
+ * up front, so opening a file larger than memory is cheap.
+ */
+import { extname } from "node:path";
+import { fileError, RandomAccessFile } from "./file.js";
+import { isNpy, npyPrefix, npyToRaw, parseNpyHeader, type NpyOptions } from "./npy.js";
+import { onnxFileTensor, scanModelFile, scanTensorProtoFile, type ScannedModel } from "./onnx.js";
+import { parseSafetensorsHeader, readHeaderLength } from "./safetensors.js";
+import { FILE_FORMATS, rawByteLength, type FileFormat, type FileTensor, type TensorFile } from "./tensors.js";
+
+export interface OpenOptions {
+  /** The format, when the file name does not say it. */
+  format?: FileFormat;
+  /** How .npy files are read (Fortran order, raw '|V2' data). */
+  npy?: NpyOptions;
+}
+
+/** An open ONNX model: also where its graph and initializers lie, for rewriting it. */
+export interface OnnxModelFile extends TensorFile {
+  readonly format: "onnx";
+  readonly layout: ScannedModel;
+  /** The underlying file, for copying the bytes around the initializers. */
+  readonly file: RandomAccessFile;
+}
+
+/** The format a path names by its extension, or undefined. */
+export function formatOfPath(path: string): FileFormat | undefined {
+  const ext = extname(path).toLowerCase().slice(1);
+  return (FILE_FORMATS as readonly string[]).includes(ext) ? (ext as FileFormat) : undefined;
+}
+
+/**
+ * Opens `path` and reads its header. The format comes from `opts.format`, else the extension
+ * (.safetensors, .npy, .onnx, .pb), else the first bytes (the .npy magic, or a safetensors length
+ * followed by "{").
+ * @throws TensorcastError naming the file (and the tensor) for anything the header gets wrong.
+ */
+export async function openTensorFile(path: string, opts: OpenOptions = {}): Promise<TensorFile> {
+  const file = await RandomAccessFile.open(path);
+  try {
+    const format = opts.format ?? formatOfPath(path) ?? (await sniff(file));
+    switch (format) {
+      case "safetensors":
+        return await openSafetensors(file);
+      case "npy":
+        return await openNpy(file, opts.npy ?? {});
+      case "pb": {
+        const scanned = await scanTensorProtoFile(file);
+        return tensorFile(file, "pb", [onnxFileTensor(file, scanned)]);
+      }
+      case "onnx": {
+        const layout = await scanModelFile(file);
+        const base = tensorFile(file, "onnx", layout.initializers.map((s) => onnxFileTensor(file, s)));
+        const model: OnnxModelFile = { ...base, format: "onnx", layout, file };
+        return model;
+      }
+    }
+  } catch (e) {
+    await file.close();
+    throw e;
+  }
+}
+
+async function sniff(file: RandomAccessFile): Promise<FileFormat> {
+  const first = await file.read(0, Math.min(16, file.size));
+  if (isNpy(first)) return "npy";
+  if (first.length >= 9 && first[8] === 0x7b /* { */ && first[6] === 0 && first[7] === 0) return "safetensors";
+  throw fileError(
+    "INVALID_DATA", file.path,
+    "is neither safetensors nor .npy by its first bytes, and its name does not end in .safetensors, .npy, .onnx or .pb; " +
+      "say which format it is with --format",
+  );
+}
+
+function tensorFile(file: RandomAccessFile, format: FileFormat, tensors: FileTensor[], metadata?: Readonly<Record<string, string>>): TensorFile {
+  return { path: file.path, format, size: file.size, tensors, metadata, close: () => file.close() };
+}
+
+async function openSafetensors(file: RandomAccessFile): Promise<TensorFile> {
+  const n = readHeaderLength(await file.read(0, Math.min(8, file.size)), file.size, file.path);
+  const header = parseSafetensorsHeader(await file.read(8, n), file.size, file.path);
+  const tensors = header.tensors.map((t): FileTensor => ({
+    name: t.name, dtype: t.dtype, shape: t.shape, size: t.size, byteLength: t.byteLength,
+    read(start: number, count: number): Promise<Uint8Array> {
+      const from = rawByteLength(t.dtype, start);
+      const to = rawByteLength(t.dtype, start + count);
+      return file.read(header.dataStart + t.begin + from, to - from);
+    },
+  }));
+  return tensorFile(file, "safetensors", tensors, header.metadata);
+}
+
+async function openNpy(file: RandomAccessFile, opts: NpyOptions): Promise<TensorFile> {
+  const prefix = npyPrefix(await file.read(0, Math.min(12, file.size)), file.size, file.path);
+  const headerBytes = await file.read(prefix.headerStart, prefix.headerLength);
+  const name = basenameWithoutExtension(file.path);
+  const h = parseNpyHeader(headerBytes, prefix, file.size, file.path, name, opts);
+  const tensor: FileTensor = {
+    name: h.name, dtype: h.dtype, shape: h.shape, size: h.size, byteLength: h.byteLength,
+    async read(start: number, count: number): Promise<Uint8Array> {
+      const stored = await file.read(h.dataStart + start * h.itemSize, count * h.itemSize);
+      return npyToRaw(h, stored, count);
+    },
+  };
+  return tensorFile(file, "npy", [tensor]);
+}
+
+/** "weights" for "/a/b/weights.npy": the name a .npy file's one tensor goes by. */
+export function basenameWithoutExtension(path: string): string {
+  const base = path.split(/[\\/]/).pop() ?? path;
+  const ext = extname(base);
+  return ext ? base.slice(0, -ext.length) : base;
+}

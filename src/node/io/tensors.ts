@@ -1,0 +1,78 @@
+/**
+ * What every file format reader hands the converter: a list of tensors, each with its name, type,
+ * shape and a way to read any run of its elements as raw bytes, without loading the whole file.
+ */
+import { TensorcastError, packedByteLength, type DType } from "../../index.js";
+
+/** The formats tensorcast reads and writes. */
+export type FileFormat = "safetensors" | "npy" | "onnx" | "pb";
+
+export const FILE_FORMATS: readonly FileFormat[] = ["safetensors", "npy", "onnx", "pb"];
+
+/** A tensor's description, as a header gives it. */
+export interface TensorInfo {
+  readonly name: string;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  /** Number of elements: the product of the shape. */
+  readonly size: number;
+  /** Bytes of its data in the raw layout (see `rawByteLength`). */
+  readonly byteLength: number;
+}
+
+/** A tensor inside an open file. */
+export interface FileTensor extends TensorInfo {
+  /**
+   * The raw bytes of elements [start, start + count): little-endian, sub-byte types packed from the
+   * low bits (ONNX raw_data, which is also the safetensors layout), whatever the file stores.
+   * `start` must be a multiple of 8 (so packed runs start on a byte).
+   */
+  read(start: number, count: number): Promise<Uint8Array>;
+}
+
+/** An open tensor file. */
+export interface TensorFile {
+  readonly path: string;
+  readonly format: FileFormat;
+  /** The file's size in bytes. */
+  readonly size: number;
+  /** In file order. */
+  readonly tensors: readonly FileTensor[];
+  /** safetensors' `__metadata__` (string to string), kept through a conversion. */
+  readonly metadata?: Readonly<Record<string, string>>;
+  close(): Promise<void>;
+}
+
+/**
+ * Bytes that `size` elements of `t` take in the raw layout: packed for sub-byte types, pairs for
+ * complex. Strings have no raw layout.
+ * @throws TensorcastError UNSUPPORTED_TYPE for strings.
+ */
+export function rawByteLength(t: DType, size: number): number {
+  if (t.kind === "string") throw new TensorcastError("UNSUPPORTED_TYPE", "string tensors have no raw byte layout");
+  if (t.packed) return packedByteLength(size, t.bits);
+  return (size * t.bits) / 8;
+}
+
+/** The product of `shape`, or undefined when it is not a list of safe non-negative integers or overflows. */
+export function checkedSize(shape: readonly unknown[]): number | undefined {
+  let size = 1;
+  for (const d of shape) {
+    if (typeof d !== "number" || !Number.isSafeInteger(d) || d < 0) return undefined;
+    size *= d;
+  }
+  return Number.isSafeInteger(size) ? size : undefined;
+}
+
+/** A short human spelling of a byte count: 512 B, 1.5 KiB, 3.2 GiB. */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let v = n / 1024;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)} ${units[u]}`;
+}
