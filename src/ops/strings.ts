@@ -243,30 +243,122 @@ function roundTrips(text: string, t: DType, x: number): boolean {
   return decodeFloat(f, encodeFloat(f, back, false)) === x;
 }
 
+/** 10^0 .. 10^22, every one exact in float64. */
+const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
+
 /**
- * The shortest significant digits of x (finite, non-zero) that round-trip in type t. More digits
- * never stop a string from round-tripping, so this is a search for the least k between 1 and the
- * digits that always suffice, ceil(1 + p log10 2) for p significand bits (9 for float32); k - 1
- * goes first because most values of a wide format need one of the last two.
+ * The shortest significant digits of x (finite, > 0) that round-trip in type t.
+ *
+ * x is first printed once with the digits that always suffice, D = ceil(1 + p log10 2) digits for
+ * p significand bits (9 for float32). A k-digit candidate is D rounded to k digits: that equals x
+ * rounded to k digits unless D's dropped part is exactly half a unit (then x's own k-digit
+ * rounding is printed). Its value is one exact-operand multiply or divide by a power of ten, which
+ * is the correctly rounded float64 of the decimal, as Number() would give; a target tie takes the
+ * exact path of `roundTrips`. More digits never stop a string from round-tripping, so the search
+ * tries D - 1 and D - 2 digits first (most values of a wide format need one of the last two) and
+ * bisects below.
  */
 function shortestDigits(x: number, t: DType): { digits: string; exp10: number } {
   // float64 and e8m0 values are exact in float64, whose shortest repr JS computes; an e8m0 string
   // must be exact because its default round mode ("up") moves anything above 2^k to 2^(k+1).
-  if (!t.format || t.name === "float8e8m0") return splitExponential(x.toExponential());
-  const most = Math.ceil(1 + (t.format.manBits + 1) * Math.LOG10E * Math.LN2);
-  let lo = 1;
-  let hi = most;
-  let best: string | undefined;
-  let probe = most - 1;
-  while (lo < hi) {
-    const s = x.toExponential(probe - 1);
-    if (roundTrips(s, t, x)) {
-      hi = probe;
-      best = s;
-    } else lo = probe + 1;
-    probe = (lo + hi) >> 1;
+  const f = t.format;
+  if (!f || t.name === "float8e8m0") return splitExponential(x.toExponential());
+  const most = Math.ceil(1 + (f.manBits + 1) * Math.LOG10E * Math.LN2);
+  let digits = leadingDigits(x, most);
+  let exp10 = leadExp;
+  if (digits < 0) {
+    // Too close to a rounding boundary (or out of the exact power-of-ten range): ask the printer.
+    const full = x.toExponential(most - 1);
+    const at = full.indexOf("e");
+    digits = Number(full.slice(0, 1) + full.slice(2, at));
+    exp10 = Number(full.slice(at + 1));
   }
-  return splitExponential(best ?? x.toExponential(hi - 1));
+  let bestDigits = digits;
+  let bestExp = exp10;
+  let hi = most;
+  for (let k = most - 1; k >= Math.max(1, most - 2); k--) {
+    if (!attempt(x, t, most, digits, exp10, k)) return digitsOf(bestDigits, bestExp);
+    bestDigits = found.digits;
+    bestExp = found.exp10;
+    hi = k;
+  }
+  let lo = 1;
+  while (lo < hi) {
+    const probe = (lo + hi) >> 1;
+    if (!attempt(x, t, most, digits, exp10, probe)) lo = probe + 1;
+    else {
+      hi = probe;
+      bestDigits = found.digits;
+      bestExp = found.exp10;
+    }
+  }
+  return digitsOf(bestDigits, bestExp);
+}
+
+/** The decimal exponent of the last `leadingDigits` result. */
+let leadExp = 0;
+
+/**
+ * x (finite, > 0) rounded to n significant digits, as an integer, with its decimal exponent in
+ * `leadExp`; -1 when float64 arithmetic cannot be trusted to round it exactly (a scale beyond
+ * 10^22, or a scaled value within a few ulps of a rounding boundary), so the caller falls back.
+ */
+function leadingDigits(x: number, n: number): number {
+  let e = Math.floor(Math.log10(x));
+  for (let pass = 0; pass < 2; pass++) {
+    const s = n - 1 - e;
+    if (s > 22 || s < -22) return -1;
+    // One correctly rounded multiply or divide by an exact power of ten.
+    const y = s >= 0 ? x * POW10[s] : x / POW10[-s];
+    const r = Math.round(y);
+    if (Math.abs(Math.abs(y - Math.floor(y)) - 0.5) < y * 2 ** -50) return -1;
+    if (r >= POW10[n]) { e++; continue; }
+    if (r < POW10[n - 1]) { e--; continue; }
+    leadExp = e;
+    return r;
+  }
+  return -1;
+}
+
+/** Where `attempt` leaves a candidate that round-trips (module state: no allocation per element). */
+const found = { digits: 0, exp10: 0 };
+
+/** Whether the k-digit rounding of x (whose `most`-digit rounding is digits * 10^(exp10 - most + 1)) round-trips in t. */
+function attempt(x: number, t: DType, most: number, digits: number, exp10: number, k: number): boolean {
+  const f = t.format!;
+  const unit = POW10[most - k];
+  const q = Math.floor(digits / unit);
+  const rest = digits - q * unit;
+  if (2 * rest === unit) {
+    const s = x.toExponential(k - 1); // the most-digit rounding sits on a k-digit tie: round x itself
+    if (!roundTrips(s, t, x)) return false;
+    const split = splitExponential(s);
+    found.digits = Number(split.digits);
+    found.exp10 = split.exp10;
+    return true;
+  }
+  let c = 2 * rest > unit ? q + 1 : q;
+  let e = exp10;
+  if (c === POW10[k]) { c = POW10[k - 1]; e++; }
+  const p = e - k + 1;
+  const v = p >= 0 && p <= 22 ? c * POW10[p] : p < 0 && p >= -22 ? c / POW10[-p] : Number(`${c}e${p}`);
+  const target = exactTarget(t);
+  let ok: boolean;
+  if (target && isTie(target, v)) ok = roundTrips(`${c}e${p}`, t, x);
+  else if (target === f && f.manBits === 23) ok = Math.fround(v) === x; // float32: fround is its RNE
+  else ok = decodeFloat(f, encodeFloat(f, v, false)) === x;
+  if (ok) {
+    found.digits = c;
+    found.exp10 = e;
+  }
+  return ok;
+}
+
+/** An integer's significant digits (trailing zeros dropped) with its decimal exponent. */
+function digitsOf(digits: number, exp10: number): { digits: string; exp10: number } {
+  let d = digits;
+  while (d % 10 === 0 && d !== 0) d /= 10;
+  return { digits: String(d), exp10 };
 }
 
 /** Python's repr: NaN prints "nan" whatever its sign, as numpy does. */

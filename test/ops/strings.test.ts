@@ -163,3 +163,26 @@ for (const t of NUMERIC.filter((t) => t.bits > 16)) {
     );
   });
 }
+
+test("float32 -> string gives the same digits as a plain shortest-digit search, on 300k random float32", () => {
+  let seed = 0x2545f491;
+  const next = () => (seed = (Math.imul(seed ^ (seed >>> 13), 0x5bd1e995) + 0x6b43a9b5) >>> 0);
+  const bits = new Uint32Array(300_000);
+  for (let i = 0; i < bits.length; i++) bits[i] = next();
+  // Random bit patterns: every binary exponent, so every decimal exponent and power-of-ten edge.
+  const x = Tensor.fromBytes(new Uint8Array(bits.buffer), "float32", [bits.length]);
+  const values = x.toValues() as number[];
+  const printed = cast(x, "string").toValues() as string[];
+  values.forEach((v, i) => {
+    if (!Number.isFinite(v) || v === 0) return;
+    const a = Math.abs(v);
+    let naive = "";
+    for (let k = 1; k <= 9 && !naive; k++) {
+      const s = a.toExponential(k - 1);
+      if (Math.fround(Number(s)) === a) naive = s;
+    }
+    if (Number(printed[i]) !== Math.sign(v) * Number(naive)) {
+      assert.fail(`${v}: printed ${printed[i]}, shortest digits ${naive}`);
+    }
+  });
+});
