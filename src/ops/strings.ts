@@ -247,23 +247,20 @@ function roundTrips(text: string, t: DType, x: number): boolean {
 const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
 
 /**
- * The shortest significant digits of x (finite, > 0) that round-trip in type t.
+ * The shortest significant digits of x (finite, > 0) that round-trip in type t, left in
+ * `shortest` (digits as an integer without trailing zeros, and the decimal exponent of the first).
  *
- * x is first printed once with the digits that always suffice, D = ceil(1 + p log10 2) digits for
- * p significand bits (9 for float32). A k-digit candidate is D rounded to k digits: that equals x
- * rounded to k digits unless D's dropped part is exactly half a unit (then x's own k-digit
- * rounding is printed). Its value is one exact-operand multiply or divide by a power of ten, which
- * is the correctly rounded float64 of the decimal, as Number() would give; a target tie takes the
- * exact path of `roundTrips`. More digits never stop a string from round-tripping, so the search
- * tries D - 1 and D - 2 digits first (most values of a wide format need one of the last two) and
- * bisects below.
+ * x is first rounded to D = ceil(1 + p log10 2) digits (p significand bits; 9 for float32), the
+ * digits that always suffice, by one exact-operand scaling (the printer only near a rounding
+ * boundary). A k-digit candidate is D rounded to k digits, which is x rounded to k digits except
+ * when D's dropped part is exactly half a unit: then the side of x against D decides. A candidate's
+ * value is one exact-operand multiply or divide by a power of ten, the correctly rounded float64 of
+ * the decimal as Number() would give; a target tie takes the exact path of `roundTrips`. More
+ * digits never stop a string from round-tripping, so the search tries D - 1 and D - 2 digits first
+ * (most values of a wide format need one of the last two) and bisects below.
  */
-function shortestDigits(x: number, t: DType): { digits: string; exp10: number } {
-  // float64 and e8m0 values are exact in float64, whose shortest repr JS computes; an e8m0 string
-  // must be exact because its default round mode ("up") moves anything above 2^k to 2^(k+1).
-  const f = t.format;
-  if (!f || t.name === "float8e8m0") return splitExponential(x.toExponential());
-  const most = Math.ceil(1 + (f.manBits + 1) * Math.LOG10E * Math.LN2);
+function shortestDigits(x: number, t: DType, check: RoundTripCheck): void {
+  const most = SUFFICIENT_DIGITS[t.format!.manBits];
   let digits = leadingDigits(x, most);
   let exp10 = leadExp;
   if (digits < 0) {
@@ -273,26 +270,103 @@ function shortestDigits(x: number, t: DType): { digits: string; exp10: number } 
     digits = Number(full.slice(0, 1) + full.slice(2, at));
     exp10 = Number(full.slice(at + 1));
   }
-  let bestDigits = digits;
-  let bestExp = exp10;
+  shortest.digits = digits;
+  shortest.exp10 = exp10;
   let hi = most;
   for (let k = most - 1; k >= Math.max(1, most - 2); k--) {
-    if (!attempt(x, t, most, digits, exp10, k)) return digitsOf(bestDigits, bestExp);
-    bestDigits = found.digits;
-    bestExp = found.exp10;
+    if (!attempt(x, t, check, most, digits, exp10, k)) return trimZeros();
     hi = k;
   }
+  // Only a success writes `shortest`, so it ends holding the candidate of the final hi.
   let lo = 1;
   while (lo < hi) {
     const probe = (lo + hi) >> 1;
-    if (!attempt(x, t, most, digits, exp10, probe)) lo = probe + 1;
-    else {
-      hi = probe;
-      bestDigits = found.digits;
-      bestExp = found.exp10;
-    }
+    if (attempt(x, t, check, most, digits, exp10, probe)) hi = probe;
+    else lo = probe + 1;
   }
-  return digitsOf(bestDigits, bestExp);
+  trimZeros();
+}
+
+/** Significant digits that always round-trip, by mantissa bits: ceil(1 + (m + 1) log10 2). */
+const SUFFICIENT_DIGITS = Array.from({ length: 53 }, (_, m) => Math.ceil(1 + (m + 1) * Math.LOG10E * Math.LN2));
+
+/** The result of `shortestDigits` and `attempt` (module state: no allocation per element). */
+const shortest = { digits: 0, exp10: 0 };
+
+function trimZeros(): void {
+  let d = shortest.digits;
+  while (d % 10 === 0 && d !== 0) d /= 10;
+  shortest.digits = d;
+}
+
+/** How a candidate's float64 value is checked against x: float32 by fround, else by the codec. */
+const enum RoundTripCheck { Float32, ExactTarget, ViaFloat64 }
+
+function roundTripCheck(t: DType): RoundTripCheck {
+  const target = exactTarget(t);
+  if (!target) return RoundTripCheck.ViaFloat64;
+  return target.manBits === 23 ? RoundTripCheck.Float32 : RoundTripCheck.ExactTarget;
+}
+
+/** The exact-operand float64 of digits * 10^p: Number()'s answer, without a string where it can. */
+function scaled(digits: number, p: number): number {
+  return p >= 0 && p <= 22 ? digits * POW10[p] : p < 0 && p >= -22 ? digits / POW10[-p] : Number(`${digits}e${p}`);
+}
+
+/**
+ * Whether the k-digit rounding of x round-trips in t, given x's `most`-digit rounding
+ * digits * 10^(exp10 - most + 1); on success the candidate is left in `shortest`.
+ */
+function attempt(x: number, t: DType, check: RoundTripCheck, most: number, digits: number, exp10: number, k: number): boolean {
+  const f = t.format!;
+  const unit = POW10[most - k];
+  const q = Math.floor(digits / unit);
+  const rest = digits - q * unit;
+  let c = 2 * rest > unit ? q + 1 : q;
+  if (2 * rest === unit) {
+    // D sits on a k-digit tie: x rounds down if D rounded it up, and up if D rounded it down.
+    const d = scaled(digits, exp10 - most + 1);
+    if (d === x) {
+      const s = x.toExponential(k - 1); // too close to tell in float64: let the printer round x
+      if (!roundTrips(s, t, x)) return false;
+      const split = splitExponential(s);
+      shortest.digits = Number(split.digits);
+      shortest.exp10 = split.exp10;
+      return true;
+    }
+    c = d > x ? q : q + 1;
+  }
+  let e = exp10;
+  if (c === POW10[k]) { c = POW10[k - 1]; e++; }
+  const p = e - k + 1;
+  const v = scaled(c, p);
+  let ok: boolean;
+  if (check === RoundTripCheck.ViaFloat64) ok = decodeFloat(f, encodeFloat(f, v, false)) === x;
+  else if (isTie(f, v)) ok = roundTrips(`${c}e${p}`, t, x);
+  else if (check === RoundTripCheck.Float32) ok = Math.fround(v) === x;
+  else ok = decodeFloat(f, encodeFloat(f, v, false)) === x;
+  if (ok) {
+    shortest.digits = c;
+    shortest.exp10 = e;
+  }
+  return ok;
+}
+
+/** Python's repr: NaN prints "nan" whatever its sign, as numpy does. */
+function formatPython(x: number, t: DType, check: RoundTripCheck): string {
+  if (x !== x) return "nan";
+  if (x === Infinity) return "inf";
+  if (x === -Infinity) return "-inf";
+  if (x === 0) return 1 / x < 0 ? "-0.0" : "0.0";
+  const a = Math.abs(x);
+  // float64 and e8m0 values are exact in float64, whose shortest repr JS computes; an e8m0 string
+  // must be exact because its default round mode ("up") moves anything above 2^k to 2^(k+1).
+  if (!t.format || t.name === "float8e8m0") {
+    const { digits, exp10 } = splitExponential(a.toExponential());
+    return pythonLayout(x < 0, digits, exp10, a);
+  }
+  shortestDigits(a, t, check);
+  return pythonLayout(x < 0, String(shortest.digits), shortest.exp10, a);
 }
 
 /** The decimal exponent of the last `leadingDigits` result. */
@@ -320,57 +394,6 @@ function leadingDigits(x: number, n: number): number {
   return -1;
 }
 
-/** Where `attempt` leaves a candidate that round-trips (module state: no allocation per element). */
-const found = { digits: 0, exp10: 0 };
-
-/** Whether the k-digit rounding of x (whose `most`-digit rounding is digits * 10^(exp10 - most + 1)) round-trips in t. */
-function attempt(x: number, t: DType, most: number, digits: number, exp10: number, k: number): boolean {
-  const f = t.format!;
-  const unit = POW10[most - k];
-  const q = Math.floor(digits / unit);
-  const rest = digits - q * unit;
-  if (2 * rest === unit) {
-    const s = x.toExponential(k - 1); // the most-digit rounding sits on a k-digit tie: round x itself
-    if (!roundTrips(s, t, x)) return false;
-    const split = splitExponential(s);
-    found.digits = Number(split.digits);
-    found.exp10 = split.exp10;
-    return true;
-  }
-  let c = 2 * rest > unit ? q + 1 : q;
-  let e = exp10;
-  if (c === POW10[k]) { c = POW10[k - 1]; e++; }
-  const p = e - k + 1;
-  const v = p >= 0 && p <= 22 ? c * POW10[p] : p < 0 && p >= -22 ? c / POW10[-p] : Number(`${c}e${p}`);
-  const target = exactTarget(t);
-  let ok: boolean;
-  if (target && isTie(target, v)) ok = roundTrips(`${c}e${p}`, t, x);
-  else if (target === f && f.manBits === 23) ok = Math.fround(v) === x; // float32: fround is its RNE
-  else ok = decodeFloat(f, encodeFloat(f, v, false)) === x;
-  if (ok) {
-    found.digits = c;
-    found.exp10 = e;
-  }
-  return ok;
-}
-
-/** An integer's significant digits (trailing zeros dropped) with its decimal exponent. */
-function digitsOf(digits: number, exp10: number): { digits: string; exp10: number } {
-  let d = digits;
-  while (d % 10 === 0 && d !== 0) d /= 10;
-  return { digits: String(d), exp10 };
-}
-
-/** Python's repr: NaN prints "nan" whatever its sign, as numpy does. */
-function formatPython(x: number, t: DType): string {
-  if (x !== x) return "nan";
-  if (x === Infinity) return "inf";
-  if (x === -Infinity) return "-inf";
-  if (x === 0) return 1 / x < 0 ? "-0.0" : "0.0";
-  const a = Math.abs(x);
-  const { digits, exp10 } = shortestDigits(a, t);
-  return pythonLayout(x < 0, digits, exp10, a);
-}
 
 /** C's "%.8g", with printf's round-half-even on exact decimal ties (JS rounds those up). */
 function formatOnnxruntime(x: number): string {
@@ -424,8 +447,9 @@ export function formatStrings(src: Storage, from: DType, count: number, format: 
     for (let i = 0; i < count; i++) out[i] = String(values[i]);
     return out;
   }
+  const check = roundTripCheck(from);
   for (let i = 0; i < count; i++) {
-    out[i] = format === "onnxruntime" ? formatOnnxruntime(values[i]) : formatPython(values[i], from);
+    out[i] = format === "onnxruntime" ? formatOnnxruntime(values[i]) : formatPython(values[i], from, check);
   }
   return out;
 }
