@@ -1,0 +1,139 @@
+/**
+ * A tiny WebAssembly binary encoder: just the opcodes the SIMD cast kernels use, as expression
+ * builders that return byte arrays (operands first, then the opcode: the stack machine's order).
+ * Everything is built at run time from this source, so nothing generated is committed and every
+ * bundle (browser or Node) carries it. Browser-safe: no Node built-ins, no DOM types.
+ */
+
+export type Code = readonly number[];
+
+/** Unsigned LEB128. */
+export function uleb(n: number): number[] {
+  const out: number[] = [];
+  do {
+    let b = n & 0x7f;
+    n >>>= 7;
+    if (n !== 0) b |= 0x80;
+    out.push(b);
+  } while (n !== 0);
+  return out;
+}
+
+/** Signed LEB128 of an int32. */
+export function sleb(n: number): number[] {
+  n |= 0;
+  const out: number[] = [];
+  for (;;) {
+    const b = n & 0x7f;
+    n >>= 7;
+    if ((n === 0 && (b & 0x40) === 0) || (n === -1 && (b & 0x40) !== 0)) {
+      out.push(b);
+      return out;
+    }
+    out.push(b | 0x80);
+  }
+}
+
+function cat(...parts: Code[]): number[] {
+  const out: number[] = [];
+  for (const p of parts) for (const b of p) out.push(b);
+  return out;
+}
+
+/** A name (UTF-8 of ASCII) with its length. */
+function name(s: string): number[] {
+  const bytes: number[] = [];
+  for (let i = 0; i < s.length; i++) bytes.push(s.charCodeAt(i) & 0x7f);
+  return cat(uleb(bytes.length), bytes);
+}
+
+function vec(items: Code[]): number[] {
+  return cat(uleb(items.length), ...items);
+}
+
+function section(id: number, body: Code): number[] {
+  return cat([id], uleb(body.length), body);
+}
+
+export const I32 = 0x7f;
+export const V128 = 0x7b;
+
+// ---- scalar instructions ----------------------------------------------------------------------
+export const get = (i: number): Code => [0x20, ...uleb(i)];
+export const set = (i: number, v: Code): Code => cat(v, [0x21], uleb(i));
+export const i32 = (n: number): Code => [0x41, ...sleb(n)];
+export const i32Add = (a: Code, b: Code): Code => cat(a, b, [0x6a]);
+export const i32Sub = (a: Code, b: Code): Code => cat(a, b, [0x6b]);
+export const i32Eqz = (a: Code): Code => cat(a, [0x45]);
+
+/** `block { loop { if (cond) break; body; continue } }`: a while loop, cond tested first. */
+export function whileNot(cond: Code, body: Code): Code {
+  return cat([0x02, 0x40, 0x03, 0x40], cond, [0x0d, 1], body, [0x0c, 0, 0x0b, 0x0b]);
+}
+
+// ---- SIMD (0xFD prefix) -----------------------------------------------------------------------
+const simd = (op: number): number[] => [0xfd, ...uleb(op)];
+const unary = (op: number) => (a: Code): Code => cat(a, simd(op));
+const binary = (op: number) => (a: Code, b: Code): Code => cat(a, b, simd(op));
+
+/** v128.load from `addr` + `offset` bytes (alignment hint 16). */
+export const load = (addr: Code, offset = 0): Code => cat(addr, simd(0x00), [4], uleb(offset));
+/** v128.store of `v` at `addr` + `offset`. */
+export const store = (addr: Code, v: Code, offset = 0): Code => cat(addr, v, simd(0x0b), [4], uleb(offset));
+/** v128.const with the int32 `n` in every lane. */
+export function splat32(n: number): Code {
+  const lane = [n & 0xff, (n >>> 8) & 0xff, (n >>> 16) & 0xff, (n >>> 24) & 0xff];
+  return cat(simd(0x0c), lane, lane, lane, lane);
+}
+export const and = binary(0x4e);
+export const or = binary(0x50);
+/** (a & mask) | (b & ~mask). */
+export const select = (a: Code, b: Code, mask: Code): Code => cat(a, b, mask, simd(0x52));
+export const i32x4Eq = binary(0x37);
+export const i32x4LtS = binary(0x39);
+export const i32x4GtS = binary(0x3b);
+export const i32x4Shl = (a: Code, n: number): Code => cat(a, i32(n), simd(0xab));
+export const i32x4ShrU = (a: Code, n: number): Code => cat(a, i32(n), simd(0xad));
+export const i32x4Add = binary(0xae);
+export const i32x4Sub = binary(0xb1);
+export const i32x4MinS = binary(0xb6);
+export const f32x4Mul = binary(0xe6);
+export const f32x4Add = binary(0xe4);
+export const f32x4Sub = binary(0xe5);
+/** Two i32x4 to one i16x8, saturating to [0, 0xFFFF] (lanes of `a` first). */
+export const narrowU = binary(0x86);
+export const extendLowS16 = unary(0xa7);
+export const extendHighS16 = unary(0xa8);
+
+export interface Func {
+  readonly name: string;
+  /** Number of i32 parameters (the only signature used: (i32 x params) -> ()). */
+  readonly params: number;
+  readonly i32Locals: number;
+  readonly v128Locals: number;
+  readonly body: Code;
+}
+
+/**
+ * A module exporting `memory` (`pages` of 64 KiB, not growable by the kernels) and the functions,
+ * each of type (i32, ...) -> ().
+ */
+export function moduleBytes(funcs: readonly Func[], pages: number): Uint8Array {
+  const arities = [...new Set(funcs.map((f) => f.params))];
+  const types = section(1, vec(arities.map((p) => cat([0x60], vec(Array.from({ length: p }, () => [I32])), [0]))));
+  const fnsec = section(3, vec(funcs.map((f) => uleb(arities.indexOf(f.params)))));
+  const mem = section(5, vec([cat([0x01], uleb(pages), uleb(pages))]));
+  const exports = section(7, vec([
+    cat(name("memory"), [0x02], uleb(0)),
+    ...funcs.map((f, i) => cat(name(f.name), [0x00], uleb(i))),
+  ]));
+  const bodies = funcs.map((f) => {
+    const locals: Code[] = [];
+    if (f.i32Locals) locals.push(cat(uleb(f.i32Locals), [I32]));
+    if (f.v128Locals) locals.push(cat(uleb(f.v128Locals), [V128]));
+    const body = cat(vec(locals), f.body, [0x0b]);
+    return cat(uleb(body.length), body);
+  });
+  const code = section(10, vec(bodies));
+  return new Uint8Array(cat([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00], types, fnsec, mem, exports, code));
+}

@@ -1,0 +1,111 @@
+/**
+ * WebAssembly SIMD kernels for float32 -> float16, float16 -> float32 and float32 -> bfloat16,
+ * with the contract of fastCast: the bytes of castReference, or false (nothing written) when there
+ * is no kernel for the pair or WebAssembly SIMD is unavailable (no WebAssembly, no SIMD, or a
+ * Content-Security-Policy without 'wasm-unsafe-eval'); then use the TypeScript path.
+ *
+ * The module (about 1.2 KiB) is built from source at run time (kernels.ts, encoder.ts) and
+ * instantiated synchronously on first use (`new WebAssembly.Module` + `new WebAssembly.Instance`,
+ * allowed for small modules on browsers' main threads and in Node): no top-level await, no fetch,
+ * no generated file. The caller's arrays are not in the module's memory, so each call streams the
+ * input through it in chunks: copy in (TypedArray set on bytes: a memcpy), convert, copy out. The
+ * chunk (16384 elements, 64 KiB in + 64 KiB out at most) stays in L2.
+ *
+ * Browser-safe: declares the slice of the WebAssembly API it uses instead of relying on DOM or Node
+ * typings.
+ */
+import type { DType, Storage } from "../../dtype/table.js";
+import type { ResolvedCastOptions } from "../reference.js";
+import { kernelModule, type KernelName } from "./kernels.js";
+
+interface WasmApi {
+  validate(bytes: Uint8Array): boolean;
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports?: object) => { readonly exports: Record<string, unknown> };
+}
+
+type Kernel = (src: number, dst: number, groups: number) => void;
+
+interface Loaded {
+  readonly bytes: Uint8Array;
+  readonly kernels: Record<KernelName, Kernel>;
+}
+
+/** Elements per chunk: a multiple of 8. In and out regions are 4 bytes per element each. */
+const CHUNK = 16384;
+const IN = 0;
+const OUT = 4 * CHUNK;
+const PAGES = (8 * CHUNK) >>> 16;
+
+let loaded: Loaded | null | undefined;
+
+function load(): Loaded | null {
+  try {
+    const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
+    if (!api) return null;
+    const code = kernelModule(PAGES);
+    if (!api.validate(code)) return null; // no SIMD (or a malformed module: the tests catch that)
+    const instance = new api.Instance(new api.Module(code), {});
+    const memory = instance.exports.memory as { readonly buffer: ArrayBuffer };
+    const e = instance.exports as Record<KernelName, Kernel>;
+    return {
+      bytes: new Uint8Array(memory.buffer),
+      kernels: { f32_f16: e.f32_f16, f16_f32: e.f16_f32, f32_bf16: e.f32_bf16 },
+    };
+  } catch {
+    return null; // e.g. CompileError under a Content-Security-Policy
+  }
+}
+
+function instance(): Loaded | null {
+  if (loaded === undefined) loaded = load();
+  return loaded;
+}
+
+/** Whether WebAssembly SIMD kernels are available here (instantiates the module on first call). */
+export function wasmAvailable(): boolean {
+  return instance() !== null;
+}
+
+function bytesOf(a: Storage): Uint8Array {
+  const t = a as Exclude<Storage, string[]>;
+  return new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
+}
+
+function kernelFor(from: DType, to: DType): [KernelName, number, number] | undefined {
+  if (from.name === "float32") {
+    if (to.name === "float16") return ["f32_f16", 4, 2];
+    if (to.name === "bfloat16") return ["f32_bf16", 4, 2];
+  } else if (from.name === "float16" && to.name === "float32") return ["f16_f32", 2, 4];
+  return undefined;
+}
+
+/**
+ * Casts `count` elements of `src` (type `from`) into `dst` (type `to`) as castReference would and
+ * returns true; or returns false, having written nothing, when there is no WebAssembly kernel for
+ * the pair here (float32 -> float16, float16 -> float32 and float32 -> bfloat16 have one where
+ * WebAssembly SIMD is available). `opts` cannot change these pairs' bytes. Same conventions as
+ * fastCast.
+ *
+ * @example if (!wasmCast(x.data, x.dtype, out, to, x.size, opts) && !fastCast(...)) castReference(...);
+ */
+export function wasmCast(
+  src: Storage, from: DType, dst: Storage, to: DType, count: number, _opts?: ResolvedCastOptions,
+): boolean {
+  const k = kernelFor(from, to);
+  if (!k) return false;
+  const w = instance();
+  if (!w) return false;
+  const [name, inSize, outSize] = k;
+  const kernel = w.kernels[name];
+  const mem = w.bytes;
+  const s = bytesOf(src);
+  const d = bytesOf(dst);
+  for (let start = 0; start < count; start += CHUNK) {
+    const n = Math.min(CHUNK, count - start);
+    mem.set(s.subarray(start * inSize, (start + n) * inSize), IN);
+    kernel(IN, OUT, (n + 7) >>> 3); // a last partial group converts stale lanes, never copied out
+    d.set(mem.subarray(OUT, OUT + n * outSize), start * outSize);
+  }
+  return true;
+}

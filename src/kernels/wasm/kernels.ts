@@ -1,0 +1,143 @@
+/**
+ * The WebAssembly SIMD cast kernels, as code for encoder.ts. Each kernel is
+ * `(src, dst, groups) -> ()`: it converts `groups` groups of 8 elements from byte address `src` to
+ * byte address `dst` of the module's memory, 4 lanes at a time, branch-free (compare masks and
+ * bitselect), giving exactly the bits of castReference (and of the scalar kernels in ../fast):
+ *
+ * - float32 -> float16: normals by integer round to nearest even on the bits (rebias, + 0xFFF + the
+ *   kept lsb, >> 13; a carry steps into the next binade; clamped to Inf); |x| < 2^-14 by one float
+ *   add, |x| + 0.5, whose float32 rounding (ulp 2^-24) is the float16 subnormal rounding, then minus
+ *   the bits of 0.5; NaN to 0x7E00; the sign copied.
+ * - float16 -> float32: normals by shift and rebias; subnormals m * 2^-24 as
+ *   (2^-14 * (1 + m / 1024)) - 2^-14, exact; Inf; NaN to 0x7FC00000; the sign copied.
+ * - float32 -> bfloat16: + 0x7FFF + the kept lsb, >> 16 (overflow carries into Inf); NaN to 0x7FC0
+ *   with the sign.
+ */
+import {
+  and, extendHighS16, extendLowS16, f32x4Add, f32x4Sub, get, i32, i32Add, i32Eqz, i32Sub, i32x4Add,
+  i32x4GtS, i32x4LtS, i32x4MinS, i32x4Shl, i32x4ShrU, i32x4Sub, load, moduleBytes, narrowU, or,
+  select, set, splat32, store, whileNot, type Code, type Func,
+} from "./encoder.js";
+
+// Parameters and locals: (src, dst, groups), then v128 locals: X, A, R, T, then one per constant.
+const SRC = 0;
+const DST = 1;
+const GROUPS = 2;
+const X = 3;
+const A = 4;
+const R = 5;
+const T = 6;
+const FIRST_CONSTANT = 7;
+
+/**
+ * The splat constants of one function, each held in a local set once before the loop (V8 builds a
+ * v128.const with several instructions; a local stays in a register or one load away).
+ */
+class Constants {
+  private readonly index = new Map<number, number>();
+  c = (n: number): Code => {
+    let i = this.index.get(n);
+    if (i === undefined) {
+      i = FIRST_CONSTANT + this.index.size;
+      this.index.set(n, i);
+    }
+    return get(i);
+  };
+  get count(): number {
+    return this.index.size;
+  }
+  prologue(): Code {
+    return [...this.index].flatMap(([n, i]) => set(i, splat32(n)));
+  }
+}
+
+/** float32 bits in local X -> float16 bits in i32 lanes (uses local A). */
+function f16Of(c: Constants["c"]): Code {
+  const x = get(X);
+  const a = get(A);
+  // |x| >= 2^-14: rebias and round away 13 bits (ties to even); from 65520 on this reaches 0x7C00
+  // or more, clamped to Inf (NaN included, fixed below). Meaningless below 2^-14.
+  const normal = i32x4MinS(i32x4ShrU(i32x4Add(i32x4Sub(a, c(0x37fff001)), and(i32x4ShrU(a, 13), c(1))), 13), c(0x7c00));
+  // |x| < 2^-14: the float32 sum |x| + 0.5 rounds |x| to a multiple of 2^-24, to nearest even.
+  const small = i32x4Sub(f32x4Add(a, c(0x3f000000)), c(0x3f000000));
+  const magnitude = select(small, normal, i32x4LtS(a, c(0x38800000)));
+  const quiet = and(i32x4GtS(a, c(0x7f800000)), c(0x0200)); // NaN: 0x7C00 | 0x0200
+  return [...set(A, and(x, c(0x7fffffff))), ...or(or(magnitude, quiet), and(i32x4ShrU(x, 16), c(0x8000)))];
+}
+
+/** float16 bits, sign-extended into the i32 lanes of local X -> float32 bits (uses locals A, R). */
+function f32OfHalf(c: Constants["c"]): Code {
+  const x = get(X);
+  const a = get(A);
+  const normal = get(T);
+  // Subnormals m * 2^-24 as (2^-14 * (1 + m / 1024)) - 2^-14: exact, and no subnormal operand
+  // (multiplying one by 2^112 would be shorter, but costs a microcode assist per vector on x86).
+  const small = f32x4Sub(i32x4Add(normal, c(0x00800000)), c(0x38800000));
+  const finite = select(small, normal, i32x4LtS(a, c(0x400)));
+  const big = or(c(0x7f800000), and(i32x4GtS(a, c(0x7c00)), c(0x00400000)));
+  const magnitude = select(big, finite, i32x4GtS(a, c(0x7bff)));
+  return [
+    ...set(A, and(x, c(0x7fff))),
+    ...set(T, i32x4Add(i32x4Shl(a, 13), c(0x38000000))), // exponent rebiased: right for normals
+    ...or(magnitude, and(x, c(0x80000000 | 0))),
+  ];
+}
+
+/** float32 bits in local X -> bfloat16 bits in i32 lanes (uses local A for the top half). */
+function bf16Of(c: Constants["c"]): Code {
+  const x = get(X);
+  const top = get(A);
+  const rounded = i32x4ShrU(i32x4Add(i32x4Add(x, c(0x7fff)), and(top, c(1))), 16);
+  const nan = and(or(top, c(0x7fc0)), c(0xffc0));
+  return [...set(A, i32x4ShrU(x, 16)), ...select(nan, rounded, i32x4GtS(and(x, c(0x7fffffff)), c(0x7f800000)))];
+}
+
+function loop(body: Code[], srcStep: number, dstStep: number): Code {
+  return whileNot(i32Eqz(get(GROUPS)), [
+    ...body.flat(),
+    ...set(SRC, i32Add(get(SRC), i32(srcStep))),
+    ...set(DST, i32Add(get(DST), i32(dstStep))),
+    ...set(GROUPS, i32Sub(get(GROUPS), i32(1))),
+  ]);
+}
+
+function func(name: string, constants: Constants, loopCode: Code): Func {
+  return { name, params: 3, i32Locals: 0, v128Locals: FIRST_CONSTANT - X + constants.count, body: [...constants.prologue(), ...loopCode] };
+}
+
+/** 8 float32 (32 bytes) -> 8 16-bit codes (16 bytes) per group. */
+function narrowing(name: string, encode: (c: Constants["c"]) => Code): Func {
+  const k = new Constants();
+  const code = loop([
+    set(X, load(get(SRC), 0)),
+    set(R, encode(k.c)),
+    set(X, load(get(SRC), 16)),
+    store(get(DST), narrowU(get(R), encode(k.c))),
+  ], 32, 16);
+  return func(name, k, code);
+}
+
+/** 8 float16 (16 bytes) -> 8 float32 (32 bytes) per group. */
+function widening(name: string, decode: (c: Constants["c"]) => Code): Func {
+  const k = new Constants();
+  const code = loop([
+    set(R, load(get(SRC), 0)),
+    set(X, extendLowS16(get(R))),
+    store(get(DST), decode(k.c), 0),
+    set(X, extendHighS16(get(R))),
+    store(get(DST), decode(k.c), 16),
+  ], 16, 32);
+  return func(name, k, code);
+}
+
+export const KERNELS = ["f32_f16", "f16_f32", "f32_bf16"] as const;
+export type KernelName = (typeof KERNELS)[number];
+
+/** The whole module: the three kernels and an exported memory of `pages` 64 KiB pages. */
+export function kernelModule(pages: number): Uint8Array {
+  return moduleBytes([
+    narrowing("f32_f16", f16Of),
+    widening("f16_f32", f32OfHalf),
+    narrowing("f32_bf16", bf16Of),
+  ], pages);
+}
