@@ -32,6 +32,7 @@ import { cast, type CastOptions } from "../src/ops/cast.js";
 import { allocateStorage, Tensor } from "../src/tensor.js";
 import { encodeModel } from "../src/io/onnx/encode.js";
 import { modelOf as graphOf, type NodeSpec } from "../test/support/onnx-model.js";
+import { Rng } from "../test/support/rng.js";
 
 // ---------------------------------------------------------------------------------------------
 // Command line
@@ -150,21 +151,6 @@ const PAIRS: Pair[] = [
 
 // ---------------------------------------------------------------------------------------------
 // Inputs (deterministic)
-
-class Rng {
-  private s: number;
-  constructor(seed: number) {
-    this.s = seed >>> 0 || 1;
-  }
-  u32(): number {
-    let s = this.s;
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    this.s = s >>> 0;
-    return this.s;
-  }
-}
 
 /** float32: random sign and mantissa, exponent uniform in [-16, 16]. */
 function float32Input(n: number, rng: Rng): Float32Array {

@@ -35,3 +35,11 @@ export {
   encodeTensorProto, encodeModel,
   type TensorLayout, type EncodeTensorOptions, type EncodeModelOptions,
 } from "./io/onnx/encode.js";
+// What a cast does to one typed-in value, as `tensorcast cast` and the playground show it.
+export { parseValue, VALUE_SYNTAX, type InputValue } from "./explain/value.js";
+export { formatNumber, formatError } from "./explain/format.js";
+export {
+  bitFields, elementCode, readElement, formatHex, formatBinary, splitBits,
+  type BitFields, type BitField, type Element,
+} from "./explain/element.js";
+export { storeValue, changedByStoring, roundingError, classifyCast, type CastFlag } from "./explain/outcome.js";

@@ -3,10 +3,12 @@
  * type, a format's values and rounding error, the tensor box). Everything is recomputed on every
  * input event; the page keeps no state of its own beyond the controls.
  */
-import { DTYPES, LATEST_OPSET, dtype, operatorVersion, type DType, type RoundMode, type BitcastSemantics } from "tensorcast";
+import {
+  DTYPES, LATEST_OPSET, dtype, formatError, operatorVersion, type DType, type RoundMode, type BitcastSemantics,
+} from "tensorcast";
 import { byId, el, fillSelect } from "./dom.js";
 import { castOptions, explain, splitValues, type ExplainOptions, type Explained, type TypeRow } from "./explain.js";
-import { errorText, formatError } from "./format.js";
+import { errorText } from "./format.js";
 import { codeTable, comparePlot, errorPlot, FORMATS, formatLimit, formatStats, valuesPlot } from "./plot.js";
 import { runTensorBox, tensorTable, TENSOR_OPS, type TensorOp, type Failure } from "./tensorBox.js";
 

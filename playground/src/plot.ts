@@ -4,8 +4,9 @@
  * or fewer, and all formats side by side on one axis. Plots are SVG, drawn from the library's own
  * decoder and its cast.
  */
-import { cast, decodeFloat, DTYPES, isCodedFloat, Tensor, type CastOptions, type DType } from "tensorcast";
-import { formatHex, formatNumber } from "./format.js";
+import {
+  cast, decodeFloat, DTYPES, formatHex, formatNumber, isCodedFloat, Tensor, type CastOptions, type DType,
+} from "tensorcast";
 import { el } from "./dom.js";
 
 /** float16, bfloat16, the float8s, e8m0, float4 and float6: the formats stored as codes. */

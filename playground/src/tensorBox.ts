@@ -4,12 +4,12 @@
  * Every failure is the library's own TensorcastError, shown with its code and message.
  */
 import {
-  bitcast, cast, convertPromoteTypes, dtype, operatorVersion, promoteTypes, reshape, Tensor,
+  bitcast, cast, convertPromoteTypes, dtype, elementCode, formatHex, operatorVersion, parseValue, promoteTypes, reshape, Tensor,
   type BitcastSemantics, type CastOptions, type DType, type ReshapeOptions, type RoundMode,
 } from "tensorcast";
 import { el } from "./dom.js";
-import { errorText, formatElement, formatHex } from "./format.js";
-import { elementCode, parseValue, splitValues } from "./explain.js";
+import { errorText, formatElement } from "./format.js";
+import { splitValues } from "./explain.js";
 
 export type TensorOp = "cast" | "reshape" | "bitcast" | "promote";
 export const TENSOR_OPS: readonly TensorOp[] = ["cast", "reshape", "bitcast", "promote"];

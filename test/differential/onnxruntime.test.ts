@@ -19,6 +19,7 @@ import {
   type DType, type DTypeName, type RoundMode,
 } from "../../src/index.js";
 import { buildModel, type Attribute, type NodeSpec } from "../support/onnx-model.js";
+import { Rng } from "../support/rng.js";
 
 /** Cast-25 has every type onnxruntime implements; ORT loads Cast up to opset 26. */
 const OPSET = 25;
@@ -113,28 +114,6 @@ function attributesOf(o: Options): Attribute[] {
 
 // ---------------------------------------------------------------------------------------------
 // Inputs
-
-/** xorshift32 with a fixed seed: the same "random" inputs on every run. */
-class Rng {
-  private s: number;
-  constructor(seed: number) {
-    this.s = seed >>> 0 || 1;
-  }
-  u32(): number {
-    let s = this.s;
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    this.s = s >>> 0;
-    return this.s;
-  }
-  below(n: number): number {
-    return this.u32() % n;
-  }
-  u64(): bigint {
-    return (BigInt(this.u32()) << 32n) | BigInt(this.u32());
-  }
-}
 
 const f64 = new Float64Array(1);
 const f64Words = new Uint32Array(f64.buffer);

@@ -9,26 +9,18 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import * as ort from "onnxruntime-node";
-import { DTYPES, Tensor, TensorcastError, type DType, type ErrorCode } from "../../src/index.js";
+import { DTYPES, Tensor, type DType } from "../../src/index.js";
 import { storageLength } from "../../src/tensor.js";
 import { WireReader, WIRE_FIXED32, WIRE_FIXED64, WIRE_VARINT } from "../../src/io/onnx/wire.js";
 import { WireWriter, varintSize } from "../../src/io/onnx/wire-writer.js";
 import { decodeTensorProto } from "../../src/io/onnx/tensorproto.js";
 import { decodeModel, type OnnxModel } from "../../src/io/onnx/model.js";
 import { encodeModel, encodeTensorProto, type TensorLayout } from "../../src/io/onnx/encode.js";
+import { throwsCode } from "../support/assertions.js";
 
 const hex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("hex");
 const fromHex = (s: string): Uint8Array => new Uint8Array(Buffer.from(s.replace(/\s+/g, ""), "hex"));
 const LAYOUTS: readonly TensorLayout[] = ["raw", "typed"];
-
-function throwsCode(fn: () => unknown, code: ErrorCode, message?: RegExp): void {
-  assert.throws(fn, (e: unknown) => {
-    assert.ok(e instanceof TensorcastError, `expected a TensorcastError, got ${String(e)}`);
-    assert.equal(e.code, code, e.message);
-    if (message) assert.match(e.message, message);
-    return true;
-  });
-}
 
 /** The field numbers of a message's top-level fields, in order. */
 function fieldsOf(bytes: Uint8Array): number[] {

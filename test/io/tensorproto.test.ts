@@ -5,11 +5,12 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { DTYPES, Tensor, TensorcastError, type ErrorCode } from "../../src/index.js";
+import { DTYPES, Tensor } from "../../src/index.js";
 import { storageLength } from "../../src/tensor.js";
 import { WireReader, WIRE_FIXED32, WIRE_LEN, WIRE_VARINT } from "../../src/io/onnx/wire.js";
 import { decodeTensorProto, retag } from "../../src/io/onnx/tensorproto.js";
 import { attributeNumber, decodeModel, findAttribute, opsetVersion } from "../../src/io/onnx/model.js";
+import { throwsCode } from "../support/assertions.js";
 
 // ---- a minimal protobuf writer ----------------------------------------------------------------
 
@@ -71,15 +72,6 @@ function tensorProto(dataType: number, dims: number[], name = ""): W {
   w.int(2, dataType);
   if (name) w.len(8, name);
   return w;
-}
-
-function throwsCode(fn: () => unknown, code: ErrorCode, message?: RegExp): void {
-  assert.throws(fn, (e: unknown) => {
-    assert.ok(e instanceof TensorcastError, `expected a TensorcastError, got ${String(e)}`);
-    assert.equal(e.code, code, e.message);
-    if (message) assert.match(e.message, message);
-    return true;
-  });
 }
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");

@@ -17,27 +17,9 @@ import { DTYPES, dtype, type DType, type Storage } from "../../src/dtype/table.j
 import { castReference, type ResolvedCastOptions } from "../../src/kernels/reference.js";
 import { fastCast } from "../../src/kernels/fast/index.js";
 import { bucketBits, BUCKETS, storageFor, tableBytes } from "../../src/kernels/fast/tables.js";
+import { Rng } from "../support/rng.js";
 
 const NUMERIC: readonly DType[] = DTYPES.filter((t) => t.kind !== "string" && t.kind !== "complex");
-
-/** xorshift32 with a fixed seed. */
-class Rng {
-  private s: number;
-  constructor(seed: number) {
-    this.s = seed >>> 0 || 1;
-  }
-  u32(): number {
-    let s = this.s;
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    this.s = s >>> 0;
-    return this.s;
-  }
-  below(n: number): number {
-    return this.u32() % n;
-  }
-}
 
 /** The options that can change a target's bytes (the rest are ignored by both paths). */
 function optionSets(to: DType): ResolvedCastOptions[] {

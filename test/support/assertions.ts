@@ -5,7 +5,8 @@ import { TensorcastError } from "../../src/index.js";
 export function throwsCode(fn: () => unknown, code: string, pattern?: RegExp): void {
   assert.throws(fn, (e: unknown) => {
     assert.ok(e instanceof TensorcastError, `expected a TensorcastError, got ${String(e)}`);
-    assert.equal(e.code, code);
+    // The message says what was rejected, which the code alone does not.
+    assert.equal(e.code, code, e.message);
     if (pattern) assert.match(e.message, pattern);
     return true;
   });

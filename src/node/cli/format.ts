@@ -1,8 +1,8 @@
 /**
- * Text rendering: aligned tables and the spelling of numbers. Values print exactly (JS's shortest
- * round-trip form of the float64, which identifies it uniquely); long errors are cut to 3
- * significant digits, since they are there to be read, not compared.
+ * Text rendering: aligned tables and type limits. Values and errors are spelled by src/explain/format.ts,
+ * which the playground shares.
  */
+import { formatNumber } from "../../explain/format.js";
 
 export type Align = "left" | "right";
 
@@ -23,28 +23,6 @@ export function renderTable(columns: readonly Column[], rows: readonly (readonly
       .join("  ")
       .trimEnd();
   return [line(columns.map((c) => c.header)), ...rows.map(line)].join("\n") + "\n";
-}
-
-/** A value as the CLI spells it: nan, inf, -inf and -0 by name, everything else exactly. */
-export function formatNumber(x: number, negativeNaN = false): string {
-  if (x !== x) return negativeNaN ? "-nan" : "nan";
-  if (x === Infinity) return "inf";
-  if (x === -Infinity) return "-inf";
-  if (x === 0 && 1 / x < 0) return "-0";
-  // Integers from 2^53 to 1e21 would print as rounded digits (2^63 as 9223372036854776000); the
-  // exact digits are as short and say which integer it is. Beyond 1e21 JS switches to exponents.
-  if (Number.isInteger(x) && Math.abs(x) >= 2 ** 53 && Math.abs(x) < 1e21) return BigInt(x).toString();
-  return String(x);
-}
-
-/**
- * A rounding error: exact when that is short (552, 0.125), else to 3 significant digits; "-" where
- * none is defined (NaN or infinite operands).
- */
-export function formatError(x: number | null): string {
-  if (x === null) return "-";
-  const exact = String(x);
-  return exact.length <= 7 ? exact : String(Number(x.toPrecision(3)));
 }
 
 /**

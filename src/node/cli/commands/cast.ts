@@ -1,15 +1,16 @@
 /**
  * `tensorcast cast`: what values become in a target type, code by code.
  */
+import { binaryHeader } from "../../../explain/element.js";
+import { formatError } from "../../../explain/format.js";
+import { VALUE_SYNTAX } from "../../../explain/value.js";
 import { dtype, type RoundMode } from "../../../index.js";
 import { parseCommandArgs, type OptionSpecs, type OptionValues } from "../args.js";
 import { castValues, type CastReport, type CastRequest } from "../castReport.js";
 import type { Command } from "../command.js";
-import { binaryHeader } from "../elements.js";
-import { formatError, renderTable } from "../format.js";
+import { renderTable } from "../format.js";
 import type { CliIO } from "../io.js";
 import { EXIT_OK, UsageError } from "../usage.js";
-import { VALUE_SYNTAX } from "../values.js";
 
 const ROUND_MODES: readonly RoundMode[] = ["up", "down", "nearest"];
 

@@ -17,7 +17,8 @@ import { formatOfPath } from "../../io/reader.js";
 import { formatBytes } from "../../io/tensors.js";
 import { parseCommandArgs, type OptionSpecs } from "../args.js";
 import type { Command } from "../command.js";
-import { formatError, renderTable } from "../format.js";
+import { formatError } from "../../../explain/format.js";
+import { renderTable } from "../format.js";
 import type { CliIO } from "../io.js";
 import { EXIT_OK, UsageError } from "../usage.js";
 

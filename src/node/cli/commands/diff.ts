@@ -5,22 +5,18 @@
  */
 import { diffFiles, type DiffReport } from "../../convert/diff.js";
 import { formatOption, jobsOption, npyOptions } from "../../convert/options.js";
-import { ProgressBar, progressWanted } from "../../convert/progress.js";
-import { Interrupted } from "../../convert/schedule.js";
 import { parseCommandArgs, type OptionSpecs } from "../args.js";
 import type { Command } from "../command.js";
-import { formatError, renderTable } from "../format.js";
+import { FILE_JOB_OPTIONS, runFileCommand } from "../fileJob.js";
+import { formatError } from "../../../explain/format.js";
+import { renderTable } from "../format.js";
 import type { CliIO } from "../io.js";
 import { EXIT_OK, UsageError } from "../usage.js";
-import { EXIT_INTERRUPTED } from "./convert.js";
 
 const OPTIONS = {
   json: { type: "boolean" },
   format: { type: "string", expects: "safetensors, npy, onnx or pb (for both files)" },
-  "npy-dtype": { type: "string", expects: "the type of a raw |V2 or |V1 .npy array, such as bfloat16" },
-  fortran: { type: "string", expects: "transpose or refuse" },
-  quiet: { type: "boolean", short: "q" },
-  jobs: { type: "string", expects: "a number of worker threads" },
+  ...FILE_JOB_OPTIONS,
   help: { type: "boolean", short: "h" },
 } as const satisfies OptionSpecs;
 
@@ -52,36 +48,13 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
   }
   if (positionals.length !== 2) throw new UsageError(`diff takes two files; got ${positionals.length} arguments`, "diff");
   const format = formatOption(o.format, "--format", "diff");
-  const wantBar = progressWanted(io.stderr, o.quiet === true);
-  let bar: ProgressBar | undefined;
-  const controller = new AbortController();
-  const onSignal = (): void => controller.abort();
-  process.once("SIGINT", onSignal);
-  let report: DiffReport;
-  try {
-    report = await diffFiles(positionals[0], positionals[1], {
+  return runFileCommand(io, o, "comparing", ({ signal, onProgress }) =>
+    diffFiles(positionals[0], positionals[1], {
       formatA: format, formatB: format, npy: npyOptions(o["npy-dtype"], o.fortran, "diff"), jobs: jobsOption(o.jobs, "diff"),
-      signal: controller.signal,
-      onProgress: wantBar
-        ? (done, total) => {
-            bar ??= new ProgressBar(io.stderr, total, "comparing");
-            bar.update(done);
-          }
-        : undefined,
-    });
-  } catch (e) {
-    if (e instanceof Interrupted) {
-      io.stderr.write("interrupted\n");
-      return EXIT_INTERRUPTED;
-    }
-    throw e;
-  } finally {
-    bar?.finish();
-    process.removeListener("SIGINT", onSignal);
-  }
-  if (o.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-  else io.stdout.write(renderDiffReport(report));
-  return EXIT_OK;
+      signal, onProgress,
+    }),
+    renderDiffReport,
+  );
 }
 
 /** The table `diff` prints. */

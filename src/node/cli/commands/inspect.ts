@@ -4,24 +4,19 @@
  */
 import { inspectFile, type InspectReport } from "../../convert/inspect.js";
 import { formatOption, formatStat, jobsOption, npyOptions } from "../../convert/options.js";
-import { ProgressBar, progressWanted } from "../../convert/progress.js";
-import { Interrupted } from "../../convert/schedule.js";
 import { formatBytes } from "../../io/tensors.js";
 import { parseCommandArgs, type OptionSpecs } from "../args.js";
 import type { Command } from "../command.js";
+import { FILE_JOB_OPTIONS, runFileCommand } from "../fileJob.js";
 import { renderTable } from "../format.js";
 import type { CliIO } from "../io.js";
 import { EXIT_OK, UsageError } from "../usage.js";
-import { EXIT_INTERRUPTED } from "./convert.js";
 
 const OPTIONS = {
   json: { type: "boolean" },
   "no-stats": { type: "boolean" },
   format: { type: "string", expects: "safetensors, npy, onnx or pb" },
-  "npy-dtype": { type: "string", expects: "the type of a raw |V2 or |V1 .npy array, such as bfloat16" },
-  fortran: { type: "string", expects: "transpose or refuse" },
-  quiet: { type: "boolean", short: "q" },
-  jobs: { type: "string", expects: "a number of worker threads" },
+  ...FILE_JOB_OPTIONS,
   help: { type: "boolean", short: "h" },
 } as const satisfies OptionSpecs;
 
@@ -52,39 +47,16 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
   if (positionals.length !== 1) {
     throw new UsageError(`inspect takes one file; got ${positionals.length} arguments`, "inspect");
   }
-  const wantBar = progressWanted(io.stderr, o.quiet === true);
-  let bar: ProgressBar | undefined;
-  const controller = new AbortController();
-  const onSignal = (): void => controller.abort();
-  process.once("SIGINT", onSignal);
-  let report: InspectReport;
-  try {
-    report = await inspectFile(positionals[0], {
+  return runFileCommand(io, o, "reading", ({ signal, onProgress }) =>
+    inspectFile(positionals[0], {
       format: formatOption(o.format, "--format", "inspect"),
       npy: npyOptions(o["npy-dtype"], o.fortran, "inspect"),
       stats: !o["no-stats"],
       jobs: jobsOption(o.jobs, "inspect"),
-      signal: controller.signal,
-      onProgress: wantBar
-        ? (done, total) => {
-            bar ??= new ProgressBar(io.stderr, total, "reading");
-            bar.update(done);
-          }
-        : undefined,
-    });
-  } catch (e) {
-    if (e instanceof Interrupted) {
-      io.stderr.write("interrupted\n");
-      return EXIT_INTERRUPTED;
-    }
-    throw e;
-  } finally {
-    bar?.finish();
-    process.removeListener("SIGINT", onSignal);
-  }
-  if (o.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-  else io.stdout.write(renderInspectReport(report));
-  return EXIT_OK;
+      signal, onProgress,
+    }),
+    renderInspectReport,
+  );
 }
 
 /** The table `inspect` prints. */

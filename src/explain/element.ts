@@ -1,14 +1,14 @@
 /**
- * One element of a tensor as the CLI shows it: its code (the raw bits as stored) and its value.
- * Codes are read from `bytes()`, the ONNX raw_data layout, so what is shown is what a model file
- * would hold.
+ * One element of a tensor as the CLI and the playground show it: its code (the raw bits as stored),
+ * those bits split into fields, and its value. Codes are read from `bytes()`, the ONNX raw_data
+ * layout, so what is shown is what a model file would hold.
  */
-import { readCode } from "../../dtype/packing.js";
-import type { DType } from "../../dtype/table.js";
-import type { Tensor } from "../../tensor.js";
+import { readCode } from "../dtype/packing.js";
+import type { DType } from "../dtype/table.js";
+import type { Tensor } from "../tensor.js";
 import { formatNumber } from "./format.js";
 
-interface BitFields {
+export interface BitFields {
   readonly sign: number;
   readonly exponent: number;
   readonly mantissa: number;
@@ -41,18 +41,28 @@ export function formatHex(code: bigint, t: DType): string {
   return `0x${code.toString(16).padStart(Math.ceil(t.bits / 4), "0")}`;
 }
 
-/** `0|1111|110` for floats (sign|exponent|mantissa, empty fields left out), plain bits otherwise. */
-export function formatBinary(code: bigint, t: DType): string {
+export interface BitField {
+  readonly kind: "sign" | "exponent" | "mantissa" | "bits";
+  readonly bits: string;
+}
+
+/** The code's bits split into sign, exponent and mantissa for floats (empty fields left out), one field otherwise. */
+export function splitBits(code: bigint, t: DType): BitField[] {
   const bits = code.toString(2).padStart(t.bits, "0");
   const fields = bitFields(t);
-  if (!fields) return bits;
-  const parts: string[] = [];
+  if (!fields) return [{ kind: "bits", bits }];
+  const out: BitField[] = [];
   let at = 0;
-  for (const width of [fields.sign, fields.exponent, fields.mantissa]) {
-    if (width > 0) parts.push(bits.slice(at, at + width));
+  for (const [kind, width] of [["sign", fields.sign], ["exponent", fields.exponent], ["mantissa", fields.mantissa]] as const) {
+    if (width > 0) out.push({ kind, bits: bits.slice(at, at + width) });
     at += width;
   }
-  return parts.join("|");
+  return out;
+}
+
+/** `0|1111|110` for floats (sign|exponent|mantissa, empty fields left out), plain bits otherwise. */
+export function formatBinary(code: bigint, t: DType): string {
+  return splitBits(code, t).map((f) => f.bits).join("|");
 }
 
 /** The header that explains `formatBinary`'s fields for type `t`. */
@@ -70,7 +80,7 @@ function nanHasSign(t: DType): boolean {
 }
 
 export interface Element {
-  /** How the CLI prints it: `1.5`, `-0`, `-nan`, `true`, or the digits of a bigint. */
+  /** How it is spelled: `1.5`, `-0`, `-nan`, `true`, or the digits of a bigint. */
   readonly display: string;
   /** As a float64, for comparisons and error arithmetic (NaN where there is no number). */
   readonly value: number;
