@@ -22,6 +22,7 @@ import { dtype, type DTypeName, type Storage } from "../src/dtype/table.js";
 import { castAsync } from "../src/node/cast-async.js";
 import { cast, type CastOptions } from "../src/ops/cast.js";
 import { Tensor } from "../src/tensor.js";
+import { Rng } from "../test/support/rng.js";
 
 interface Args {
   size: number;
@@ -68,21 +69,6 @@ const PAIRS: Pair[] = [
   { name: "float8e4m3fn->f32", from: "float8e4m3fn", to: "float32", opts: {} },
 ];
 
-/** xorshift32, the generator of bench/cast.ts. */
-class Rng {
-  private s: number;
-  constructor(seed: number) {
-    this.s = seed >>> 0 || 1;
-  }
-  u32(): number {
-    let s = this.s;
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    this.s = s >>> 0;
-    return this.s;
-  }
-}
 
 /** bench/cast.ts's inputs: float32 with a random sign and mantissa, exponent in [-16, 16]; random codes otherwise. */
 function inputFor(t: DTypeName, n: number, rng: Rng, buffer: ArrayBufferLike): Storage {

@@ -123,7 +123,7 @@ export function floatToUint32(x: number): number {
 }
 
 /** Writes the x86-64 int64 conversion of `x` as words at `out[at]`, `out[at + 1]`. */
-function floatToInt64Words(x: number, out: Uint32Array, at: number): void {
+export function floatToInt64Words(x: number, out: Uint32Array, at: number): void {
   const t = Math.trunc(x);
   if (t >= -TWO63 && t < TWO63) {
     const hi = Math.floor(t / TWO32);

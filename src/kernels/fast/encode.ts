@@ -9,6 +9,7 @@
  * Every result equals castReference's: a float32 is its own exact value, so "round the exact
  * value once" is "round these bits once", done here in 32-bit integer arithmetic.
  */
+import { floatToInt64Words } from "../reference.js";
 
 const TWO31 = 2147483648;
 const TWO32 = 4294967296;
@@ -244,7 +245,7 @@ export function f32ToF64(
   }
 }
 
-/** Words of the x86-64 int64 conversion of a float (truncation; INT64_MIN out of range or NaN). */
+/** Words of the x86-64 int64 conversion of a float: the int32 range inline, the rest as the reference does. */
 function int64Words(x: number, out: Uint32Array, at: number): void {
   if (x > -2147483649 && x < TWO31) {
     const lo = x | 0;
@@ -252,15 +253,7 @@ function int64Words(x: number, out: Uint32Array, at: number): void {
     out[at + 1] = lo >> 31;
     return;
   }
-  const t = Math.trunc(x);
-  if (t >= -TWO63 && t < TWO63) {
-    const hi = Math.floor(t / TWO32);
-    out[at] = t - hi * TWO32;
-    out[at + 1] = hi;
-  } else {
-    out[at] = 0;
-    out[at + 1] = 0x80000000;
-  }
+  floatToInt64Words(x, out, at);
 }
 
 /** float32 -> int64 (as word pairs). */
