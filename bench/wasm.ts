@@ -6,8 +6,9 @@
  * Per pair: wasmCast (copies in and out of the module's memory included), fastCast, and the copy
  * bound (TypedArray.prototype.set of the source's bytes into a preallocated array of the same size),
  * each into a preallocated output, as M elements/s from the median of `reps` runs after 2 warm-ups.
- * `--pair float16->float32` runs one pair. Inputs as bench/cast.ts: float32 with random sign and mantissa and exponent uniform in [-16, 16];
- * float16 every code uniformly at random. Checks that wasm and fast give the same bytes.
+ * `--pair float16->float32` runs one pair. Inputs as bench/cast.ts: float32 (and float64) with random
+ * sign and mantissa and exponent uniform in [-16, 16]; float16 every code uniformly at random; int64
+ * random bits. Checks that wasm and fast give the same bytes.
  */
 import os from "node:os";
 import { dtype, type DTypeName, type Storage } from "../src/dtype/table.js";
@@ -33,6 +34,19 @@ function u32(): number {
 }
 
 function input(t: DTypeName, n: number): Storage {
+  if (t === "float64") {
+    const w = new Uint32Array(2 * n);
+    for (let i = 0; i < n; i++) {
+      w[2 * i] = u32();
+      w[2 * i + 1] = (u32() & 0x800fffff) | ((1023 - 16 + (u32() % 33)) << 20);
+    }
+    return new Float64Array(w.buffer);
+  }
+  if (t === "int64") {
+    const w = new Uint32Array(2 * n);
+    for (let i = 0; i < 2 * n; i++) w[i] = u32();
+    return new BigInt64Array(w.buffer);
+  }
   if (t === "float32") {
     const w = new Uint32Array(n);
     for (let i = 0; i < n; i++) w[i] = (u32() & 0x807fffff) | ((127 - 16 + (u32() % 33)) << 23);
@@ -44,7 +58,13 @@ function input(t: DTypeName, n: number): Storage {
 }
 
 function output(t: DTypeName, n: number): Storage {
-  return t === "float32" ? new Float32Array(n) : new Uint16Array(n);
+  switch (t) {
+    case "float32": return new Float32Array(n);
+    case "int32": return new Int32Array(n);
+    case "int8": return new Int8Array(n);
+    case "uint8": return new Uint8Array(n);
+    default: return new Uint16Array(n);
+  }
 }
 
 function bytesOf(a: Storage): Uint8Array {
@@ -81,7 +101,10 @@ function main(): void {
   const n = arg("n", 16 * 1024 * 1024);
   const reps = arg("reps", 7);
   if (!wasmAvailable()) throw new Error("WebAssembly SIMD is not available here");
-  const pairs: [DTypeName, DTypeName][] = [["float32", "float16"], ["float16", "float32"], ["float32", "bfloat16"]];
+  const pairs: [DTypeName, DTypeName][] = [
+    ["float32", "float16"], ["float16", "float32"], ["float32", "bfloat16"], ["float32", "int8"], ["float32", "uint8"],
+    ["float64", "float32"], ["int64", "int32"],
+  ];
   const only = process.argv.indexOf("--pair");
   const chosen = only >= 0 ? pairs.filter(([f, t]) => `${f}->${t}` === process.argv[only + 1]) : pairs;
   console.log(`Node ${process.version}, ${os.cpus()[0]?.model ?? "?"}, ${os.cpus().length} cores; n = ${n}; median of ${reps}; load ${os.loadavg()[0].toFixed(2)}`);

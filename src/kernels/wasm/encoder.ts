@@ -103,6 +103,18 @@ export const f32x4Sub = binary(0xe5);
 /** Two i32x4 to one i16x8, saturating to [0, 0xFFFF] (lanes of `a` first). */
 export const narrowU = binary(0x86);
 export const extendLowS16 = unary(0xa7);
+/** i8x16.shuffle: byte i of the result is byte lanes[i] of the 32 bytes a ++ b. */
+export function shuffle(a: Code, b: Code, lanes: readonly number[]): Code {
+  if (lanes.length !== 16 || lanes.some((l) => l < 0 || l > 31)) throw new Error("shuffle: 16 lanes in 0..31");
+  return cat(a, b, simd(0x0d), lanes);
+}
+export const f32x4Abs = unary(0xe0);
+export const f32x4Lt = binary(0x43);
+export const f32x4Ne = binary(0x42);
+/** i32x4.trunc_sat_f32x4_s: truncation, saturating to [INT_MIN, INT_MAX], NaN to 0. */
+export const truncSatS = unary(0xf8);
+/** f32x4.demote_f64x2_zero: two float64 to float32 (round to nearest even) in lanes 0, 1; lanes 2, 3 zero. */
+export const demoteZero = unary(0x5e);
 export const extendHighS16 = unary(0xa8);
 
 export interface Func {

@@ -1,15 +1,16 @@
 /**
- * WebAssembly SIMD kernels for float32 -> float16, float16 -> float32 and float32 -> bfloat16,
- * with the contract of fastCast: the bytes of castReference, or false (nothing written) when there
- * is no kernel for the pair or WebAssembly SIMD is unavailable (no WebAssembly, no SIMD, or a
+ * WebAssembly SIMD kernels for float32 -> float16, float16 -> float32, float32 -> bfloat16,
+ * float32 -> int8 / uint8, float64 -> float32 and int64 -> int32, with the contract of fastCast:
+ * the bytes of castReference, or false (nothing written) when there is no kernel for the pair or
+ * WebAssembly SIMD is unavailable (no WebAssembly, no SIMD, or a
  * Content-Security-Policy without 'wasm-unsafe-eval'); then use the TypeScript path.
  *
- * The module (about 1.2 KiB) is built from source at run time (kernels.ts, encoder.ts) and
+ * The module (about 1.8 KiB) is built from source at run time (kernels.ts, encoder.ts) and
  * instantiated synchronously on first use (`new WebAssembly.Module` + `new WebAssembly.Instance`,
  * allowed for small modules on browsers' main threads and in Node): no top-level await, no fetch,
  * no generated file. The caller's arrays are not in the module's memory, so each call streams the
  * input through it in chunks: copy in (TypedArray set on bytes: a memcpy), convert, copy out. The
- * chunk (16384 elements, 64 KiB in + 64 KiB out at most) stays in L2.
+ * chunk (16384 elements, 128 KiB in + 64 KiB out at most) stays in L2.
  *
  * Browser-safe: declares the slice of the WebAssembly API it uses instead of relying on DOM or Node
  * typings.
@@ -31,11 +32,11 @@ interface Loaded {
   readonly kernels: Record<KernelName, Kernel>;
 }
 
-/** Elements per chunk: a multiple of 8. In and out regions are 4 bytes per element each. */
+/** Elements per chunk: a multiple of 16. The in region holds 8 bytes per element, the out region 4. */
 const CHUNK = 16384;
 const IN = 0;
-const OUT = 4 * CHUNK;
-const PAGES = (8 * CHUNK) >>> 16;
+const OUT = 8 * CHUNK;
+const PAGES = (12 * CHUNK) >>> 16;
 
 let loaded: Loaded | null | undefined;
 
@@ -50,7 +51,10 @@ function load(): Loaded | null {
     const e = instance.exports as Record<KernelName, Kernel>;
     return {
       bytes: new Uint8Array(memory.buffer),
-      kernels: { f32_f16: e.f32_f16, f16_f32: e.f16_f32, f32_bf16: e.f32_bf16 },
+      kernels: {
+        f32_f16: e.f32_f16, f16_f32: e.f16_f32, f32_bf16: e.f32_bf16,
+        f32_i8: e.f32_i8, f64_f32: e.f64_f32, i64_i32: e.i64_i32,
+      },
     };
   } catch {
     return null; // e.g. CompileError under a Content-Security-Policy
@@ -72,19 +76,27 @@ function bytesOf(a: Storage): Uint8Array {
   return new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
 }
 
-function kernelFor(from: DType, to: DType): [KernelName, number, number] | undefined {
+/** The kernel for a pair: name, bytes per input and per output element, elements per group. */
+function kernelFor(from: DType, to: DType): [KernelName, number, number, number] | undefined {
   if (from.name === "float32") {
-    if (to.name === "float16") return ["f32_f16", 4, 2];
-    if (to.name === "bfloat16") return ["f32_bf16", 4, 2];
-  } else if (from.name === "float16" && to.name === "float32") return ["f16_f32", 2, 4];
+    if (to.name === "float16") return ["f32_f16", 4, 2, 8];
+    if (to.name === "bfloat16") return ["f32_bf16", 4, 2, 8];
+    if (to.name === "int8" || to.name === "uint8") return ["f32_i8", 4, 1, 16];
+  } else if (from.name === "float16") {
+    if (to.name === "float32") return ["f16_f32", 2, 4, 8];
+  } else if (from.name === "float64") {
+    if (to.name === "float32") return ["f64_f32", 8, 4, 8];
+  } else if (from.name === "int64") {
+    if (to.name === "int32") return ["i64_i32", 8, 4, 8];
+  }
   return undefined;
 }
 
 /**
  * Casts `count` elements of `src` (type `from`) into `dst` (type `to`) as castReference would and
  * returns true; or returns false, having written nothing, when there is no WebAssembly kernel for
- * the pair here (float32 -> float16, float16 -> float32 and float32 -> bfloat16 have one where
- * WebAssembly SIMD is available). `opts` cannot change these pairs' bytes. Same conventions as
+ * the pair here (float32 -> float16 / bfloat16 / int8 / uint8, float16 -> float32, float64 ->
+ * float32 and int64 -> int32 have one where WebAssembly SIMD is available). `opts` cannot change these pairs' bytes. Same conventions as
  * fastCast.
  *
  * @example if (!wasmCast(x.data, x.dtype, out, to, x.size, opts) && !fastCast(...)) castReference(...);
@@ -96,7 +108,7 @@ export function wasmCast(
   if (!k) return false;
   const w = instance();
   if (!w) return false;
-  const [name, inSize, outSize] = k;
+  const [name, inSize, outSize, group] = k;
   const kernel = w.kernels[name];
   const mem = w.bytes;
   const s = bytesOf(src);
@@ -104,7 +116,7 @@ export function wasmCast(
   for (let start = 0; start < count; start += CHUNK) {
     const n = Math.min(CHUNK, count - start);
     mem.set(s.subarray(start * inSize, (start + n) * inSize), IN);
-    kernel(IN, OUT, (n + 7) >>> 3); // a last partial group converts stale lanes, never copied out
+    kernel(IN, OUT, Math.ceil(n / group)); // a last partial group converts stale lanes, never copied out
     d.set(mem.subarray(OUT, OUT + n * outSize), start * outSize);
   }
   return true;

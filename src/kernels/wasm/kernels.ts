@@ -1,8 +1,9 @@
 /**
  * The WebAssembly SIMD cast kernels, as code for encoder.ts. Each kernel is
- * `(src, dst, groups) -> ()`: it converts `groups` groups of 8 elements from byte address `src` to
- * byte address `dst` of the module's memory, 4 lanes at a time, branch-free (compare masks and
- * bitselect), giving exactly the bits of castReference (and of the scalar kernels in ../fast):
+ * `(src, dst, groups) -> ()`: it converts `groups` groups of 8 elements (16 for float32 -> int8)
+ * from byte address `src` to byte address `dst` of the module's memory, 4 lanes at a time,
+ * branch-free (compare masks, bitselect and shuffles), giving exactly the bits of castReference
+ * (and of the scalar kernels in ../fast):
  *
  * - float32 -> float16: normals by integer round to nearest even on the bits (rebias, + 0xFFF + the
  *   kept lsb, >> 13; a carry steps into the next binade; clamped to Inf); |x| < 2^-14 by one float
@@ -12,11 +13,19 @@
  *   (2^-14 * (1 + m / 1024)) - 2^-14, exact; Inf; NaN to 0x7FC00000; the sign copied.
  * - float32 -> bfloat16: + 0x7FFF + the kept lsb, >> 16 (overflow carries into Inf); NaN to 0x7FC0
  *   with the sign.
+ * - float32 -> int8 / uint8 (16 elements per group): the x86-64 int32 (i32x4.trunc_sat_f32x4_s,
+ *   whose saturated lanes, |x| >= 2^31, and NaN lanes are set to INT_MIN by masking with
+ *   |x| < 2^31: INT_MIN's low byte is 0), then the low byte of each lane by i8x16.shuffle.
+ * - float64 -> float32 (f32x4.demote_f64x2_zero: round to nearest even, overflow to Inf,
+ *   subnormals kept); NaN lanes to 0x7FC00000 with the source's sign (the sign of a NaN that
+ *   WebAssembly produces is not specified, so it is taken from the source's high word).
+ * - int64 -> int32: the low words, by i8x16.shuffle.
  */
 import {
-  and, extendHighS16, extendLowS16, f32x4Add, f32x4Sub, get, i32, i32Add, i32Eqz, i32Sub, i32x4Add,
-  i32x4GtS, i32x4LtS, i32x4MinS, i32x4Shl, i32x4ShrU, i32x4Sub, load, moduleBytes, narrowU, or,
-  select, set, splat32, store, whileNot, type Code, type Func,
+  and, demoteZero, extendHighS16, extendLowS16, f32x4Abs, f32x4Add, f32x4Lt, f32x4Ne, f32x4Sub, get,
+  i32, i32Add, i32Eqz, i32Sub, i32x4Add, i32x4GtS, i32x4LtS, i32x4MinS, i32x4Shl, i32x4ShrU, i32x4Sub,
+  load, moduleBytes, narrowU, or, select, set, shuffle, splat32, store, truncSatS, whileNot, type Code,
+  type Func,
 } from "./encoder.js";
 
 // Parameters and locals: (src, dst, groups), then v128 locals: X, A, R, T, then one per constant.
@@ -130,14 +139,71 @@ function widening(name: string, decode: (c: Constants["c"]) => Code): Func {
   return func(name, k, code);
 }
 
-export const KERNELS = ["f32_f16", "f16_f32", "f32_bf16"] as const;
+/** Byte lanes 0, 4, 8, 12 of a then of b: the low byte of each int32 lane, in result bytes 0..7. */
+const LOW_BYTES = [0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0];
+/** Bytes 0..7 of a then bytes 0..7 of b. */
+const LOW_HALVES = [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
+/** The low (or, with 4, the high) 32-bit word of each of the four 64-bit lanes of a ++ b. */
+const words64 = (high: number): number[] => [0, 8, 16, 24].flatMap((b) => [0, 1, 2, 3].map((i) => b + high + i));
+
+/** 16 float32 (64 bytes) -> 16 bytes per group. */
+function f32ToInt8(): Func {
+  const k = new Constants();
+  // The x86-64 int32 of the float32 at src + offset: INT_MIN (low byte 0) for |x| >= 2^31 and NaN.
+  const int32 = (offset: number): Code => [
+    ...set(X, load(get(SRC), offset)),
+    ...and(truncSatS(get(X)), f32x4Lt(f32x4Abs(get(X)), k.c(0x4f000000))),
+  ];
+  const code = loop([
+    set(R, shuffle(int32(0), int32(16), LOW_BYTES)),
+    set(T, shuffle(int32(32), int32(48), LOW_BYTES)),
+    store(get(DST), shuffle(get(R), get(T), LOW_HALVES)),
+  ], 64, 16);
+  return func("f32_i8", k, code);
+}
+
+/** 8 float64 (64 bytes) -> 8 float32 (32 bytes) per group. */
+function f64ToF32(): Func {
+  const k = new Constants();
+  // 4 float64 at src + offset (locals X, A) -> 4 float32 bits.
+  const four = (offset: number): Code => [
+    ...set(X, load(get(SRC), offset)),
+    ...set(A, load(get(SRC), offset + 16)),
+    ...set(R, shuffle(demoteZero(get(X)), demoteZero(get(A)), LOW_HALVES)),
+    ...select(
+      or(and(shuffle(get(X), get(A), words64(4)), k.c(0x80000000 | 0)), k.c(0x7fc00000)),
+      get(R),
+      f32x4Ne(get(R), get(R)),
+    ),
+  ];
+  const code = loop([
+    store(get(DST), four(0), 0),
+    store(get(DST), four(32), 16),
+  ], 64, 32);
+  return func("f64_f32", k, code);
+}
+
+/** 8 int64 (64 bytes) -> 8 int32 (32 bytes) per group: the low words. */
+function int64ToInt32(): Func {
+  const k = new Constants();
+  const code = loop([
+    store(get(DST), shuffle(load(get(SRC), 0), load(get(SRC), 16), words64(0)), 0),
+    store(get(DST), shuffle(load(get(SRC), 32), load(get(SRC), 48), words64(0)), 16),
+  ], 64, 32);
+  return func("i64_i32", k, code);
+}
+
+export const KERNELS = ["f32_f16", "f16_f32", "f32_bf16", "f32_i8", "f64_f32", "i64_i32"] as const;
 export type KernelName = (typeof KERNELS)[number];
 
-/** The whole module: the three kernels and an exported memory of `pages` 64 KiB pages. */
+/** The whole module: the kernels and an exported memory of `pages` 64 KiB pages. */
 export function kernelModule(pages: number): Uint8Array {
   return moduleBytes([
     narrowing("f32_f16", f16Of),
     widening("f16_f32", f32OfHalf),
     narrowing("f32_bf16", bf16Of),
+    f32ToInt8(),
+    f64ToF32(),
+    int64ToInt32(),
   ], pages);
 }
