@@ -8,7 +8,7 @@ export {
   type DType, type DTypeName, type DTypeKind, type DTypeLike, type StorageMap, type StorageOf, type Storage,
 } from "./dtype/table.js";
 export {
-  decodeFloat, encodeFloat, encodeE8M0, nanCode, isNegativeCode,
+  decodeFloat, encodeFloat, encodeE8M0, nanCode, isNegativeCode, overflowThreshold, roundsPastMax,
   type FloatFormat, type NanEncoding, type OverflowRule, type RoundMode,
 } from "./dtype/minifloat.js";
 export { packedByteLength } from "./dtype/packing.js";

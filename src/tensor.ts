@@ -2,6 +2,7 @@
  * Tensor: a data type, a shape and the storage that holds its elements in row-major order.
  */
 import { TensorcastError } from "./errors.js";
+import { roundsPastMax } from "./dtype/minifloat.js";
 import { packedByteLength } from "./dtype/packing.js";
 import { dtype, type DType, type DTypeLike, type DTypeName, type Storage, type StorageOf } from "./dtype/table.js";
 import { convert } from "./kernels/convert.js";
@@ -300,14 +301,7 @@ function lostValue(t: DType, x: number, y: number): string | undefined {
   if (!Number.isFinite(x)) return y === x ? undefined : `cannot be stored: ${t.name} has no infinity`;
   if (y !== y) return `is outside ${t.name}'s range [${t.min}, ${t.max}]`;
   const f = t.format;
-  if (f?.overflow === "clamp" && Math.abs(x) > (t.max as number)) {
-    // Beyond max + half an ulp (or at that tie when max's code is odd) rounding leaves the range.
-    const top = t.max as number;
-    const threshold = top + 2 ** (Math.floor(Math.log2(top)) - f.manBits - 1);
-    if (Math.abs(x) > threshold || (Math.abs(x) === threshold && f.maxCode % 2 === 1)) {
-      return `is outside ${t.name}'s range [${t.min}, ${t.max}]`;
-    }
-  }
+  if (f?.overflow === "clamp" && roundsPastMax(f, Math.abs(x))) return `is outside ${t.name}'s range [${t.min}, ${t.max}]`;
   return undefined;
 }
 

@@ -172,6 +172,23 @@ export function encodeFloat(f: FloatFormat, x: number, saturate: boolean): numbe
   return negative && f.signed ? mag + signBit(f) : mag;
 }
 
+/**
+ * Where rounding to nearest even, with no upper exponent limit, leaves a format's finite range: at
+ * max + half an ulp of max, and exactly there only when max's code is odd (the tie then goes to the
+ * even code beyond). e4m3fn: 464 is a tie that rounds down to 448; e4m3fnuz: 248 rounds past 240.
+ * Not meaningful for e8m0, which has no mantissa to round.
+ */
+export function overflowThreshold(f: FloatFormat): { readonly at: number; readonly tieOverflows: boolean } {
+  const max = decodeFloat(f, f.maxCode);
+  return { at: max + pow2(exponentOf(max) - f.manBits - 1), tieOverflows: f.maxCode % 2 === 1 };
+}
+
+/** Whether rounding the magnitude `a` to nearest even, with no upper exponent limit, passes max. */
+export function roundsPastMax(f: FloatFormat, a: number): boolean {
+  const { at, tieOverflows } = overflowThreshold(f);
+  return a > at || (a === at && tieOverflows);
+}
+
 /** How e8m0 rounds a value that falls between two powers of two (Cast-24 `round_mode`). */
 export type RoundMode = "up" | "down" | "nearest";
 

@@ -3,10 +3,10 @@
  * browser test holds the two to it): the value stored in the source type, whether storing changed
  * it, the rounding error of the cast and a one-word verdict.
  */
-import { exponentOf, nanCode } from "../dtype/minifloat.js";
+import { nanCode, roundsPastMax } from "../dtype/minifloat.js";
 import type { DType } from "../dtype/table.js";
 import { Tensor } from "../tensor.js";
-import { bitFields, type Element } from "./element.js";
+import type { Element } from "./element.js";
 import { formatNumber } from "./format.js";
 import type { InputValue } from "./value.js";
 
@@ -114,22 +114,16 @@ export function classifyCast(s: Element, r: Element, to: DType): CastFlag {
   if ((s.value > max && r.value === max) || (s.value < min && r.value === min)) {
     // Landing on max is saturation only if plain rounding would have gone past it:
     // 464 -> 448 in float8e4m3fn is a tie rounded to even, not a clamp.
-    return to.kind !== "float" || roundsPastMax(Math.abs(s.value), to) ? "saturated" : "rounded";
+    return to.kind !== "float" || landsPastMax(Math.abs(s.value), to) ? "saturated" : "rounded";
   }
   if ((to.kind === "int" || to.kind === "uint") && (s.value > max || s.value < min)) return "out of range";
   return "rounded";
 }
 
 /** Whether rounding |x| to nearest even, with no upper exponent limit, exceeds the type's max. */
-function roundsPastMax(a: number, to: DType): boolean {
-  // e8m0 treats anything outside [2^-127, 2^127] as out of range whatever the round mode (encodeE8M0).
-  if (to.name === "float8e8m0") return true;
-  const fields = bitFields(to);
-  if (!fields || !Number.isFinite(a)) return true;
-  const ulp = 2 ** (exponentOf(a) - fields.mantissa);
-  const y = a / ulp;
-  let n = Math.floor(y);
-  const rest = y - n;
-  if (rest > 0.5 || (rest === 0.5 && n % 2 === 1)) n++;
-  return n * ulp > Number(to.max);
+function landsPastMax(a: number, to: DType): boolean {
+  // e8m0 treats anything outside [2^-127, 2^127] as out of range whatever the round mode (encodeE8M0);
+  // float64 has no format and no value past its max.
+  if (to.name === "float8e8m0" || !to.format || !Number.isFinite(a)) return true;
+  return roundsPastMax(to.format, a);
 }

@@ -1,7 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  DTYPES, decodeFloat, dtype, encodeE8M0, encodeFloat, isCodedFloat, isNegativeCode, nanCode, type DType,
+  DTYPES, decodeFloat, dtype, encodeE8M0, encodeFloat, isCodedFloat, isNegativeCode, nanCode, overflowThreshold,
+  roundsPastMax, type DType,
 } from "../../src/index.js";
 import { textbookValue } from "../support/oracle.js";
 
@@ -103,5 +104,27 @@ test("float32 through the generic encoder equals Math.fround on 200k random floa
     asFloat[0] = Math.fround(x);
     const got = encodeFloat(f, x, true);
     if (got !== bits[0]) assert.fail(`${x}: generic 0x${got.toString(16)}, Math.fround 0x${bits[0].toString(16)}`);
+  }
+});
+
+test("overflowThreshold / roundsPastMax: where RNE with an unbounded exponent leaves the range", () => {
+  const f = (n: string) => dtype(n).format!;
+  assert.deepEqual(overflowThreshold(f("float8e4m3fn")), { at: 464, tieOverflows: false });
+  assert.deepEqual(overflowThreshold(f("float8e4m3fnuz")), { at: 248, tieOverflows: true });
+  assert.deepEqual(overflowThreshold(f("float16")), { at: 65520, tieOverflows: true });
+  assert.deepEqual(overflowThreshold(f("float4e2m1")), { at: 7, tieOverflows: true });
+  assert.equal(roundsPastMax(f("float8e4m3fn"), 464), false);
+  assert.equal(roundsPastMax(f("float8e4m3fn"), 464.00003), true);
+  assert.equal(roundsPastMax(f("float8e4m3fnuz"), 248), true);
+  assert.equal(roundsPastMax(f("float8e5m2"), 61439), false);
+  assert.equal(roundsPastMax(f("float8e5m2"), 61440), true);
+  // The same boundary the encoder uses: every code's value either side of it agrees with saturate=false.
+  for (const t of CODED.filter((t) => t.name !== "float8e8m0")) {
+    const { at } = overflowThreshold(t.format!);
+    for (const a of [at * (1 - 2 ** -30), at, at * (1 + 2 ** -30)]) {
+      const code = encodeFloat(t.format!, a, false);
+      const inRange = Number.isFinite(decodeFloat(t.format!, code)) && code <= t.format!.maxCode;
+      assert.equal(roundsPastMax(t.format!, a), t.format!.overflow === "clamp" ? a > at || (a === at && t.format!.maxCode % 2 === 1) : !inRange, `${t.name} ${a}`);
+    }
   }
 });

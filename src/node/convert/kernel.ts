@@ -10,6 +10,7 @@
  * second definition of a format.
  */
 import { cast, dtype, Tensor, type DType, type DTypeName } from "../../index.js";
+import { exponentOf, overflowThreshold } from "../../dtype/minifloat.js";
 import { packCodes, unpackCodes } from "../../dtype/packing.js";
 import { rawToNpy } from "../io/npy.js";
 
@@ -222,7 +223,7 @@ function measureConversion(source: Tensor, result: Tensor): ConvertStats {
   const lo = to.min === undefined ? -Infinity : Number(to.min);
   // Beyond the range: a finite value past [lower, upper] (or at a limit that is a tie going past),
   // or an infinity that became finite.
-  const [past, tieIsPast] = overflowThreshold(to);
+  const [past, tieIsPast] = pastMax(to);
   const upper = past ?? hi;
   const lower = past === undefined ? lo : -past;
   // Counters in locals, not object fields: this loop runs once per element.
@@ -274,15 +275,14 @@ function measureConversion(source: Tensor, result: Tensor): ConvertStats {
 }
 
 /**
- * For float targets with a sign: the magnitude from which rounding to nearest even, with no upper
- * exponent limit, goes past the largest finite value (max + half an ulp), and whether that tie
- * itself goes past (when max's code is odd). 464 rounds to float8e4m3fn's 448 as a tie to even: it
- * is rounded, not saturated. Undefined for other targets, whose range is [min, max].
+ * For float targets with a sign: where rounding leaves the finite range (`overflowThreshold`), so
+ * that 464 -> float8e4m3fn's 448 counts as rounded, not saturated. Undefined for other targets,
+ * whose range is [min, max].
  */
-function overflowThreshold(to: DType): [number | undefined, boolean] {
-  if (to.kind !== "float" || to.name === "float64" || to.name === "float8e8m0" || !to.format) return [undefined, false];
-  const max = Number(to.max);
-  return [max + 2 ** (exponentOf(max) - to.format.manBits - 1), to.format.maxCode % 2 === 1];
+function pastMax(to: DType): [number | undefined, boolean] {
+  if (to.kind !== "float" || to.name === "float8e8m0" || !to.format) return [undefined, false];
+  const { at, tieOverflows } = overflowThreshold(to.format);
+  return [at, tieOverflows];
 }
 
 /** Value statistics of `count` elements (raw layout) of `type`. */
@@ -316,15 +316,6 @@ export function valueChunk(raw: Uint8Array, typeName: DTypeName, count: number):
   }
   s.sum = sum;
   return s;
-}
-
-const bits64 = new Float64Array(1);
-const words64 = new Uint32Array(bits64.buffer);
-
-/** The unbiased exponent of a positive finite float64 (subnormals give -1023). */
-function exponentOf(v: number): number {
-  bits64[0] = v;
-  return ((words64[1] >>> 20) & 0x7ff) - 1023;
 }
 
 /**
