@@ -89,7 +89,6 @@ export const and = binary(0x4e);
 export const or = binary(0x50);
 /** (a & mask) | (b & ~mask). */
 export const select = (a: Code, b: Code, mask: Code): Code => cat(a, b, mask, simd(0x52));
-export const i32x4Eq = binary(0x37);
 export const i32x4LtS = binary(0x39);
 export const i32x4GtS = binary(0x3b);
 export const i32x4Shl = (a: Code, n: number): Code => cat(a, i32(n), simd(0xab));
@@ -97,7 +96,6 @@ export const i32x4ShrU = (a: Code, n: number): Code => cat(a, i32(n), simd(0xad)
 export const i32x4Add = binary(0xae);
 export const i32x4Sub = binary(0xb1);
 export const i32x4MinS = binary(0xb6);
-export const f32x4Mul = binary(0xe6);
 export const f32x4Add = binary(0xe4);
 export const f32x4Sub = binary(0xe5);
 /** Two i32x4 to one i16x8, saturating to [0, 0xFFFF] (lanes of `a` first). */
