@@ -8,8 +8,11 @@
  * Per pair, each contender runs `warmup` untimed repetitions, then `reps` timed ones; the table shows
  * the median, as elements per second:
  * - "cast()": `cast(x, to, opts)` from src/ops/cast.ts as it is wired today (output allocation included).
- * - "fast": what cast() does once fastCast is wired in: allocate the output, then
- *   `fastCast(...) || castReference(...)`. String pairs have no fast kernel: there it is cast() again.
+ * - "castInto": `castInto(x, out, opts)` into one output allocated before timing and reused by
+ *   every repetition (no fresh pages to fault in). String pairs still build their strings.
+ * - "async 2T": `castIntoAsync(x, out, { threads: 2 })` from src/node: two threads (the caller and
+ *   one worker) into one reused output on a SharedArrayBuffer; the input is an ordinary
+ *   ArrayBuffer, so the worker's chunks are copied into shared staging buffers (timed).
  * - "ORT": onnxruntime-node, one thread (intra-op and inter-op), graph optimisations off so helper
  *   nodes run as written. Timed: creating the input ort.Tensor, session.run, reading the output's
  *   data (the Node binding copies it into a JS typed array). Session creation is not timed. Where
@@ -26,10 +29,9 @@ import { writeFileSync } from "node:fs";
 import os from "node:os";
 import * as ort from "onnxruntime-node";
 import { dtype, type DType, type DTypeName, type Storage, type StorageOf } from "../src/dtype/table.js";
-import { fastCast } from "../src/kernels/fast/index.js";
-import { castReference, type ResolvedCastOptions } from "../src/kernels/reference.js";
-import { cast, type CastOptions } from "../src/ops/cast.js";
-import { allocateStorage, Tensor } from "../src/tensor.js";
+import { cast, castInto, type CastOptions } from "../src/ops/cast.js";
+import { castIntoAsync, closeCastAsyncPool } from "../src/node/cast-async.js";
+import { storageLength, Tensor, TYPED_ARRAYS } from "../src/tensor.js";
 import { encodeModel } from "../src/io/onnx/encode.js";
 import { modelOf as graphOf, type NodeSpec } from "../test/support/onnx-model.js";
 import { Rng } from "../test/support/rng.js";
@@ -276,20 +278,22 @@ interface Row {
   pair: string;
   elements: number;
   cast: Rate;
-  fast: Rate;
+  into: Rate;
+  async?: Rate;
   ort?: Rate;
   /** ORT with the time of an output helper subtracted (pairs that have one). */
   ortNet?: Rate;
   mem?: Rate;
   /** tensorcast / ORT and tensorcast / memory bound, from the same clock. */
   castVsOrt?: Rate;
-  fastVsOrt?: Rate;
-  fastVsOrtNet?: Rate;
+  intoVsOrt?: Rate;
+  intoVsOrtNet?: Rate;
   castVsMem?: Rate;
-  fastVsMem?: Rate;
+  intoVsMem?: Rate;
+  asyncVsMem?: Rate;
   ortIO: string;
-  /** Whether the fast path gave the same bytes as cast() (strings: not applicable). */
-  fastMatches?: boolean;
+  /** Whether castInto and castIntoAsync gave the bytes of cast(). */
+  matches: boolean;
 }
 
 async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
@@ -299,7 +303,6 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
   const n = strings ? args.stringSize : args.size;
   const input = inputFor(p.from, n, rng);
   const x = Tensor.fromStorage(input as StorageOf<DTypeName>, from, [n]);
-  const resolved: ResolvedCastOptions = { saturate: p.opts.saturate ?? true, roundMode: p.opts.roundMode ?? "up" };
   const rate = (t: Timing): Rate => ({ wall: n / t.wall / 1e3, cpu: n / t.cpu / 1e3 });
   const log = (s: string): void => void process.stderr.write(s);
   const show = (name: string, r: Rate): void => log(` ${name} ${fmt(r.wall)} (cpu ${fmt(r.cpu)})`);
@@ -309,19 +312,23 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
   const castRate = rate(await time(() => { sink ^= cast(x, to, p.opts).size; }, args.reps, args.warmup));
   show("cast", castRate);
 
-  let fastRate = castRate;
-  let fastMatches: boolean | undefined;
-  const runFast = (): Storage => {
-    const out = allocateStorage(to, n);
-    if (!fastCast(input, from, out, to, n, resolved)) castReference(input, from, out, to, n, resolved);
-    return out;
-  };
+  const out = Tensor.zeros(to, [n]);
+  const intoRate = rate(await time(() => { sink ^= castInto(x, out, p.opts).size; }, args.reps, args.warmup));
+  show("castInto", intoRate);
+  const want = cast(x, to, p.opts).data;
+  let matches = equalStorage(out.data, want);
+
+  let asyncRate: Rate | undefined;
   if (!strings) {
-    fastRate = rate(await time(() => { sink ^= (runFast() as Uint8Array).length; }, args.reps, args.warmup));
-    fastMatches = equalBytes(runFast(), cast(x, to, p.opts).data);
-    show("fast", fastRate);
-    if (!fastMatches) log(" (MISMATCH)");
+    const ctor = TYPED_ARRAYS[to.array as Exclude<DType["array"], "Array">];
+    const length = storageLength(to, n);
+    const shared = Tensor.fromStorage(new ctor(new SharedArrayBuffer(length * ctor.BYTES_PER_ELEMENT), 0, length) as StorageOf<DTypeName>, to, [n]);
+    const options = { ...p.opts, threads: 2 };
+    asyncRate = rate(await time(async () => { sink ^= (await castIntoAsync(x, shared, options)).size; }, args.reps, args.warmup));
+    show("async", asyncRate);
+    matches &&= equalStorage(shared.data, want);
   }
+  if (!matches) log(" (MISMATCH)");
 
   let memRate: Rate | undefined;
   if (!strings) {
@@ -366,21 +373,24 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
   log("\n");
   if (sink === 0.5) console.log(sink); // keep the results alive
 
-  const div = (a: Rate, b: Rate | undefined): Rate | undefined => (b ? { wall: a.wall / b.wall, cpu: a.cpu / b.cpu } : undefined);
+  const div = (a: Rate | undefined, b: Rate | undefined): Rate | undefined => (a && b ? { wall: a.wall / b.wall, cpu: a.cpu / b.cpu } : undefined);
   return {
-    pair: p.name, elements: n, cast: castRate, fast: fastRate, ort: ortRate, ortNet, mem: memRate,
-    castVsOrt: div(castRate, ortRate), fastVsOrt: div(fastRate, ortRate), fastVsOrtNet: div(fastRate, ortNet),
-    castVsMem: div(castRate, memRate), fastVsMem: div(fastRate, memRate),
+    pair: p.name, elements: n, cast: castRate, into: intoRate, async: asyncRate, ort: ortRate, ortNet, mem: memRate,
+    castVsOrt: div(castRate, ortRate), intoVsOrt: div(intoRate, ortRate), intoVsOrtNet: div(intoRate, ortNet),
+    castVsMem: div(castRate, memRate), intoVsMem: div(intoRate, memRate), asyncVsMem: div(asyncRate, memRate),
     ortIO: p.ort ? (args.ort ? p.ort.note : "not run (--no-ort)") : p.noOrt ?? "",
-    fastMatches,
+    matches,
   };
 }
 
-function equalBytes(a: Storage, b: Storage): boolean {
-  const x = a as Exclude<Storage, string[]>;
-  const y = b as Exclude<Storage, string[]>;
-  const u = new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
-  const v = new Uint8Array(y.buffer, y.byteOffset, y.byteLength);
+function equalStorage(a: Storage, b: Storage): boolean {
+  if (Array.isArray(a) || Array.isArray(b)) {
+    const x = a as string[];
+    const y = b as string[];
+    return x.length === y.length && x.every((v, i) => v === y[i]);
+  }
+  const u = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  const v = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
   if (u.length !== v.length) return false;
   for (let i = 0; i < u.length; i++) if (u[i] !== v[i]) return false;
   return true;
@@ -402,15 +412,15 @@ function pct(v: number | undefined): string {
 /** The table, by wall clock ("wall") or by process CPU time ("cpu"). */
 function table(rows: Row[], clock: keyof Rate): string {
   const head = [
-    "pair", "n", "cast() M/s", "fast M/s", "ORT M/s", "ORT net M/s", "memcpy M/s",
-    "cast/ORT", "fast/ORT", "fast/ORT net", "cast/mem", "fast/mem", "ORT I/O",
+    "pair", "n", "cast() M/s", "castInto M/s", "async 2T M/s", "ORT M/s", "ORT net M/s", "memcpy M/s",
+    "cast/ORT", "castInto/ORT", "castInto/ORT net", "cast/mem", "castInto/mem", "async 2T/mem", "ORT I/O",
   ];
   const body = rows.map((r) => [
-    r.pair + (r.fastMatches === false ? " (fast MISMATCH)" : ""),
+    r.pair + (r.matches ? "" : " (MISMATCH)"),
     r.elements >= 1 << 20 && r.elements % (1 << 20) === 0 ? `${r.elements / (1 << 20)}Mi` : String(r.elements),
-    fmt(r.cast[clock]), fmt(r.fast[clock]), fmt(r.ort?.[clock]), fmt(r.ortNet?.[clock]), fmt(r.mem?.[clock]),
-    ratio(r.castVsOrt?.[clock]), ratio(r.fastVsOrt?.[clock]), ratio(r.fastVsOrtNet?.[clock]),
-    pct(r.castVsMem?.[clock]), pct(r.fastVsMem?.[clock]),
+    fmt(r.cast[clock]), fmt(r.into[clock]), fmt(r.async?.[clock]), fmt(r.ort?.[clock]), fmt(r.ortNet?.[clock]), fmt(r.mem?.[clock]),
+    ratio(r.castVsOrt?.[clock]), ratio(r.intoVsOrt?.[clock]), ratio(r.intoVsOrtNet?.[clock]),
+    pct(r.castVsMem?.[clock]), pct(r.intoVsMem?.[clock]), pct(r.asyncVsMem?.[clock]),
     r.ortIO,
   ]);
   return [head, head.map(() => "---"), ...body].map((cells) => `| ${cells.join(" | ")} |`).join("\n");
@@ -437,6 +447,7 @@ async function main(): Promise<void> {
   const started = machine();
   const rows: Row[] = [];
   for (const p of pairs) rows.push(await runPair(p, args, new Rng(0x5eedbe9c)));
+  await closeCastAsyncPool();
   const m = machine();
   const header =
     `tensorcast cast bench: Node ${m.node} (V8 ${m.v8}), onnxruntime-node ${m.onnxruntime}, ${m.cpus} x ${m.cpu}, ` +

@@ -102,7 +102,7 @@ function main(): void {
   const reps = arg("reps", 7);
   if (!wasmAvailable()) throw new Error("WebAssembly SIMD is not available here");
   const pairs: [DTypeName, DTypeName][] = [
-    ["float32", "float16"], ["float16", "float32"], ["float32", "bfloat16"], ["float32", "int8"], ["float32", "uint8"],
+    ["float32", "float16"], ["float16", "float32"], ["float32", "bfloat16"], ["bfloat16", "float32"], ["float32", "int8"], ["float32", "uint8"],
     ["float64", "float32"], ["int64", "int32"],
   ];
   const only = process.argv.indexOf("--pair");

@@ -23,6 +23,8 @@ export type ErrorCode =
   | "PARSE_ERROR"
   /** Bytes that do not form a valid file, message or tensor. */
   | "INVALID_DATA"
+  /** An output storage whose bytes overlap the input's (castInto). */
+  | "ALIASED_OUTPUT"
   /** Something the spec defines that tensorcast does not do yet. */
   | "NOT_IMPLEMENTED";
 

@@ -13,7 +13,7 @@ export {
 } from "./dtype/minifloat.js";
 export { packedByteLength } from "./dtype/packing.js";
 export { Tensor, type ValueOf, type InputOf } from "./tensor.js";
-export { cast, castLike, type CastOptions } from "./ops/cast.js";
+export { cast, castInto, castLike, type CastOptions } from "./ops/cast.js";
 export { reshape, reshapeVersion, LATEST_RESHAPE, type ReshapeOptions, type ShapeLike } from "./ops/reshape.js";
 export { bitcast, type BitcastOptions, type BitcastSemantics } from "./ops/bitcast.js";
 export {

@@ -17,7 +17,7 @@ import type { RoundMode } from "../dtype/minifloat.js";
 import type { DType, DTypeLike, DTypeName, Storage, StorageOf } from "../dtype/table.js";
 import { TensorcastError, type ErrorCode } from "../errors.js";
 import { convert } from "../kernels/convert.js";
-import { cast, type CastOptions } from "../ops/cast.js";
+import { cast, castInto, checkCastInto, prepareOutput, type CastOptions, type Resolved } from "../ops/cast.js";
 import { storageLength, Tensor, TYPED_ARRAYS } from "../tensor.js";
 
 export interface CastAsyncOptions extends CastOptions {
@@ -87,10 +87,43 @@ export async function castAsync<N extends DTypeName>(x: Tensor, to: DTypeLike<N>
   const from: DType = x.dtype;
   if (from === target || from.kind === "string" || target.kind === "string") return cast(x, to, castOpts);
 
+  const dst = allocateShared(target, x.size);
+  await convertSplit(x, dst, target, { saturate: castOpts.saturate ?? true, roundMode: castOpts.roundMode ?? "up" }, threads);
+  return Tensor.fromStorage(dst as StorageOf<N>, target as DType<N>, x.shape);
+}
+
+/**
+ * `castInto` over worker threads: `out` (of the target type and `x`'s shape) receives the bytes
+ * `castInto(x, out, opts)` gives, and is what the promise resolves to. The workers write into `out`
+ * directly, so it must live in a SharedArrayBuffer for the work to be split; an `out` on an ordinary
+ * ArrayBuffer (and the small, string and same-type cases castAsync leaves to `cast`) runs
+ * `castInto` in the calling thread. Reusing one shared output spares the page faults of a fresh one.
+ *
+ * @example const out = Tensor.fromStorage(new Uint16Array(new SharedArrayBuffer(2 * n)), "float16", [n]);
+ *          await castIntoAsync(x, out); // x: a float32 tensor of n elements
+ */
+export async function castIntoAsync<N extends DTypeName>(x: Tensor, out: Tensor<N>, opts: CastAsyncOptions = {}): Promise<Tensor<N>> {
+  if (typeof opts !== "object" || opts === null) return castInto(x, out, opts);
+  const { threads: threadsOpt, minElements: minOpt, ...castOpts } = opts;
+  const threads = checkCount("threads", threadsOpt, 1) ?? os.availableParallelism();
+  const minElements = checkCount("minElements", minOpt, 0) ?? CAST_ASYNC_MIN_ELEMENTS;
+  const resolved = checkCastInto(x, out, castOpts);
+  const from: DType = x.dtype;
+  const target: DType = out.dtype;
+  const shared = !Array.isArray(out.data) && out.data.buffer instanceof SharedArrayBuffer;
+  if (!shared || threads < 2 || x.size < Math.max(minElements, 2 * ALIGN) || from === target || from.kind === "string" || target.kind === "string") {
+    return castInto(x, out, castOpts);
+  }
+  prepareOutput(out);
+  await convertSplit(x, out.data as Exclude<Storage, string[]>, target, resolved, threads);
+  return out;
+}
+
+/** Converts every element of `x` into the shared storage `dst` on `threads` threads. */
+async function convertSplit(x: Tensor, dst: Exclude<Storage, string[]>, target: DType, resolved: Resolved, threads: number): Promise<void> {
+  const from: DType = x.dtype;
   const count = x.size;
   const data = x.data as Exclude<Storage, string[]>;
-  const dst = allocateShared(target, count);
-  const resolved = { saturate: castOpts.saturate ?? true, roundMode: castOpts.roundMode ?? "up" } as const;
   const workers = threads - 1;
   const p = pool(workers);
   // Workers read shared memory: the input itself when it is shared, else a copy of each chunk they
@@ -131,7 +164,6 @@ export async function castAsync<N extends DTypeName>(x: Tensor, to: DTypeLike<N>
   } finally {
     await Promise.all(pending);
   }
-  return Tensor.fromStorage(dst as StorageOf<N>, target as DType<N>, x.shape);
 }
 
 /** `n` rounded up to a multiple of ALIGN (at least ALIGN). */

@@ -64,28 +64,116 @@ export function castLike<N extends DTypeName>(x: Tensor, like: Tensor<N> | DType
   return run(version, x, to, opts);
 }
 
-function run<N extends DTypeName>(version: OperatorVersion, x: Tensor, to: DType<N>, opts: CastOptions): Tensor<N> {
+/**
+ * `cast` into a tensor the caller owns: `out` (of the target type, `x`'s shape) receives the
+ * result and is returned; nothing is allocated for numeric types. Reusing one output across calls
+ * spares the page faults a fresh multi-megabyte array costs on every call (docs/performance.md).
+ *
+ * @example const out = Tensor.zeros("float16", x.shape); castInto(x, out); castInto(y, out);
+ * @throws TensorcastError as `cast`; SHAPE_MISMATCH when the shapes differ; ALIASED_OUTPUT when
+ *         `out`'s bytes overlap `x`'s (except the same storage with the same type: a no-op).
+ */
+export function castInto<N extends DTypeName>(x: Tensor, out: Tensor<N>, opts: CastOptions = {}): Tensor<N> {
+  const resolved = checkCastInto(x, out, opts);
+  const from = x.dtype;
+  const to = out.dtype;
+  if (from === to && x.data === out.data) return out;
+  if (to.kind === "string" || from.kind === "string" || from === to) {
+    copyStorage(from === to ? x.data : convertStorage(x, to, opts, resolved), out.data);
+  } else {
+    prepareOutput(out);
+    convert(x.data, from, out.data, to, x.size, resolved);
+  }
+  return out;
+}
+
+/**
+ * Every check `castInto(x, out, opts)` makes, without converting: the opset's types and
+ * attributes, equal shapes, no overlap. Returns the options with their defaults.
+ */
+export function checkCastInto(x: Tensor, out: Tensor, opts: CastOptions): Resolved {
+  const version = operatorVersion("Cast", checkOptions(opts));
+  if (!(out instanceof Tensor)) {
+    throw new TensorcastError("INVALID_DATA", `castInto expects a Tensor as output, got ${typeof out}`);
+  }
+  const resolved = checkCast(version, x, out.dtype, opts);
+  if (!sameShape(x.shape, out.shape)) {
+    throw new TensorcastError(
+      "SHAPE_MISMATCH",
+      `castInto: the output's shape [${out.shape.join(", ")}] differs from the input's [${x.shape.join(", ")}]`,
+    );
+  }
+  if (!(x.dtype === out.dtype && x.data === out.data) && overlaps(x.data, out.data)) {
+    throw new TensorcastError(
+      "ALIASED_OUTPUT",
+      `castInto: the output's bytes overlap the input's (${x.dtype.name} -> ${out.dtype.name}); use a separate output`,
+    );
+  }
+  return resolved;
+}
+
+/** Kernels for packed and 64-bit integer targets merge into a zero-filled output (see convert): clear it. */
+export function prepareOutput(out: Tensor): void {
+  if (out.dtype.packed || (out.dtype.bits === 64 && out.dtype.kind !== "float")) zeroFill(out.data);
+}
+
+export type Resolved = { readonly saturate: boolean; readonly roundMode: RoundMode };
+
+/** Checks the input and target types and the options against the operator version. */
+function checkCast(version: OperatorVersion, x: Tensor, to: DType, opts: CastOptions): Resolved {
   if (!(x instanceof Tensor)) {
     throw new TensorcastError("INVALID_DATA", `${version.op} expects a Tensor as input, got ${typeof x}`);
   }
-  const from = x.dtype;
-  checkType(version, from, "input");
+  checkType(version, x.dtype, "input");
   checkType(version, to, "target");
   checkAttribute(version, "saturate", opts.saturate);
   checkAttribute(version, "round_mode", opts.roundMode);
+  return { saturate: opts.saturate ?? true, roundMode: opts.roundMode ?? "up" };
+}
 
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
+/** Whether two storages share bytes (strings arrays never do: their elements are values). */
+function overlaps(a: Storage, b: Storage): boolean {
+  if (Array.isArray(a) || Array.isArray(b)) return false;
+  if (a.buffer !== b.buffer) return false;
+  return a.byteOffset < b.byteOffset + b.byteLength && b.byteOffset < a.byteOffset + a.byteLength;
+}
+
+function zeroFill(s: Storage): void {
+  if (s instanceof BigInt64Array || s instanceof BigUint64Array) s.fill(0n);
+  else (s as Uint8Array).fill(0);
+}
+
+function copyStorage(from: Storage, to: Storage): void {
+  if (Array.isArray(to)) {
+    const src = from as string[];
+    for (let i = 0; i < src.length; i++) to[i] = src[i];
+  } else {
+    (to as Uint8Array).set(from as Uint8Array);
+  }
+}
+
+/** A string side's conversion, which builds its own storage. */
+function convertStorage(x: Tensor, to: DType, opts: CastOptions, resolved: Resolved): Storage {
+  if (to.kind === "string") return formatStrings(x.data, x.dtype, x.size, opts.stringFormat ?? "python");
+  return parseStrings(x.data as string[], to, resolved);
+}
+
+function run<N extends DTypeName>(version: OperatorVersion, x: Tensor, to: DType<N>, opts: CastOptions): Tensor<N> {
+  const resolved = checkCast(version, x, to, opts);
+  const from = x.dtype;
   let data: Storage;
   if (from === to) {
     // Same type: the bytes are the answer (NaN payloads included).
     data = x.data.slice();
+  } else if (to.kind === "string" || from.kind === "string") {
+    data = convertStorage(x, to, opts, resolved);
   } else {
-    const resolved = { saturate: opts.saturate ?? true, roundMode: opts.roundMode ?? "up" } as const;
-    if (to.kind === "string") data = formatStrings(x.data, from, x.size, opts.stringFormat ?? "python");
-    else if (from.kind === "string") data = parseStrings(x.data as string[], to, resolved);
-    else {
-      data = allocateStorage(to, x.size);
-      convert(x.data, from, data, to, x.size, resolved);
-    }
+    data = allocateStorage(to, x.size);
+    convert(x.data, from, data, to, x.size, resolved);
   }
   return Tensor.fromStorage(data as StorageOf<N>, to, x.shape);
 }

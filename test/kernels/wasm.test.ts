@@ -1,6 +1,7 @@
 /**
  * The WebAssembly SIMD kernels give exactly the bytes of castReference:
- * - float16 -> float32: every code, in arrays whose lengths cross chunk and group boundaries;
+ * - float16 -> float32 and bfloat16 -> float32: every code, in arrays whose lengths cross chunk
+ *   and group boundaries;
  * - float32 -> float16 and -> bfloat16: every float16 and bfloat16 value, tie and their neighbours,
  *   crafted edges (subnormals, overflow thresholds, Inf, NaN payloads of both signs), and millions
  *   of random bit patterns (uniform, and with exponents where the casts are busy);
@@ -114,6 +115,25 @@ test("float16 -> float32: every code, bit for bit", () => {
   for (let i = 0; i < n; i++) h[i] = (i * 40503) & 0xffff; // odd multiplier: every code, shuffled
   for (let i = 0; i < 0x10000; i++) h[i] = i;
   check(h, F16, F32);
+});
+
+test("bfloat16 -> float32: every code, bit for bit, also from and into unaligned views", () => {
+  const n = 4 * 0x10000 + 2 * CHUNK + 13;
+  const h = new Uint16Array(n + 1);
+  for (let i = 0; i < n + 1; i++) h[i] = (i * 40503) & 0xffff;
+  for (let i = 0; i < 0x10000; i++) h[i] = i;
+  check(h.subarray(0, n), BF16, F32);
+  for (const count of [1, 7, 8, 9, 4097]) {
+    const src = h.subarray(1, 1 + count); // byteOffset 2
+    const backing = new Float32Array(count + 2).fill(1.5);
+    const got = backing.subarray(1, 1 + count);
+    const want = new Float32Array(count);
+    assert.equal(wasmCast(src, BF16, got, F32, count, OPTS), true);
+    castReference(src, BF16, want, F32, count, OPTS);
+    assert.deepEqual(new Uint32Array(got.buffer, got.byteOffset, count), new Uint32Array(want.buffer), `count ${count}`);
+    assert.equal(backing[0], 1.5);
+    assert.equal(backing[count + 1], 1.5, "nothing written past the end");
+  }
 });
 
 test("float32 -> float16: ties, neighbours, edges and random patterns, bit for bit", () => {
@@ -373,7 +393,7 @@ test("float32 -> int8 / uint8, float64 -> float32, int64 -> int32: every count a
 
 test("pairs without a kernel return false and write nothing", () => {
   const pairs: [DType, DType][] = [
-    [F16, BF16], [BF16, F32], [F32, F32], [F16, F16], [dtype("float64"), F16], [F32, dtype("int16")],
+    [F16, BF16], [BF16, dtype("float64")], [F32, F32], [F16, F16], [dtype("float64"), F16], [F32, dtype("int16")],
     [dtype("uint64"), dtype("int32")], [dtype("int64"), dtype("uint32")], [F32, dtype("float8e4m3fn")],
   ];
   for (const [from, to] of pairs) {

@@ -9,8 +9,8 @@ import { spawnSync } from "node:child_process";
 import os from "node:os";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cast, DTYPES, Tensor, TensorcastError, type CastOptions, type DType } from "../../src/index.js";
-import { castAsync, closeCastAsyncPool, type CastAsyncOptions } from "../../src/node/index.js";
+import { cast, dtype, DTYPES, Tensor, TensorcastError, type CastOptions, type DType } from "../../src/index.js";
+import { castAsync, castIntoAsync, closeCastAsyncPool, type CastAsyncOptions } from "../../src/node/index.js";
 import { storageLength, TYPED_ARRAYS } from "../../src/tensor.js";
 import { random, scratch } from "./helpers.js";
 
@@ -65,6 +65,48 @@ test("every numeric pair, both saturate settings, every e8m0 round mode: cast's 
     assert.ok(Buffer.from(x.bytes()).equals(before), `${from.name}: the input was changed`);
   }
   assert.ok(pairs > NUMERIC.length * (NUMERIC.length - 1));
+});
+
+test("castIntoAsync: every numeric pair into a garbage-filled shared output, split between two threads, gives cast's bytes", async () => {
+  let pairs = 0;
+  for (const [i, from] of NUMERIC.entries()) {
+    const size = 8 * 611 + 3 + (i % 5);
+    const x = randomTensor(from, size, 300 + i);
+    for (const to of NUMERIC) {
+      for (const opts of optionSets(to)) {
+        const out = randomTensor(to, size, 900 + pairs, true);
+        const got = await castIntoAsync(x, out, { ...opts, minElements: 0, threads: 2 });
+        assert.equal(got, out);
+        sameTensor(out, cast(x, to, opts), `${from.name} -> ${to.name} ${JSON.stringify(opts)}`);
+        pairs++;
+      }
+    }
+  }
+  assert.ok(pairs > NUMERIC.length * (NUMERIC.length - 1));
+});
+
+test("castIntoAsync: large tensors, output reused; an ordinary output runs castInto in the calling thread; errors", async () => {
+  const size = (1 << 20) + 4099;
+  for (const [i, [from, to]] of [["float32", "float16"], ["bfloat16", "float32"], ["float32", "uint4"], ["uint32", "int64"]].entries()) {
+    const f = DTYPES.find((t) => t.name === from)!;
+    const t = DTYPES.find((d) => d.name === to)!;
+    const out = randomTensor(t, size, 40 + i, true);
+    for (let round = 0; round < 2; round++) {
+      const x = randomTensor(f, size, 50 + 2 * i + round);
+      await castIntoAsync(x, out);
+      sameTensor(out, cast(x, t), `${from} -> ${to}, call ${round + 1}`);
+    }
+    const plain = randomTensor(t, size, 60 + i);
+    const x = randomTensor(f, size, 70 + i);
+    assert.equal(await castIntoAsync(x, plain, { minElements: 0 }), plain);
+    sameTensor(plain, cast(x, t), `${from} -> ${to} into an ordinary ArrayBuffer`);
+  }
+  const x = randomTensor(dtype("float32"), 1 << 16, 1);
+  const shared = (t: string, shape: number[]): Tensor => randomTensor(DTYPES.find((d) => d.name === t)!, shape.reduce((a, b) => a * b, 1), 2, true);
+  await assert.rejects(castIntoAsync(x, shared("float16", [1 << 15]), { minElements: 0 }), (e: unknown) => e instanceof TensorcastError && e.code === "SHAPE_MISMATCH");
+  await assert.rejects(castIntoAsync(x, shared("float8e4m3fn", [1 << 16]), { minElements: 0, opset: 13 }), (e: unknown) => e instanceof TensorcastError && e.code === "UNSUPPORTED_TYPE");
+  const aliased = Tensor.fromStorage(new Uint16Array((x.data as Float32Array).buffer, 0, 1 << 16), "float16", [1 << 16]);
+  await assert.rejects(castIntoAsync(x, aliased, { minElements: 0 }), (e: unknown) => e instanceof TensorcastError && e.code === "ALIASED_OUTPUT");
 });
 
 test("large tensors with the default threshold and threads: split, result on shared memory, equal to cast", async () => {

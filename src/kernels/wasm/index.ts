@@ -1,6 +1,6 @@
 /**
  * WebAssembly SIMD kernels for float32 -> float16, float16 -> float32, float32 -> bfloat16,
- * float32 -> int8 / uint8, float64 -> float32 and int64 -> int32, with the contract of fastCast:
+ * bfloat16 -> float32, float32 -> int8 / uint8, float64 -> float32 and int64 -> int32, with the contract of fastCast:
  * the bytes of castReference, or false (nothing written) when there is no kernel for the pair or
  * WebAssembly SIMD is unavailable (no WebAssembly, no SIMD, or a
  * Content-Security-Policy without 'wasm-unsafe-eval'); then use the TypeScript path.
@@ -53,7 +53,7 @@ function load(): Loaded | null {
       bytes: new Uint8Array(memory.buffer),
       kernels: {
         f32_f16: e.f32_f16, f16_f32: e.f16_f32, f32_bf16: e.f32_bf16,
-        f32_i8: e.f32_i8, f64_f32: e.f64_f32, i64_i32: e.i64_i32,
+        f32_i8: e.f32_i8, f64_f32: e.f64_f32, i64_i32: e.i64_i32, bf16_f32: e.bf16_f32,
       },
     };
   } catch {
@@ -84,6 +84,8 @@ function kernelFor(from: DType, to: DType): [KernelName, number, number, number]
     if (to.name === "int8" || to.name === "uint8") return ["f32_i8", 4, 1, 16];
   } else if (from.name === "float16") {
     if (to.name === "float32") return ["f16_f32", 2, 4, 8];
+  } else if (from.name === "bfloat16") {
+    if (to.name === "float32") return ["bf16_f32", 2, 4, 8];
   } else if (from.name === "float64") {
     if (to.name === "float32") return ["f64_f32", 8, 4, 8];
   } else if (from.name === "int64") {
@@ -95,8 +97,8 @@ function kernelFor(from: DType, to: DType): [KernelName, number, number, number]
 /**
  * Casts `count` elements of `src` (type `from`) into `dst` (type `to`) as castReference would and
  * returns true; or returns false, having written nothing, when there is no WebAssembly kernel for
- * the pair here (float32 -> float16 / bfloat16 / int8 / uint8, float16 -> float32, float64 ->
- * float32 and int64 -> int32 have one where WebAssembly SIMD is available). `opts` cannot change these pairs' bytes. Same conventions as
+ * the pair here (float32 -> float16 / bfloat16 / int8 / uint8, float16 / bfloat16 -> float32,
+ * float64 -> float32 and int64 -> int32 have one where WebAssembly SIMD is available). `opts` cannot change these pairs' bytes. Same conventions as
  * fastCast.
  *
  * @example if (!wasmCast(x.data, x.dtype, out, to, x.size, opts) && !fastCast(...)) castReference(...);

@@ -20,6 +20,8 @@
  *   subnormals kept); NaN lanes to 0x7FC00000 with the source's sign (the sign of a NaN that
  *   WebAssembly produces is not specified, so it is taken from the source's high word).
  * - int64 -> int32: the low words, by i8x16.shuffle.
+ * - bfloat16 -> float32: each code as the high half of a word, by i8x16.shuffle with zeros; NaN
+ *   to 0x7FC00000 with the sign.
  */
 import {
   and, demoteZero, extendHighS16, extendLowS16, f32x4Abs, f32x4Add, f32x4Lt, f32x4Ne, f32x4Sub, get,
@@ -193,7 +195,30 @@ function int64ToInt32(): Func {
   return func("i64_i32", k, code);
 }
 
-export const KERNELS = ["f32_f16", "f16_f32", "f32_bf16", "f32_i8", "f64_f32", "i64_i32"] as const;
+/** Bytes 2i, 2i + 1 of b (from `first`) as the high half of word i, zeros (from a) below. */
+const highHalves = (first: number): number[] => [0, 1, 2, 3].flatMap((i) => [0, 0, 16 + first + 2 * i, 17 + first + 2 * i]);
+
+/** 8 bfloat16 (16 bytes) -> 8 float32 (32 bytes) per group. */
+function bf16ToF32(): Func {
+  const k = new Constants();
+  // 4 codes from bytes `first`.. of local R -> float32 bits; NaN to 0x7FC00000 with its sign.
+  const four = (first: number): Code => [
+    ...set(X, shuffle(k.c(0), get(R), highHalves(first))),
+    ...select(
+      or(and(get(X), k.c(0x80000000 | 0)), k.c(0x7fc00000)),
+      get(X),
+      i32x4GtS(and(get(X), k.c(0x7fffffff)), k.c(0x7f800000)),
+    ),
+  ];
+  const code = loop([
+    set(R, load(get(SRC), 0)),
+    store(get(DST), four(0), 0),
+    store(get(DST), four(8), 16),
+  ], 16, 32);
+  return func("bf16_f32", k, code);
+}
+
+export const KERNELS = ["f32_f16", "f16_f32", "f32_bf16", "f32_i8", "f64_f32", "i64_i32", "bf16_f32"] as const;
 export type KernelName = (typeof KERNELS)[number];
 
 /** The whole module: the kernels and an exported memory of `pages` 64 KiB pages. */
@@ -205,5 +230,6 @@ export function kernelModule(pages: number): Uint8Array {
     f32ToInt8(),
     f64ToF32(),
     int64ToInt32(),
+    bf16ToF32(),
   ], pages);
 }
