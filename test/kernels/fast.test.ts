@@ -342,6 +342,59 @@ test("float64 sources: NaN payloads, float32 ties and thresholds, integer edges,
   note(sweep(F64, wordsStorage(deep, F64), deep.length / 2, [dtype("float32")]));
 });
 
+/**
+ * The midpoints between neighbouring finite values of `t` (decoded by the reference), and points
+ * just off them by far less than a float32 ulp: where rounding through float32 to nearest would
+ * land on the midpoint and round a second time.
+ */
+function midpoints(t: DType): number[] {
+  const codes = allCodes(t, 0, new Rng(1));
+  const values = storageFor(dtype("float64"), codes.count) as Float64Array;
+  castReference(codes.data, t, values, dtype("float64"), codes.count, { saturate: true, roundMode: "up" });
+  const sorted = [...new Set(Array.from(values).filter((v) => Number.isFinite(v)))].sort((a, b) => a - b);
+  const out: number[] = [];
+  for (let i = 0; i + 1 < sorted.length; i++) {
+    const m = (sorted[i] + sorted[i + 1]) / 2;
+    const d = Math.max(Math.abs(m) * 2 ** -45, 2 ** -1074);
+    out.push(m, m + d, m - d);
+  }
+  return out;
+}
+
+test("float64, int32 and int64 sources -> float16, bfloat16, float8, float6, float4: one rounding (midpoints with sticky bits)", () => {
+  const narrow = NUMERIC.filter((t) => t.format && t.bits <= 16 && t.name !== "float8e8m0");
+  const F64 = dtype("float64");
+  for (const t of narrow) {
+    const values = midpoints(t);
+    const words: number[] = [];
+    for (const v of values) pushF64(words, v);
+    // Beyond the float32 range, where float32 rounding to odd stops at +/-max.
+    for (const v of [2 ** 128, -(2 ** 128), 1e300, -1e300, 2 ** -150, 2 ** -160, -(2 ** -200)]) pushF64(words, v);
+    const took = sweep(F64, wordsStorage(words, F64), words.length / 2, narrow);
+    assert.ok(took.some((p) => p.startsWith(`float64 -> ${t.name}`)), `float64 -> ${t.name} should be fast`);
+    note(took);
+  }
+  // Integers: bfloat16 midpoints above 2^24 plus and minus 1 (float32 would round them to the midpoint).
+  const ints: bigint[] = [];
+  for (let e = 9n; e < 63n; e++) {
+    for (const k of [0n, 1n, 5n, 77n, 127n]) {
+      const ulp = 2n ** (e - 7n);
+      const m = 2n ** e + k * ulp + ulp / 2n;
+      ints.push(m, m + 1n, m - 1n, -m, -m - 1n, -m + 1n);
+    }
+  }
+  for (const name of ["int64", "uint64"] as const) {
+    const t = dtype(name);
+    const words: number[] = [];
+    for (const v of ints) if (t.kind === "int" || v >= 0n) pushBig(words, v);
+    note(sweep(t, wordsStorage(words, t), words.length / 2, narrow));
+  }
+  const i32 = Int32Array.from(ints.filter((v) => v >= -(2n ** 31n) && v < 2n ** 31n), Number);
+  note(sweep(dtype("int32"), i32, i32.length, narrow));
+  const u32 = Uint32Array.from(ints.filter((v) => v >= 0n && v < 2n ** 32n), Number);
+  note(sweep(dtype("uint32"), u32, u32.length, narrow));
+});
+
 test("int64 / uint64 sources: powers of two, float32 ties with sticky bits, random words", () => {
   const rng = new Rng(0x5eed0007);
   for (const name of ["int64", "uint64"] as const) {
@@ -429,7 +482,8 @@ test("the pairs the issue names are covered, and the tables stay under 2 MiB", (
     "float8e5m2 -> float32", "float8e5m2fnuz -> float32", "float8e8m0 -> float32",
     "float32 -> float8e8m0 saturate=true round=up", "float32 -> int8", "float32 -> uint8", "float32 -> int16",
     "float32 -> int32", "float32 -> uint32", "int64 -> int32", "float64 -> float32", "float32 -> uint4",
-    "float32 -> int4", "float32 -> float4e2m1",
+    "float32 -> int4", "float32 -> float4e2m1", "float64 -> float16", "float64 -> bfloat16",
+    "float64 -> float8e4m3fn saturate=false", "int64 -> bfloat16", "int32 -> float16",
   ];
   for (const w of wanted) assert.ok(accepted.has(w), `fastCast should take ${w}`);
   const bytes = tableBytes();

@@ -12,7 +12,8 @@
  *   every value is exact in float32, so decode to float32 bits (a table, a shift, or a store) and
  *   encode from there, in blocks of 4096 through a 16 KiB scratch.
  * - float64 -> float32, narrower integers, bool; int64 / uint64 and int32 / uint32 -> integers,
- *   float32, float64, bool, on 32-bit word views (no BigInt).
+ *   float32, float64, bool, on 32-bit word views (no BigInt); all of them -> float16, bfloat16,
+ *   float8, float6 and float4 through float32 rounded to odd (one rounding in all), in blocks.
  */
 import type { DType, Storage } from "../../dtype/table.js";
 import type { ResolvedCastOptions } from "../reference.js";
@@ -66,7 +67,17 @@ export function fastCast(
     return true;
   }
 
-  if (from.bits >= 32) return wideCast(src, from, dst, to, count);
+  if (from.bits >= 32) {
+    if (wideCast(src, from, dst, to, count)) return true;
+    // To a float narrower than float32 (not e8m0, whose saturate=false "down" mode sees past the
+    // float32 range): float32 rounded to odd, then the float32 encoder, still one rounding.
+    if (!to.format || to.bits > 16 || to.name === "float8e8m0") return false;
+    const decode = oddDecoderFor(src, from);
+    const encode = decode && encoderFor(dst, to, opts);
+    if (!decode || !encode) return false;
+    inBlocks(count, decode, encode);
+    return true;
+  }
 
   const decode = decoderFor(src, from);
   if (!decode) return false;
@@ -78,6 +89,12 @@ export function fastCast(
   if (from.kind === "bool" && to.name === "float8e8m0") return false;
   const encode = encoderFor(dst, to, opts);
   if (!encode) return false;
+  inBlocks(count, decode, encode);
+  return true;
+}
+
+/** Decodes and encodes `count` elements in blocks of BLOCK through the float32 scratch. */
+function inBlocks(count: number, decode: Decoder, encode: Encoder): void {
   if (!scratchBits) {
     scratchBits = new Int32Array(BLOCK);
     scratchValues = new Float32Array(scratchBits.buffer);
@@ -89,7 +106,28 @@ export function fastCast(
     decode(start, n, bits, values);
     encode(bits, values, start, n);
   }
-  return true;
+}
+
+/** The round-to-odd float32 decoder of a float64, int64 / uint64 or int32 / uint32 source. */
+function oddDecoderFor(src: Storage, from: DType): Decoder | undefined {
+  switch (from.name) {
+    case "float64": {
+      const s = src as Float64Array;
+      const words = u32View(src);
+      return (s0, n, bits, values) => wide.f64ToOddF32(s0 === 0 ? s : s.subarray(s0), from32(words, s0, 2), bits, values, n);
+    }
+    case "int64": case "uint64": {
+      const words = u32View(src);
+      const signed = from.kind === "int";
+      return (s0, n, bits, values) => wide.wideToOddF32(from32(words, s0, 2), signed, bits, values, n);
+    }
+    case "int32": case "uint32": {
+      const s = src as Int32Array | Uint32Array;
+      return (s0, n, bits, values) => wide.int32ToOddF32(s0 === 0 ? s : s.subarray(s0), bits, values, n);
+    }
+    default:
+      return undefined;
+  }
 }
 
 function byteTable(src: Uint8Array, dst: Storage, lut: ByteLut, bits: number, count: number): void {

@@ -24,6 +24,47 @@ export function f64ToF32(src: Float64Array, srcWords: Uint32Array, out: Float32A
   }
 }
 
+/**
+ * Float32 bits of x rounded to odd: truncated toward zero, the last bit set when that dropped
+ * anything. Rounding such a float32 once more, to nearest even, into a format of 22 or fewer
+ * significand bits gives x correctly rounded once (float16, bfloat16, float8, float6, float4 from a
+ * float64 or a wide integer, never rounded twice). Beyond the float32 range it gives +/-max (odd),
+ * which every such format still treats as out of range; below, the smallest subnormal.
+ */
+function oddF32(x: number, bits: Int32Array, values: Float32Array, i: number): void {
+  values[i] = x; // one rounding to nearest even
+  const f = values[i];
+  if (f !== x) bits[i] = (Math.abs(f) > Math.abs(x) ? bits[i] - 1 : bits[i]) | 1; // sign-magnitude: - 1 steps toward zero
+}
+
+/** float64 -> float32 bits rounded to odd (see oddF32); NaN -> 0x7FC00000 with the source's sign. */
+export function f64ToOddF32(src: Float64Array, srcWords: Uint32Array, bits: Int32Array, values: Float32Array, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const hi = srcWords[2 * i + 1];
+    const lo = srcWords[2 * i];
+    const e = (hi >>> 20) & 0x7ff;
+    if (((e - 897) >>> 0) < 254) {
+      // A float32 normal: truncate the bits, and set the last one when the 29 dropped are not all
+      // zero (branch-free: the inexact/rounding-side branches of oddF32 mispredict half the time).
+      bits[i] = (hi & 0x80000000) | ((e - 896) << 23) | ((hi & 0xfffff) << 3) | (lo >>> 29) | (((lo & 0x1fffffff) + 0x1fffffff) >>> 29);
+    } else {
+      const x = src[i];
+      if (x === x) oddF32(x, bits, values, i);
+      else bits[i] = (hi & 0x80000000) | 0x7fc00000;
+    }
+  }
+}
+
+/** int32 / uint32 -> float32 bits rounded to odd (the values are exact as numbers). */
+export function int32ToOddF32(src: Int32Array | Uint32Array, bits: Int32Array, values: Float32Array, n: number): void {
+  for (let i = 0; i < n; i++) oddF32(src[i], bits, values, i);
+}
+
+/** int64 / uint64 words -> float32 bits rounded to odd, through the round-to-odd float64. */
+export function wideToOddF32(words: Uint32Array, signed: boolean, bits: Int32Array, values: Float32Array, n: number): void {
+  for (let i = 0; i < n; i++) oddF32(wordsToOddDouble(words[2 * i], words[2 * i + 1], signed), bits, values, i);
+}
+
 export function f64ToInt8(src: Float64Array, out: Uint8Array, n: number): void {
   for (let i = 0; i < n; i++) {
     const x = src[i];
