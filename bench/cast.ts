@@ -5,9 +5,10 @@
  *   npx tsc -p tsconfig.test.json && node --expose-gc build/bench/cast.js [--json out.json]
  *       [--size N] [--string-size N] [--reps 7] [--warmup 1] [--only f32->f16,int64->int32] [--no-ort]
  *
- * Per pair, each contender runs `warmup` untimed repetitions, then `reps` timed ones; the table shows
- * the median, as elements per second:
- * - "cast()": `cast(x, to, opts)` from src/ops/cast.ts as it is wired today (output allocation included).
+ * Per pair, each contender runs `warmup` untimed repetitions, then `reps` timed ones, the contenders
+ * taking turns within each repetition (so load changes hit all alike); the table shows the median,
+ * as elements per second:
+ * - "cast()": `cast(x, to, opts)`: a fresh output each call (allocation and its page faults included).
  * - "castInto": `castInto(x, out, opts)` into one output allocated before timing and reused by
  *   every repetition (no fresh pages to fault in). String pairs still build their strings.
  * - "async 2T": `castIntoAsync(x, out, { threads: 2 })` from src/node: two threads (the caller and
@@ -241,21 +242,31 @@ interface Timing {
   cpu: number;
 }
 
-/** Medians of `reps` timed runs after `warmup` untimed ones. */
-async function time(fn: () => unknown, reps: number, warmup: number): Promise<Timing> {
-  for (let i = 0; i < warmup; i++) await fn();
-  const wall: number[] = [];
-  const cpu: number[] = [];
+interface Contender {
+  name: string;
+  run: () => unknown;
+}
+
+/**
+ * Medians per contender of `reps` timed runs after `warmup` untimed ones, the contenders taking
+ * turns within each repetition (a full GC before every timed run).
+ */
+async function timeInterleaved(contenders: Contender[], reps: number, warmup: number): Promise<Record<string, Timing>> {
+  for (let i = 0; i < warmup; i++) for (const c of contenders) await c.run();
+  const wall = new Map<string, number[]>(contenders.map((c) => [c.name, []]));
+  const cpu = new Map<string, number[]>(contenders.map((c) => [c.name, []]));
   for (let i = 0; i < reps; i++) {
-    gc?.();
-    const c0 = process.cpuUsage();
-    const t0 = performance.now();
-    await fn();
-    wall.push(performance.now() - t0);
-    const c = process.cpuUsage(c0);
-    cpu.push((c.user + c.system) / 1e3);
+    for (const c of contenders) {
+      gc?.();
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      await c.run();
+      wall.get(c.name)!.push(performance.now() - t0);
+      const used = process.cpuUsage(c0);
+      cpu.get(c.name)!.push((used.user + used.system) / 1e3);
+    }
   }
-  return { wall: median(wall), cpu: median(cpu) };
+  return Object.fromEntries(contenders.map((c) => [c.name, { wall: median(wall.get(c.name)!), cpu: median(cpu.get(c.name)!) }]));
 }
 
 function median(a: number[]): number {
@@ -309,66 +320,73 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
   log(`${p.name.padEnd(22)} n=${n}:`);
 
   let sink = 0;
-  const castRate = rate(await time(() => { sink ^= cast(x, to, p.opts).size; }, args.reps, args.warmup));
-  show("cast", castRate);
-
+  // Contenders run interleaved (one repetition of each in turn), so a change in the machine's load
+  // during the run hits them alike and the ratios stay comparable.
+  const contenders: Contender[] = [];
+  const add = (name: string, run: () => unknown): void => void contenders.push({ name, run });
+  add("cast", () => { sink ^= cast(x, to, p.opts).size; });
   const out = Tensor.zeros(to, [n]);
-  const intoRate = rate(await time(() => { sink ^= castInto(x, out, p.opts).size; }, args.reps, args.warmup));
-  show("castInto", intoRate);
-  const want = cast(x, to, p.opts).data;
-  let matches = equalStorage(out.data, want);
-
-  let asyncRate: Rate | undefined;
+  add("castInto", () => { sink ^= castInto(x, out, p.opts).size; });
+  let shared: Tensor | undefined;
   if (!strings) {
     const ctor = TYPED_ARRAYS[to.array as Exclude<DType["array"], "Array">];
     const length = storageLength(to, n);
-    const shared = Tensor.fromStorage(new ctor(new SharedArrayBuffer(length * ctor.BYTES_PER_ELEMENT), 0, length) as StorageOf<DTypeName>, to, [n]);
+    shared = Tensor.fromStorage(new ctor(new SharedArrayBuffer(length * ctor.BYTES_PER_ELEMENT), 0, length) as StorageOf<DTypeName>, to, [n]);
     const options = { ...p.opts, threads: 2 };
-    asyncRate = rate(await time(async () => { sink ^= (await castIntoAsync(x, shared, options)).size; }, args.reps, args.warmup));
-    show("async", asyncRate);
-    matches &&= equalStorage(shared.data, want);
-  }
-  if (!matches) log(" (MISMATCH)");
-
-  let memRate: Rate | undefined;
-  if (!strings) {
+    const target = shared;
+    add("async", async () => { sink ^= (await castIntoAsync(x, target, options)).size; });
     const bytes = Math.ceil(((bytesPerElement(from) + bytesPerElement(to)) / 2) * n);
     const a = new Uint8Array(bytes).fill(0x5a);
     const b = new Uint8Array(bytes);
-    memRate = rate(await time(() => b.set(a), args.reps, args.warmup));
-    show("mem", memRate);
+    add("mem", () => b.set(a));
   }
-
-  let ortRate: Rate | undefined;
-  let ortNet: Rate | undefined;
-  if (p.ort && args.ort) {
-    const plan = p.ort;
+  const sessions: ort.InferenceSession[] = [];
+  const plan = args.ort ? p.ort : undefined;
+  if (plan) {
     const options: ort.InferenceSession.SessionOptions = {
       intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: "sequential", graphOptimizationLevel: "disabled",
     };
-    const timeModel = async (model: Uint8Array, feed: ort.Tensor | undefined): Promise<Timing> => {
+    const addModel = async (name: string, model: Uint8Array, feed: ort.Tensor | undefined): Promise<void> => {
       const session = await ort.InferenceSession.create(model, options);
-      const t = await time(async () => {
+      sessions.push(session);
+      add(name, async () => {
         const feeds: Record<string, ort.Tensor> = {};
         if (feed) feeds.x = new ort.Tensor(feed.type, feed.data as never, [n]);
         const result = await session.run(feeds);
         sink ^= (result.y.data as ArrayLike<unknown>).length;
-      }, args.reps, args.warmup);
-      await session.release();
-      return t;
+      });
     };
-    const whole = plan.initializer
-      ? await timeModel(modelOf(plan.input, plan.nodes, plan.output, plan.opset, x), undefined)
-      : await timeModel(modelOf(plan.input, plan.nodes, plan.output, plan.opset), ortFeed(plan, input, n));
-    ortRate = rate(whole);
-    show("ort", ortRate);
+    if (plan.initializer) await addModel("ort", modelOf(plan.input, plan.nodes, plan.output, plan.opset, x), undefined);
+    else await addModel("ort", modelOf(plan.input, plan.nodes, plan.output, plan.opset), ortFeed(plan, input, n));
     if (plan.helper) {
       // The helper alone, on the intermediate tensor ORT's first node makes (computed here, not timed).
       const h = dtype(plan.helper.from);
-      const helperMs = await timeModel(modelOf(h.onnx, plan.nodes.slice(-1), plan.output, plan.opset, cast(x, h, p.opts)), undefined);
-      ortNet = rate({ wall: Math.max(whole.wall - helperMs.wall, 1e-9), cpu: Math.max(whole.cpu - helperMs.cpu, 1e-9) });
-      show("ort-net", ortNet);
+      await addModel("helper", modelOf(h.onnx, plan.nodes.slice(-1), plan.output, plan.opset, cast(x, h, p.opts)), undefined);
     }
+  }
+  const timings = await timeInterleaved(contenders, args.reps, args.warmup);
+  for (const s of sessions) await s.release();
+
+  const castRate = rate(timings.cast);
+  show("cast", castRate);
+  const intoRate = rate(timings.castInto);
+  show("castInto", intoRate);
+  const want = cast(x, to, p.opts).data;
+  let matches = equalStorage(out.data, want);
+  const asyncRate = timings.async && rate(timings.async);
+  if (asyncRate) show("async", asyncRate);
+  if (shared) matches &&= equalStorage(shared.data, want);
+  if (!matches) log(" (MISMATCH)");
+  const memRate = timings.mem && rate(timings.mem);
+  if (memRate) show("mem", memRate);
+  const ortRate = timings.ort && rate(timings.ort);
+  if (ortRate) show("ort", ortRate);
+  let ortNet: Rate | undefined;
+  if (timings.ort && timings.helper) {
+    const whole = timings.ort;
+    const helper = timings.helper;
+    ortNet = rate({ wall: Math.max(whole.wall - helper.wall, 1e-9), cpu: Math.max(whole.cpu - helper.cpu, 1e-9) });
+    show("ort-net", ortNet);
   }
   log("\n");
   if (sink === 0.5) console.log(sink); // keep the results alive
