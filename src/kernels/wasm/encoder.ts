@@ -80,11 +80,6 @@ const binary = (op: number) => (a: Code, b: Code): Code => cat(a, b, simd(op));
 export const load = (addr: Code, offset = 0): Code => cat(addr, simd(0x00), [4], uleb(offset));
 /** v128.store of `v` at `addr` + `offset`. */
 export const store = (addr: Code, v: Code, offset = 0): Code => cat(addr, v, simd(0x0b), [4], uleb(offset));
-/** v128.const with the int32 `n` in every lane. */
-export function splat32(n: number): Code {
-  const lane = [n & 0xff, (n >>> 8) & 0xff, (n >>> 16) & 0xff, (n >>> 24) & 0xff];
-  return cat(simd(0x0c), lane, lane, lane, lane);
-}
 export const and = binary(0x4e);
 export const or = binary(0x50);
 /** (a & mask) | (b & ~mask). */
@@ -124,11 +119,17 @@ export interface Func {
   readonly body: Code;
 }
 
+/** Bytes an active data segment writes into the memory at instantiation. */
+export interface DataSegment {
+  readonly offset: number;
+  readonly bytes: Uint8Array;
+}
+
 /**
  * A module exporting `memory` (`pages` of 64 KiB, not growable by the kernels) and the functions,
- * each of type (i32, ...) -> ().
+ * each of type (i32, ...) -> (), with an optional data segment.
  */
-export function moduleBytes(funcs: readonly Func[], pages: number): Uint8Array {
+export function moduleBytes(funcs: readonly Func[], pages: number, data?: DataSegment): Uint8Array {
   const arities = [...new Set(funcs.map((f) => f.params))];
   const types = section(1, vec(arities.map((p) => cat([0x60], vec(Array.from({ length: p }, () => [I32])), [0]))));
   const fnsec = section(3, vec(funcs.map((f) => uleb(arities.indexOf(f.params)))));
@@ -145,5 +146,7 @@ export function moduleBytes(funcs: readonly Func[], pages: number): Uint8Array {
     return cat(uleb(body.length), body);
   });
   const code = section(10, vec(bodies));
-  return new Uint8Array(cat([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00], types, fnsec, mem, exports, code));
+  // An active segment of memory 0: flags 0, offset (i32.const, end), the bytes.
+  const segments = data ? section(11, vec([cat([0x00], i32(data.offset), [0x0b], vec(Array.from(data.bytes, (b) => [b])))])) : [];
+  return new Uint8Array(cat([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00], types, fnsec, mem, exports, code, segments));
 }

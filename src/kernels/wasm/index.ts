@@ -5,7 +5,7 @@
  * WebAssembly SIMD is unavailable (no WebAssembly, no SIMD, or a
  * Content-Security-Policy without 'wasm-unsafe-eval'); then use the TypeScript path.
  *
- * The module (about 1.8 KiB) is built from source at run time (kernels.ts, encoder.ts) and
+ * The module (about 2.5 KiB) is built from source at run time (kernels.ts, encoder.ts) and
  * instantiated synchronously on first use (`new WebAssembly.Module` + `new WebAssembly.Instance`,
  * allowed for small modules on browsers' main threads and in Node): no top-level await, no fetch,
  * no generated file. The caller's arrays are not in the module's memory, so each call streams the
@@ -36,7 +36,8 @@ interface Loaded {
 const CHUNK = 16384;
 const IN = 0;
 const OUT = 8 * CHUNK;
-const PAGES = (12 * CHUNK) >>> 16;
+/** The in and out regions, then a page whose end holds the kernels' constants. */
+const PAGES = ((12 * CHUNK) >>> 16) + 1;
 
 let loaded: Loaded | null | undefined;
 

@@ -26,7 +26,7 @@
 import {
   and, demoteZero, extendHighS16, extendLowS16, f32x4Abs, f32x4Add, f32x4Lt, f32x4Ne, f32x4Sub, get,
   i32, i32Add, i32Eqz, i32Sub, i32x4Add, i32x4GtS, i32x4LtS, i32x4MinS, i32x4Shl, i32x4ShrU, i32x4Sub,
-  load, moduleBytes, narrowU, or, select, set, shuffle, splat32, store, truncSatS, whileNot, type Code,
+  load, moduleBytes, narrowU, or, select, set, shuffle, store, truncSatS, whileNot, type Code,
   type Func,
 } from "./encoder.js";
 
@@ -41,11 +41,34 @@ const T = 6;
 const FIRST_CONSTANT = 7;
 
 /**
- * The splat constants of one function, each held in a local set once before the loop (V8 builds a
- * v128.const with several instructions; a local stays in a register or one load away).
+ * The constants of the module: each 4-lane splat once, 16 bytes apart in a data segment at `base`.
+ * A function loads the ones it uses into locals before its loop. (Set from v128.const, the locals
+ * are constant-folded by V8's optimiser, which then rebuilds every constant inside the loop, three
+ * instructions each; loaded from memory, they stay in registers or one load away.)
  */
+class ConstantPool {
+  private readonly slots = new Map<number, number>();
+  constructor(readonly base: number) {}
+  slot(n: number): number {
+    let i = this.slots.get(n);
+    if (i === undefined) {
+      i = this.slots.size;
+      this.slots.set(n, i);
+    }
+    return i;
+  }
+  /** The data segment's bytes: every constant as four little-endian 32-bit lanes. */
+  bytes(): Uint8Array {
+    const words = new Uint32Array(4 * this.slots.size);
+    for (const [n, i] of this.slots) words.fill(n >>> 0, 4 * i, 4 * i + 4);
+    return new Uint8Array(words.buffer);
+  }
+}
+
+/** The constants one function uses, each in a local loaded from the pool before the loop. */
 class Constants {
   private readonly index = new Map<number, number>();
+  constructor(private readonly pool: ConstantPool) {}
   c = (n: number): Code => {
     let i = this.index.get(n);
     if (i === undefined) {
@@ -58,7 +81,7 @@ class Constants {
     return this.index.size;
   }
   prologue(): Code {
-    return [...this.index].flatMap(([n, i]) => set(i, splat32(n)));
+    return [...this.index].flatMap(([n, i]) => set(i, load(i32(0), this.pool.base + 16 * this.pool.slot(n))));
   }
 }
 
@@ -117,8 +140,8 @@ function func(name: string, constants: Constants, loopCode: Code): Func {
 }
 
 /** 8 float32 (32 bytes) -> 8 16-bit codes (16 bytes) per group. */
-function narrowing(name: string, encode: (c: Constants["c"]) => Code): Func {
-  const k = new Constants();
+function narrowing(pool: ConstantPool, name: string, encode: (c: Constants["c"]) => Code): Func {
+  const k = new Constants(pool);
   const code = loop([
     set(X, load(get(SRC), 0)),
     set(R, encode(k.c)),
@@ -129,8 +152,8 @@ function narrowing(name: string, encode: (c: Constants["c"]) => Code): Func {
 }
 
 /** 8 float16 (16 bytes) -> 8 float32 (32 bytes) per group. */
-function widening(name: string, decode: (c: Constants["c"]) => Code): Func {
-  const k = new Constants();
+function widening(pool: ConstantPool, name: string, decode: (c: Constants["c"]) => Code): Func {
+  const k = new Constants(pool);
   const code = loop([
     set(R, load(get(SRC), 0)),
     set(X, extendLowS16(get(R))),
@@ -149,8 +172,8 @@ const LOW_HALVES = [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
 const words64 = (high: number): number[] => [0, 8, 16, 24].flatMap((b) => [0, 1, 2, 3].map((i) => b + high + i));
 
 /** 16 float32 (64 bytes) -> 16 bytes per group. */
-function f32ToInt8(): Func {
-  const k = new Constants();
+function f32ToInt8(pool: ConstantPool): Func {
+  const k = new Constants(pool);
   // The x86-64 int32 of the float32 at src + offset: INT_MIN (low byte 0) for |x| >= 2^31 and NaN.
   const int32 = (offset: number): Code => [
     ...set(X, load(get(SRC), offset)),
@@ -165,8 +188,8 @@ function f32ToInt8(): Func {
 }
 
 /** 8 float64 (64 bytes) -> 8 float32 (32 bytes) per group. */
-function f64ToF32(): Func {
-  const k = new Constants();
+function f64ToF32(pool: ConstantPool): Func {
+  const k = new Constants(pool);
   // 4 float64 at src + offset (locals X, A) -> 4 float32 bits.
   const four = (offset: number): Code => [
     ...set(X, load(get(SRC), offset)),
@@ -186,8 +209,8 @@ function f64ToF32(): Func {
 }
 
 /** 8 int64 (64 bytes) -> 8 int32 (32 bytes) per group: the low words. */
-function int64ToInt32(): Func {
-  const k = new Constants();
+function int64ToInt32(pool: ConstantPool): Func {
+  const k = new Constants(pool);
   const code = loop([
     store(get(DST), shuffle(load(get(SRC), 0), load(get(SRC), 16), words64(0)), 0),
     store(get(DST), shuffle(load(get(SRC), 32), load(get(SRC), 48), words64(0)), 16),
@@ -199,8 +222,8 @@ function int64ToInt32(): Func {
 const highHalves = (first: number): number[] => [0, 1, 2, 3].flatMap((i) => [0, 0, 16 + first + 2 * i, 17 + first + 2 * i]);
 
 /** 8 bfloat16 (16 bytes) -> 8 float32 (32 bytes) per group. */
-function bf16ToF32(): Func {
-  const k = new Constants();
+function bf16ToF32(pool: ConstantPool): Func {
+  const k = new Constants(pool);
   // 4 codes from bytes `first`.. of local R -> float32 bits; NaN to 0x7FC00000 with its sign.
   const four = (first: number): Code => [
     ...set(X, shuffle(k.c(0), get(R), highHalves(first))),
@@ -221,15 +244,25 @@ function bf16ToF32(): Func {
 export const KERNELS = ["f32_f16", "f16_f32", "f32_bf16", "f32_i8", "f64_f32", "i64_i32", "bf16_f32"] as const;
 export type KernelName = (typeof KERNELS)[number];
 
-/** The whole module: the kernels and an exported memory of `pages` 64 KiB pages. */
+/** Bytes at the end of the memory that hold the constant pool. */
+export const POOL_BYTES = 1024;
+
+/**
+ * The whole module: the kernels and an exported memory of `pages` 64 KiB pages, whose last
+ * POOL_BYTES hold the kernels' constants (a data segment); the rest is free for the caller.
+ */
 export function kernelModule(pages: number): Uint8Array {
-  return moduleBytes([
-    narrowing("f32_f16", f16Of),
-    widening("f16_f32", f32OfHalf),
-    narrowing("f32_bf16", bf16Of),
-    f32ToInt8(),
-    f64ToF32(),
-    int64ToInt32(),
-    bf16ToF32(),
-  ], pages);
+  const pool = new ConstantPool(pages * 65536 - POOL_BYTES);
+  const funcs = [
+    narrowing(pool, "f32_f16", f16Of),
+    widening(pool, "f16_f32", f32OfHalf),
+    narrowing(pool, "f32_bf16", bf16Of),
+    f32ToInt8(pool),
+    f64ToF32(pool),
+    int64ToInt32(pool),
+    bf16ToF32(pool),
+  ];
+  const data = pool.bytes();
+  if (data.length > POOL_BYTES) throw new Error(`wasm kernels: ${data.length} bytes of constants, room for ${POOL_BYTES}`);
+  return moduleBytes(funcs, pages, { offset: pool.base, bytes: data });
 }
