@@ -14,6 +14,7 @@
  * - "async 2T": `castIntoAsync(x, out, { threads: 2 })` from src/node: two threads (the caller and
  *   one worker) into one reused output on a SharedArrayBuffer; the input is an ordinary
  *   ArrayBuffer, so the worker's chunks are copied into shared staging buffers (timed).
+ *   "async 2T shared-in": the same with the input on a SharedArrayBuffer (no staging copies).
  * - "ORT": onnxruntime-node, one thread (intra-op and inter-op), graph optimisations off so helper
  *   nodes run as written. Timed: creating the input ort.Tensor, session.run, reading the output's
  *   data (the Node binding copies it into a JS typed array). Session creation is not timed. Where
@@ -291,6 +292,7 @@ interface Row {
   cast: Rate;
   into: Rate;
   async?: Rate;
+  asyncShared?: Rate;
   ort?: Rate;
   /** ORT with the time of an output helper subtracted (pairs that have one). */
   ortNet?: Rate;
@@ -302,6 +304,7 @@ interface Row {
   castVsMem?: Rate;
   intoVsMem?: Rate;
   asyncVsMem?: Rate;
+  asyncSharedVsMem?: Rate;
   ortIO: string;
   /** Whether castInto and castIntoAsync gave the bytes of cast(). */
   matches: boolean;
@@ -335,6 +338,12 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
     const options = { ...p.opts, threads: 2 };
     const target = shared;
     add("async", async () => { sink ^= (await castIntoAsync(x, target, options)).size; });
+    // The same with the input already in shared memory (workers read it where it is, no staging).
+    const inBytes = (input as Exclude<Storage, string[]>).byteLength;
+    const sharedInput = new Uint8Array(new SharedArrayBuffer(inBytes));
+    sharedInput.set(new Uint8Array((input as Uint8Array).buffer, (input as Uint8Array).byteOffset, inBytes));
+    const xs = Tensor.fromStorage(new (TYPED_ARRAYS[from.array as Exclude<DType["array"], "Array">])(sharedInput.buffer, 0, storageLength(from, n)) as StorageOf<DTypeName>, from, [n]);
+    add("asyncShared", async () => { sink ^= (await castIntoAsync(xs, target, options)).size; });
     const bytes = Math.ceil(((bytesPerElement(from) + bytesPerElement(to)) / 2) * n);
     const a = new Uint8Array(bytes).fill(0x5a);
     const b = new Uint8Array(bytes);
@@ -375,6 +384,8 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
   let matches = equalStorage(out.data, want);
   const asyncRate = timings.async && rate(timings.async);
   if (asyncRate) show("async", asyncRate);
+  const asyncSharedRate = timings.asyncShared && rate(timings.asyncShared);
+  if (asyncSharedRate) show("async-shared-in", asyncSharedRate);
   if (shared) matches &&= equalStorage(shared.data, want);
   if (!matches) log(" (MISMATCH)");
   const memRate = timings.mem && rate(timings.mem);
@@ -393,9 +404,10 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
 
   const div = (a: Rate | undefined, b: Rate | undefined): Rate | undefined => (a && b ? { wall: a.wall / b.wall, cpu: a.cpu / b.cpu } : undefined);
   return {
-    pair: p.name, elements: n, cast: castRate, into: intoRate, async: asyncRate, ort: ortRate, ortNet, mem: memRate,
+    pair: p.name, elements: n, cast: castRate, into: intoRate, async: asyncRate, asyncShared: asyncSharedRate, ort: ortRate, ortNet, mem: memRate,
     castVsOrt: div(castRate, ortRate), intoVsOrt: div(intoRate, ortRate), intoVsOrtNet: div(intoRate, ortNet),
     castVsMem: div(castRate, memRate), intoVsMem: div(intoRate, memRate), asyncVsMem: div(asyncRate, memRate),
+    asyncSharedVsMem: div(asyncSharedRate, memRate),
     ortIO: p.ort ? (args.ort ? p.ort.note : "not run (--no-ort)") : p.noOrt ?? "",
     matches,
   };
@@ -430,15 +442,15 @@ function pct(v: number | undefined): string {
 /** The table, by wall clock ("wall") or by process CPU time ("cpu"). */
 function table(rows: Row[], clock: keyof Rate): string {
   const head = [
-    "pair", "n", "cast() M/s", "castInto M/s", "async 2T M/s", "ORT M/s", "ORT net M/s", "memcpy M/s",
-    "cast/ORT", "castInto/ORT", "castInto/ORT net", "cast/mem", "castInto/mem", "async 2T/mem", "ORT I/O",
+    "pair", "n", "cast() M/s", "castInto M/s", "async 2T M/s", "async 2T shared-in M/s", "ORT M/s", "ORT net M/s", "memcpy M/s",
+    "cast/ORT", "castInto/ORT", "castInto/ORT net", "cast/mem", "castInto/mem", "async 2T/mem", "shared-in/mem", "ORT I/O",
   ];
   const body = rows.map((r) => [
     r.pair + (r.matches ? "" : " (MISMATCH)"),
     r.elements >= 1 << 20 && r.elements % (1 << 20) === 0 ? `${r.elements / (1 << 20)}Mi` : String(r.elements),
-    fmt(r.cast[clock]), fmt(r.into[clock]), fmt(r.async?.[clock]), fmt(r.ort?.[clock]), fmt(r.ortNet?.[clock]), fmt(r.mem?.[clock]),
+    fmt(r.cast[clock]), fmt(r.into[clock]), fmt(r.async?.[clock]), fmt(r.asyncShared?.[clock]), fmt(r.ort?.[clock]), fmt(r.ortNet?.[clock]), fmt(r.mem?.[clock]),
     ratio(r.castVsOrt?.[clock]), ratio(r.intoVsOrt?.[clock]), ratio(r.intoVsOrtNet?.[clock]),
-    pct(r.castVsMem?.[clock]), pct(r.intoVsMem?.[clock]), pct(r.asyncVsMem?.[clock]),
+    pct(r.castVsMem?.[clock]), pct(r.intoVsMem?.[clock]), pct(r.asyncVsMem?.[clock]), pct(r.asyncSharedVsMem?.[clock]),
     r.ortIO,
   ]);
   return [head, head.map(() => "---"), ...body].map((cells) => `| ${cells.join(" | ")} |`).join("\n");
