@@ -394,6 +394,221 @@ function leadingDigits(x: number, n: number): number {
   return -1;
 }
 
+// ---------------------------------------------------------------------------------------------
+// float32 -> Python repr, the hot case
+
+/*
+ * The same digits as `shortestDigits`, decided in exact double arithmetic instead of by printing
+ * and re-parsing. x = m * 2^e (m < 2^24) is scaled by 10^s into X = x * 10^s in [1e8, 1e9), whose
+ * integer part holds x's first nine digits. 10^s (s <= 22, exact) is split into a 26-bit head and
+ * a 26-bit tail, so x * head and x * tail are both exact (24 + 26 bits) and X is their exact sum,
+ * held as S + T (S the rounded sum, T its error, |T| <= ulp(S) / 2). A k-digit candidate is then
+ * x rounded half up to k digits (what toExponential gives), a multiple C of 10^(9 - k) in these
+ * units, and it round-trips when it lies within x's rounding interval, which in these units is
+ * X - lower .. X + upper with upper = 2^(e-1) * 10^s (exact: a power of two times an exact 10^s),
+ * lower the same or half that below a power of two, the ends included when m is even (round half
+ * to even). C - S is exact (Sterbenz), so only T blurs the distance; a candidate within 1e-6 of
+ * an end (it cannot land exactly on one unless T is 0) goes to the reference printer.
+ */
+
+/** 10^s = POW10_HEAD[s] + POW10_TAIL[s], each with at most 26 significant bits (Dekker's split). */
+const POW10_HEAD = new Float64Array(23);
+const POW10_TAIL = new Float64Array(23);
+for (let s = 0; s <= 22; s++) {
+  const p = POW10[s];
+  const c = 134217729 * p; // 2^27 + 1
+  POW10_HEAD[s] = c - (c - p);
+  POW10_TAIL[s] = p - POW10_HEAD[s];
+}
+
+/** By float32 exponent field f (1..254): floor(log10(2^(f - 127))), the decimal exponent of x or one below. */
+const DECADE = Int8Array.from({ length: 256 }, (_, f) => Math.floor((f - 127) * Math.log10(2)));
+/** By float32 exponent field f: 2^(f - 151), half an ulp of the normal binade f. */
+const HALF_ULP = Float64Array.from({ length: 256 }, (_, f) => pow2(f - 151));
+
+/**
+ * x rounded half up to k < 9 digits, as an integer of k digits (or 10^k), if it round-trips;
+ * 0 if it does not; -1 if float64 cannot tell. X = S + T exactly, `whole` its integer part, and
+ * upper / lower / even describe x's rounding interval in the same units. (Arguments, not module
+ * variables: a double stored in a module variable is boxed, an allocation per store.)
+ */
+function attempt32(k: number, whole: number, S: number, T: number, upper: number, lower: number, even: boolean): number {
+  const unit = POW10[9 - k];
+  // whole / unit is a multiple of 1 / unit below 1e9, so its rounding cannot cross an integer.
+  const q = Math.floor(whole / unit);
+  const r = 2 * (whole - q * unit) >= unit ? q + 1 : q;
+  const y = r * unit - S; // exact: both in [1e8, 1e9], within a factor of two
+  // C - X = y - T, and y is a multiple of ulp(S) > |T|, so y's sign is the candidate's side.
+  const above = y > 0;
+  const distance = above ? y : -y;
+  const bound = above ? upper : lower;
+  if (T === 0) return distance < bound || (distance === bound && even) ? r : 0;
+  const gap = bound - distance; // rounding error < 1e-8, and |T| <= 2^-24
+  if (gap > 1e-6) return r;
+  if (gap < -1e-6) return 0;
+  return -1;
+}
+
+/** Characters of the string being built, as char codes. */
+const chars = new Uint8Array(32);
+
+/**
+ * Python's repr of the float32 with bits `b` whose magnitude is `a`, or "" when the fast path does
+ * not apply (zero, subnormal, NaN, infinity, a scale outside the exact powers of ten, an undecidable
+ * candidate): the caller then asks `formatPython`.
+ */
+function float32Repr(b: number, a: number): string {
+  const field = (b >>> 23) & 0xff;
+  if (field === 0 || field === 0xff) return "";
+  // One more decade when X lands on or above 1e9.
+  let s = 8 - DECADE[field];
+  let S = 0;
+  let T = 0;
+  for (;;) {
+    if (s < 0 || s > 22) return "";
+    const head = a * POW10_HEAD[s];
+    const tail = a * POW10_TAIL[s];
+    S = head + tail;
+    T = tail - (S - head); // Fast2Sum: |head| >= |tail|
+    if (S < 1e9 || (S === 1e9 && T < 0)) break;
+    s--;
+  }
+  let whole = Math.floor(S);
+  if (whole === S && T < 0) whole--;
+  const mantissa = b & 0x7fffff;
+  const upper = HALF_ULP[field] * POW10[s];
+  const lower = mantissa === 0 && field > 1 ? upper / 2 : upper;
+  const even = (mantissa & 1) === 0;
+
+  // Nine digits always round-trip. X - whole - 1/2 is exact in float64 and a multiple of ulp(S).
+  const half = S - whole - 0.5;
+  let best = half > 0 || (half === 0 && T >= 0) ? whole + 1 : whole;
+  let bestK = 9;
+  // Where the interval is symmetric, the closest k-digit value is a (k+1)-digit value too, so if
+  // it fits, so does the closest (k+1)-digit value: the shortest length is the first that fails,
+  // minus one, as the bisection of `shortestDigits` finds. Powers of two, whose lower end is the
+  // closer, behave the same (all 254 are checked in test/ops/strings-print-fast.test.ts). Most
+  // float32 need 8 digits and most of the rest 7, so start at 7 and walk away from it.
+  let r = attempt32(7, whole, S, T, upper, lower, even);
+  if (r < 0) return "";
+  if (r === 0) {
+    r = attempt32(8, whole, S, T, upper, lower, even);
+    if (r < 0) return "";
+    if (r > 0) { best = r; bestK = 8; }
+  } else {
+    best = r;
+    bestK = 7;
+    for (let k = 6; k >= 1; k--) {
+      r = attempt32(k, whole, S, T, upper, lower, even);
+      if (r < 0) return "";
+      if (r === 0) break;
+      best = r;
+      bestK = k;
+    }
+  }
+  // best has bestK digits, or is 10^bestK after rounding up: the first digit is 10^exp10.
+  let exp10 = 8 - s;
+  let digits = best | 0; // < 2^31: int32 arithmetic from here on
+  let count = bestK;
+  if (digits === POW10[bestK]) { digits = 1; count = 1; exp10++; }
+  for (let q = (digits / 10) | 0; digits === 10 * q; q = (digits / 10) | 0) { digits = q; count--; }
+  return layout32(b >>> 31 !== 0, digits, count, exp10, a);
+}
+
+/** Python's repr layout, as `pythonLayout` does, of `count` digits (an integer < 2^31) at exp10. */
+function layout32(negative: boolean, digits: number, count: number, exp10: number, a: number): string {
+  let at = 0;
+  if (negative) chars[at++] = 45; // -
+  if (a >= 1e-4 && a < 1e16) {
+    if (exp10 >= 0) {
+      const point = at + exp10 + 1;
+      if (count <= exp10 + 1) {
+        at = putDigits(digits, count, at);
+        while (at < point) chars[at++] = 48;
+        chars[at++] = 46; // .
+        chars[at++] = 48;
+      } else {
+        // All the digits, then the fraction moved one place right to make room for the point.
+        const end = putDigits(digits, count, at);
+        for (let j = end; j > point; j--) chars[j] = chars[j - 1];
+        chars[point] = 46;
+        at = end + 1;
+      }
+    } else {
+      chars[at++] = 48;
+      chars[at++] = 46;
+      for (let z = -exp10 - 1; z > 0; z--) chars[at++] = 48;
+      at = putDigits(digits, count, at);
+    }
+  } else {
+    // d[.ddd]e[+-]XX, the exponent at least two digits (float32's are at most two).
+    const first = Math.floor(digits / POW10[count - 1]);
+    chars[at++] = 48 + first;
+    if (count > 1) {
+      chars[at++] = 46;
+      at = putDigits(digits - first * POW10[count - 1], count - 1, at);
+    }
+    chars[at++] = 101; // e
+    chars[at++] = exp10 < 0 ? 45 : 43;
+    const e = exp10 < 0 ? -exp10 : exp10;
+    const tens = (e / 10) | 0;
+    chars[at++] = 48 + tens;
+    chars[at++] = 48 + e - 10 * tens;
+  }
+  return charString(at);
+}
+
+/** Writes `digits` as exactly `count` decimal digits (leading zeros kept) at chars[at]; returns the end. */
+function putDigits(digits: number, count: number, at: number): number {
+  const end = at + count;
+  let d = digits | 0;
+  for (let j = end - 1; j >= at; j--) {
+    const q = (d / 10) | 0;
+    chars[j] = 48 + d - 10 * q;
+    d = q;
+  }
+  return end;
+}
+
+/**
+ * The first `n` chars as a string, in one allocation: a fixed-arity fromCharCode per length
+ * (spreading a subarray would allocate an iterator and an arguments list per element).
+ */
+function charString(n: number): string {
+  const c = chars;
+  switch (n) {
+    case 1: return String.fromCharCode(c[0]);
+    case 2: return String.fromCharCode(c[0], c[1]);
+    case 3: return String.fromCharCode(c[0], c[1], c[2]);
+    case 4: return String.fromCharCode(c[0], c[1], c[2], c[3]);
+    case 5: return String.fromCharCode(c[0], c[1], c[2], c[3], c[4]);
+    case 6: return String.fromCharCode(c[0], c[1], c[2], c[3], c[4], c[5]);
+    case 7: return String.fromCharCode(c[0], c[1], c[2], c[3], c[4], c[5], c[6]);
+    case 8: return String.fromCharCode(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]);
+    case 9: return String.fromCharCode(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]);
+    case 10: return String.fromCharCode(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9]);
+    case 11: return String.fromCharCode(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10]);
+    case 12: return String.fromCharCode(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11]);
+    case 13: return String.fromCharCode(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12]);
+    case 14: return String.fromCharCode(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]);
+    case 15: return String.fromCharCode(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14]);
+    default: {
+      let text = "";
+      for (let j = 0; j < n; j++) text += String.fromCharCode(c[j]);
+      return text;
+    }
+  }
+}
+
+/** Every float32 in `src` in Python's repr: the fast path, else the reference `formatPython`. */
+function formatFloat32Python(src: Float32Array, from: DType, count: number, out: string[]): void {
+  const bits = new Uint32Array(src.buffer, src.byteOffset, count);
+  for (let i = 0; i < count; i++) {
+    const x = src[i];
+    const text = float32Repr(bits[i], Math.abs(x));
+    out[i] = text !== "" ? text : formatPython(x, from, RoundTripCheck.Float32);
+  }
+}
 
 /** C's "%.8g", with printf's round-half-even on exact decimal ties (JS rounds those up). */
 function formatOnnxruntime(x: number): string {
@@ -439,6 +654,10 @@ export function formatStrings(src: Storage, from: DType, count: number, format: 
   if (from.bits === 64 && from.kind !== "float") {
     const w = src as BigInt64Array | BigUint64Array;
     for (let i = 0; i < count; i++) out[i] = w[i].toString();
+    return out;
+  }
+  if (from.name === "float32" && format === "python") {
+    formatFloat32Python(src as Float32Array, from, count, out);
     return out;
   }
   const values = new Float64Array(count);
