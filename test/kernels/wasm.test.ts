@@ -11,6 +11,8 @@
  * - float64 -> float32: every float32 binade (subnormals and overflow included) with the value, the
  *   tie to the next float32 and their float64 neighbours (sticky bits), NaN payloads, float64
  *   subnormals, and millions of random patterns; int64 -> int32: edges and random patterns;
+ * - every 8-bit source -> float32 / int32 / uint32 (the table kernel): every code under several
+ *   option sets, the table switched between calls;
  * - counts 0 to 33 and around the 16384-element chunk, views at odd element offsets;
  * - pairs without a kernel return false and write nothing.
  * With TENSORCAST_EXHAUSTIVE=1, also all 2^32 float32 patterns against fastCast's scalar kernels
@@ -18,7 +20,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { dtype, type DType, type Storage } from "../../src/dtype/table.js";
+import { dtype, DTYPES, type DType, type Storage } from "../../src/dtype/table.js";
 import { castReference, type ResolvedCastOptions } from "../../src/kernels/reference.js";
 import { fastCast } from "../../src/kernels/fast/index.js";
 import { wasmAvailable, wasmCast } from "../../src/kernels/wasm/index.js";
@@ -389,6 +391,45 @@ test("float32 -> int8 / uint8, float64 -> float32, int64 -> int32: every count a
       for (let b = (count + 1) * e; b < sentinel.length; b++) assert.equal(sentinel[b], 0xab, "nothing written past the end");
     }
   }
+});
+
+test("8-bit sources -> float32 / int32 / uint32: every code under every option set, tables switched between calls", () => {
+  const sources = DTYPES.filter((t) => t.bits === 8 && !t.packed && t.kind !== "string");
+  const targets = [F32, dtype("int32"), dtype("uint32")];
+  const optionSets: ResolvedCastOptions[] = [
+    OPTS, { saturate: false, roundMode: "up" }, { saturate: true, roundMode: "down" }, { saturate: false, roundMode: "nearest" },
+  ];
+  const count = 2 * CHUNK + 256 + 13; // every code, across chunks, a partial group at the end
+  const bytes = new Uint8Array(count + 1);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 167 + (i >>> 8)) & 0xff;
+  for (let c = 0; c < 256; c++) bytes[1 + c] = c;
+  let checked = 0;
+  // Each round visits every (source, target, options): consecutive calls need different tables.
+  for (let round = 0; round < 2; round++) {
+    for (const opts of optionSets) {
+      for (const from of sources) {
+        // A view at byte offset 1, typed as the source's storage.
+        const src = from.array === "Int8Array" ? new Int8Array(bytes.buffer, 1, count) : new Uint8Array(bytes.buffer, 1, count);
+        for (const to of targets) {
+          const backing = new Uint32Array(count + 2).fill(0xdeadbeef);
+          const got = to.array === "Float32Array" ? new Float32Array(backing.buffer, 4, count)
+            : to.array === "Int32Array" ? new Int32Array(backing.buffer, 4, count) : new Uint32Array(backing.buffer, 4, count);
+          const want = got instanceof Float32Array ? new Float32Array(count) : got instanceof Int32Array ? new Int32Array(count) : new Uint32Array(count);
+          assert.equal(wasmCast(src, from, got, to, count, opts), true, `${from.name} -> ${to.name}`);
+          castReference(src, from, want, to, count, opts);
+          const g = new Uint32Array(got.buffer, got.byteOffset, count);
+          const w = new Uint32Array(want.buffer);
+          for (let i = 0; i < count; i++) {
+            if (g[i] !== w[i]) assert.fail(`${from.name} -> ${to.name} ${JSON.stringify(opts)}: element ${i} (code ${src[i]}): got ${hex(g[i], 8)}, want ${hex(w[i], 8)}`);
+          }
+          assert.equal(backing[0], 0xdeadbeef);
+          assert.equal(backing[count + 1], 0xdeadbeef, "nothing written past the end");
+          checked++;
+        }
+      }
+    }
+  }
+  assert.equal(checked, 2 * optionSets.length * sources.length * targets.length);
 });
 
 test("pairs without a kernel return false and write nothing", () => {

@@ -65,6 +65,13 @@ export const i32 = (n: number): Code => [0x41, ...sleb(n)];
 export const i32Add = (a: Code, b: Code): Code => cat(a, b, [0x6a]);
 export const i32Sub = (a: Code, b: Code): Code => cat(a, b, [0x6b]);
 export const i32Eqz = (a: Code): Code => cat(a, [0x45]);
+export const i32Shl = (a: Code, b: Code): Code => cat(a, b, [0x74]);
+/** i32.load8_u of the byte at `addr` + `offset`. */
+export const loadU8 = (addr: Code, offset = 0): Code => cat(addr, [0x2d, 0], uleb(offset));
+/** i32.load of the 4 bytes at `addr` + `offset` (alignment hint 4). */
+export const loadI32 = (addr: Code, offset = 0): Code => cat(addr, [0x28, 2], uleb(offset));
+/** i32.store of `v` at `addr` + `offset` (alignment hint 4). */
+export const storeI32 = (addr: Code, v: Code, offset = 0): Code => cat(addr, v, [0x36, 2], uleb(offset));
 
 /** `block { loop { if (cond) break; body; continue } }`: a while loop, cond tested first. */
 export function whileNot(cond: Code, body: Code): Code {

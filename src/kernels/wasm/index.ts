@@ -1,7 +1,8 @@
 /**
  * WebAssembly SIMD kernels for float32 -> float16, float16 -> float32, float32 -> bfloat16,
- * bfloat16 -> float32, float32 -> int8 / uint8, float64 -> float32 and int64 -> int32, with the contract of fastCast:
- * the bytes of castReference, or false (nothing written) when there is no kernel for the pair or
+ * bfloat16 -> float32, float32 -> int8 / uint8, float64 -> float32 and int64 -> int32, and a scalar
+ * table kernel for every 8-bit source (float8, e8m0, int8, uint8, bool) -> float32 / int32 / uint32,
+ * with the contract of fastCast: the bytes of castReference, or false (nothing written) when there is no kernel for the pair or
  * WebAssembly SIMD is unavailable (no WebAssembly, no SIMD, or a
  * Content-Security-Policy without 'wasm-unsafe-eval'); then use the TypeScript path.
  *
@@ -17,6 +18,7 @@
  */
 import type { DType, Storage } from "../../dtype/table.js";
 import type { ResolvedCastOptions } from "../reference.js";
+import { byteLut } from "../fast/tables.js";
 import { kernelModule, type KernelName } from "./kernels.js";
 
 interface WasmApi {
@@ -30,14 +32,18 @@ type Kernel = (src: number, dst: number, groups: number) => void;
 interface Loaded {
   readonly bytes: Uint8Array;
   readonly kernels: Record<KernelName, Kernel>;
+  /** The 256-entry table now in the module's memory for byte_lut32. */
+  lut?: Int32Array;
 }
 
 /** Elements per chunk: a multiple of 16. The in region holds 8 bytes per element, the out region 4. */
 const CHUNK = 16384;
 const IN = 0;
 const OUT = 8 * CHUNK;
-/** The in and out regions, then a page whose end holds the kernels' constants. */
+/** The in and out regions, then a page for byte_lut32's table and the kernels' constants. */
 const PAGES = ((12 * CHUNK) >>> 16) + 1;
+const LUT = (PAGES - 1) * 65536;
+const DEFAULT_OPTS: ResolvedCastOptions = { saturate: true, roundMode: "up" };
 
 let loaded: Loaded | null | undefined;
 
@@ -54,7 +60,7 @@ function load(): Loaded | null {
       bytes: new Uint8Array(memory.buffer),
       kernels: {
         f32_f16: e.f32_f16, f16_f32: e.f16_f32, f32_bf16: e.f32_bf16,
-        f32_i8: e.f32_i8, f64_f32: e.f64_f32, i64_i32: e.i64_i32, bf16_f32: e.bf16_f32,
+        f32_i8: e.f32_i8, f64_f32: e.f64_f32, i64_i32: e.i64_i32, bf16_f32: e.bf16_f32, byte_lut32: e.byte_lut32,
       },
     };
   } catch {
@@ -87,6 +93,8 @@ function kernelFor(from: DType, to: DType): [KernelName, number, number, number]
     if (to.name === "float32") return ["f16_f32", 2, 4, 8];
   } else if (from.name === "bfloat16") {
     if (to.name === "float32") return ["bf16_f32", 2, 4, 8];
+  } else if (from.bits === 8 && !from.packed && to.bits === 32 && !to.packed) {
+    return ["byte_lut32", 1, 4, 8];
   } else if (from.name === "float64") {
     if (to.name === "float32") return ["f64_f32", 8, 4, 8];
   } else if (from.name === "int64") {
@@ -99,13 +107,13 @@ function kernelFor(from: DType, to: DType): [KernelName, number, number, number]
  * Casts `count` elements of `src` (type `from`) into `dst` (type `to`) as castReference would and
  * returns true; or returns false, having written nothing, when there is no WebAssembly kernel for
  * the pair here (float32 -> float16 / bfloat16 / int8 / uint8, float16 / bfloat16 -> float32,
- * float64 -> float32 and int64 -> int32 have one where WebAssembly SIMD is available). `opts` cannot change these pairs' bytes. Same conventions as
- * fastCast.
+ * float64 -> float32, int64 -> int32 and 8-bit sources -> 32-bit targets have one where WebAssembly
+ * SIMD is available; `opts` matters only to the 8-bit sources' tables). Same conventions as fastCast.
  *
  * @example if (!wasmCast(x.data, x.dtype, out, to, x.size, opts) && !fastCast(...)) castReference(...);
  */
 export function wasmCast(
-  src: Storage, from: DType, dst: Storage, to: DType, count: number, _opts?: ResolvedCastOptions,
+  src: Storage, from: DType, dst: Storage, to: DType, count: number, opts?: ResolvedCastOptions,
 ): boolean {
   const k = kernelFor(from, to);
   if (!k) return false;
@@ -114,6 +122,13 @@ export function wasmCast(
   const [name, inSize, outSize, group] = k;
   const kernel = w.kernels[name];
   const mem = w.bytes;
+  if (name === "byte_lut32") {
+    const lut = byteLut(from, to, opts ?? DEFAULT_OPTS) as Int32Array;
+    if (w.lut !== lut) {
+      new Int32Array(mem.buffer, LUT, 256).set(lut);
+      w.lut = lut;
+    }
+  }
   const s = bytesOf(src);
   const d = bytesOf(dst);
   for (let start = 0; start < count; start += CHUNK) {

@@ -26,7 +26,7 @@
 import {
   and, demoteZero, extendHighS16, extendLowS16, f32x4Abs, f32x4Add, f32x4Lt, f32x4Ne, f32x4Sub, get,
   i32, i32Add, i32Eqz, i32Sub, i32x4Add, i32x4GtS, i32x4LtS, i32x4MinS, i32x4Shl, i32x4ShrU, i32x4Sub,
-  load, moduleBytes, narrowU, or, select, set, shuffle, store, truncSatS, whileNot, type Code,
+  load, loadI32, loadU8, moduleBytes, narrowU, or, select, set, shuffle, store, storeI32, i32Shl, truncSatS, whileNot, type Code,
   type Func,
 } from "./encoder.js";
 
@@ -241,15 +241,31 @@ function bf16ToF32(pool: ConstantPool): Func {
   return func("bf16_f32", k, code);
 }
 
-export const KERNELS = ["f32_f16", "f16_f32", "f32_bf16", "f32_i8", "f64_f32", "i64_i32", "bf16_f32"] as const;
+/** Bytes at the start of the last page: the 256 32-bit entries of `byte_lut32`'s table. */
+export const LUT_BYTES = 1024;
+
+/**
+ * 8 bytes -> 8 32-bit elements per group, each the entry of a 256-entry table (any 8-bit source to
+ * float32 / int32 / uint32: the fast path's table, built from the reference). Scalar: SIMD has no
+ * gather, and a table load per element is what the JS kernel does, without its bounds checks.
+ */
+function byteLut32(pool: ConstantPool, lut: number): Func {
+  const k = new Constants(pool);
+  const entry = (i: number): Code => storeI32(get(DST), loadI32(i32Shl(loadU8(get(SRC), i), i32(2)), lut), 4 * i);
+  const code = loop([0, 1, 2, 3, 4, 5, 6, 7].map(entry), 8, 32);
+  return func("byte_lut32", k, code);
+}
+
+export const KERNELS = ["f32_f16", "f16_f32", "f32_bf16", "f32_i8", "f64_f32", "i64_i32", "bf16_f32", "byte_lut32"] as const;
 export type KernelName = (typeof KERNELS)[number];
 
 /** Bytes at the end of the memory that hold the constant pool. */
 export const POOL_BYTES = 1024;
 
 /**
- * The whole module: the kernels and an exported memory of `pages` 64 KiB pages, whose last
- * POOL_BYTES hold the kernels' constants (a data segment); the rest is free for the caller.
+ * The whole module: the kernels and an exported memory of `pages` 64 KiB pages. The last page
+ * starts with `byte_lut32`'s table (LUT_BYTES, written by the caller) and ends with the kernels'
+ * constants (POOL_BYTES, a data segment); the pages before it are free for the caller.
  */
 export function kernelModule(pages: number): Uint8Array {
   const pool = new ConstantPool(pages * 65536 - POOL_BYTES);
@@ -261,6 +277,7 @@ export function kernelModule(pages: number): Uint8Array {
     f64ToF32(pool),
     int64ToInt32(pool),
     bf16ToF32(pool),
+    byteLut32(pool, (pages - 1) * 65536),
   ];
   const data = pool.bytes();
   if (data.length > POOL_BYTES) throw new Error(`wasm kernels: ${data.length} bytes of constants, room for ${POOL_BYTES}`);
