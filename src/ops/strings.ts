@@ -1,7 +1,8 @@
 /**
  * Number <-> string casts (Cast-9+), as docs/semantics.md "Strings" describes:
- * - numbers print with the shortest digits that round-trip in the source type, in Python's repr
- *   layout ("0.1", "1e-05", "16777216.0", "nan", "-inf", "-0.0"), or in onnxruntime's "%.8g" layout;
+ * - numbers print with the shortest digits that round-trip in the source type (the nearest such,
+ *   ties to even, as numpy's repr), in Python's repr layout ("0.1", "1e-05", "16777216.0", "nan",
+ *   "-inf", "-0.0"), or in onnxruntime's "%.8g" layout;
  * - strings parse with a strict grammar, correctly rounded to float16 / bfloat16 / float32 / float64
  *   (float8, float4, float6 and e8m0 go through float64, then the usual cast), integer literals
  *   exactly to 64 bits, anything else a PARSE_ERROR naming the element.
@@ -25,6 +26,9 @@ const DECIMAL_TEST = /^\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
 const SPECIAL = /^\s*([+-]?)(inf|infinity|nan)\s*$/i;
 const INTEGER = /^\s*([+-]?)(\d+)\s*$/;
 const BOOLEAN = /^\s*(true|false)\s*$/i;
+
+/** 10^0 .. 10^22, every one exact in float64. */
+const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
 
 const scratch = new Float64Array(1);
 const scratchWords = new Uint32Array(scratch.buffer);
@@ -95,7 +99,11 @@ function nudge(x: number, away: boolean): number {
  * round-to-nearest-even then rounds the exact decimal, not the float64 (no double rounding).
  */
 function decimalToDouble(text: string, target: FloatFormat | undefined): number {
-  const x = Number(text);
+  return offTie(text, Number(text), target);
+}
+
+/** `decimalToDouble` given x, the correctly rounded float64 of the decimal literal `text`. */
+function offTie(text: string, x: number, target: FloatFormat | undefined): number {
   if (target && isTie(target, Math.abs(x))) {
     const side = compareExact(parseDecimal(text)!, Math.abs(x));
     if (side !== 0) return nudge(x, side > 0);
@@ -118,8 +126,76 @@ function parseError(index: number, text: string, to: DType, expected: string): T
 
 const FLOAT_GRAMMAR = 'a decimal number such as "1.5", "-2e-3", ".5", or inf / infinity / nan in any case';
 
+/** 2^53: an integer below it, built digit by digit, never rounded on the way. */
+const TWO53 = 2 ** 53;
+
+/**
+ * The common case in one pass: `text` of the form [+-]digits[.digits][(e|E)[+-]digits] (no
+ * whitespace, a mantissa digit on at least one side of the point) has its correctly rounded float64
+ * written at `values[i]`, moved off a target tie as `decimalToDouble` does, and gives true; anything
+ * else gives false without writing, and `parseFloatInto` takes the general path. The mantissa digits
+ * accumulate as an integer, exact while below 2^53 (10 * d + c is exact below 2^53, and rounding is
+ * monotonic, so a result below 2^53 was never rounded); with a decimal scale p in -22..22 the value
+ * is then one correctly rounded multiply or divide by the exact 10^|p|, which is Number()'s answer.
+ * More digits or a wider scale: Number(text), the grammar already checked.
+ */
+function scanDecimalInto(text: string, target: FloatFormat | undefined, values: Float64Array, i: number): boolean {
+  const n = text.length;
+  let at = 0;
+  let negative = false;
+  if (n > 0) {
+    const first = text.charCodeAt(0);
+    negative = first === 45; // -
+    if (negative || first === 43) at = 1; // +
+  }
+  const start = at;
+  let c = 0; // the last character read, minus "0"
+  let digits = 0;
+  for (; at < n; at++) {
+    c = text.charCodeAt(at) - 48;
+    if (c >>> 0 > 9) break;
+    digits = 10 * digits + c;
+  }
+  let seen = at - start; // mantissa digits
+  let scale = 0; // the mantissa is digits * 10^scale
+  if (at < n && c === -2) { // .
+    const point = ++at;
+    for (; at < n; at++) {
+      c = text.charCodeAt(at) - 48;
+      if (c >>> 0 > 9) break;
+      digits = 10 * digits + c;
+    }
+    scale = point - at;
+    seen -= scale;
+  }
+  if (seen === 0) return false;
+  if (at < n) {
+    if (c !== 53 && c !== 21) return false; // e E
+    if (++at === n) return false;
+    const sign = text.charCodeAt(at);
+    const down = sign === 45;
+    if ((down || sign === 43) && ++at === n) return false;
+    let e = 0;
+    for (; at < n; at++) {
+      c = text.charCodeAt(at) - 48;
+      if (c >>> 0 > 9) return false;
+      if (e < 100000) e = 10 * e + c;
+    }
+    // An exponent past 99999 stops counting and is left to Number(), however long the mantissa.
+    scale = e < 100000 ? scale + (down ? -e : e) : 100000;
+  }
+  let x: number;
+  if (digits < TWO53 && scale <= 22 && scale >= -22) {
+    x = scale >= 0 ? digits * POW10[scale] : digits / POW10[-scale];
+    if (negative) x = -x;
+  } else x = Number(text);
+  values[i] = target === undefined ? x : offTie(text, x, target);
+  return true;
+}
+
 /** Writes a float literal's float64 value (NaN with its sign) at `values[i]`; false if it does not parse. */
 function parseFloatInto(text: string, target: FloatFormat | undefined, values: Float64Array, words: Uint32Array, i: number): boolean {
+  if (scanDecimalInto(text, target, values, i)) return true;
   if (DECIMAL_TEST.test(text)) {
     values[i] = decimalToDouble(text, target);
     return true;
@@ -243,24 +319,28 @@ function roundTrips(text: string, t: DType, x: number): boolean {
   return decodeFloat(f, encodeFloat(f, back, false)) === x;
 }
 
-/** 10^0 .. 10^22, every one exact in float64. */
-const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
-
 /**
  * The shortest significant digits of x (finite, > 0) that round-trip in type t, left in
  * `shortest` (digits as an integer without trailing zeros, and the decimal exponent of the first).
+ * Of the shortest, the one nearest x, and on an exact decimal tie between two, the even one, as
+ * numpy's repr (Dragon4, unique mode) picks them.
  *
  * x is first rounded to D = ceil(1 + p log10 2) digits (p significand bits; 9 for float32), the
- * digits that always suffice, by one exact-operand scaling (the printer only near a rounding
- * boundary). A k-digit candidate is D rounded to k digits, which is x rounded to k digits except
- * when D's dropped part is exactly half a unit: then the side of x against D decides. A candidate's
- * value is one exact-operand multiply or divide by a power of ten, the correctly rounded float64 of
- * the decimal as Number() would give; a target tie takes the exact path of `roundTrips`. More
- * digits never stop a string from round-tripping, so the search tries D - 1 and D - 2 digits first
- * (most values of a wide format need one of the last two) and bisects below.
+ * digits that always suffice (the nearest D-digit decimal round-trips even where the interval
+ * below a power of two is half as wide), by one exact-operand scaling (the printer only near a
+ * rounding boundary), and placed against D exactly (`sideOf`). The k-digit decimals nearest x are
+ * then the multiples of 10^(D - k) around D, found in integer arithmetic. Any k-digit decimal
+ * inside x's rounding interval puts the one of them on its side there too, so only those two are
+ * tried: the nearer first, and the farther only where the interval is wider on its side (above a
+ * power of two, or above the max of a format that clamps). A candidate's value is one
+ * exact-operand multiply or divide by a power of ten, the correctly rounded float64 of the decimal
+ * as Number() would give; a target tie takes the exact path of `roundTrips`. More digits never
+ * stop a string from round-tripping, so the search tries D - 1 and D - 2 digits first (most values
+ * of a wide format need one of the last two) and bisects below.
  */
 function shortestDigits(x: number, t: DType, check: RoundTripCheck): void {
-  const most = SUFFICIENT_DIGITS[t.format!.manBits];
+  const f = t.format!;
+  const most = SUFFICIENT_DIGITS[f.manBits];
   let digits = leadingDigits(x, most);
   let exp10 = leadExp;
   if (digits < 0) {
@@ -269,19 +349,30 @@ function shortestDigits(x: number, t: DType, check: RoundTripCheck): void {
     const at = full.indexOf("e");
     digits = Number(full.slice(0, 1) + full.slice(2, at));
     exp10 = Number(full.slice(at + 1));
+    // toExponential breaks an exact tie upward; the nearest D-digit decimal goes to even. A tie
+    // x = (10 D - 5) * 10^(p - 1) needs |p - 1| <= 22 (5^23 has more bits than any format here,
+    // and 10 D - 5 < 5^15), where the test is a float64 operation.
+    const p = exp10 - most + 1;
+    if (digits % 2 === 1 && p >= -21 && p <= 23 && sideOf(x, 10 * digits - 5, p - 1) === 0) digits--;
   }
+  const lopsided = isPowerOfTwo(x) || (f.overflow === "clamp" && x === decodeFloat(f, f.maxCode));
+  // x against D, which `attempt` reads only where D is half a unit past a multiple (D ends in 5,
+  // 50, 500, ...): worked out only there.
+  let nonzero = digits;
+  while (nonzero - 10 * Math.floor(nonzero / 10) === 0) nonzero /= 10;
+  const side = nonzero - 10 * Math.floor(nonzero / 10) === 5 ? sideOf(x, digits, exp10 - most + 1) : 0;
   shortest.digits = digits;
   shortest.exp10 = exp10;
   let hi = most;
   for (let k = most - 1; k >= Math.max(1, most - 2); k--) {
-    if (!attempt(x, t, check, most, digits, exp10, k)) return trimZeros();
+    if (!attempt(x, t, check, most, digits, exp10, side, lopsided, k)) return trimZeros();
     hi = k;
   }
   // Only a success writes `shortest`, so it ends holding the candidate of the final hi.
   let lo = 1;
   while (lo < hi) {
     const probe = (lo + hi) >> 1;
-    if (attempt(x, t, check, most, digits, exp10, probe)) hi = probe;
+    if (attempt(x, t, check, most, digits, exp10, side, lopsided, probe)) hi = probe;
     else lo = probe + 1;
   }
   trimZeros();
@@ -313,43 +404,77 @@ function scaled(digits: number, p: number): number {
   return p >= 0 && p <= 22 ? digits * POW10[p] : p < 0 && p >= -22 ? digits / POW10[-p] : Number(`${digits}e${p}`);
 }
 
+/** 5^0 .. 5^22, every one exact in float64. */
+const POW5 = Array.from({ length: 23 }, (_, i) => 5 ** i);
+
 /**
- * Whether the k-digit rounding of x round-trips in t, given x's `most`-digit rounding
- * digits * 10^(exp10 - most + 1); on success the candidate is left in `shortest`.
+ * The sign of x - digits * 10^p, exactly, for a finite x > 0 and an integer 0 < digits < 2^53.
+ * The float64 nearest the decimal tells unless it is x itself; then the decimal is x when the
+ * product is exact (digits * 10^p below 2^53), or when digits = (x * 2^-p) * 5^-p in integers;
+ * anything else is a decimal within half a float64 ulp of x, which BigInt arithmetic places.
  */
-function attempt(x: number, t: DType, check: RoundTripCheck, most: number, digits: number, exp10: number, k: number): boolean {
+function sideOf(x: number, digits: number, p: number): number {
+  const d = scaled(digits, p);
+  if (d !== x) return x > d ? 1 : -1;
+  if (p >= 0 && p <= 22 && d < TWO53) return 0;
+  if (p < 0 && p >= -22 && digits % POW5[-p] === 0 && x * pow2(-p) === digits / POW5[-p]) return 0;
+  return -compareExact({ negative: false, digits: String(digits), exp10: p }, x);
+}
+
+/** Whether the float64 x > 0 is a power of two (its mantissa field is zero). */
+function isPowerOfTwo(x: number): boolean {
+  scratch[0] = x;
+  return scratchWords[0] === 0 && (scratchWords[1] & 0xfffff) === 0;
+}
+
+/**
+ * Whether some k-digit decimal round-trips, given x's `most`-digit rounding
+ * digits * 10^(exp10 - most + 1) and the sign of x against it; if so, the nearest of them (the even
+ * one on an exact tie) is left in `shortest`. The two k-digit decimals around x are the multiples
+ * q and q + 1 of 10^(most - k) around D, or D itself when it is one. A candidate's check is written
+ * out here, not called: V8 then inlines the codec into this loop.
+ */
+function attempt(
+  x: number, t: DType, check: RoundTripCheck, most: number, digits: number, exp10: number, side: number, lopsided: boolean, k: number,
+): boolean {
   const f = t.format!;
   const unit = POW10[most - k];
   const q = Math.floor(digits / unit);
   const rest = digits - q * unit;
-  let c = 2 * rest > unit ? q + 1 : q;
-  if (2 * rest === unit) {
-    // D sits on a k-digit tie: x rounds down if D rounded it up, and up if D rounded it down.
-    const d = scaled(digits, exp10 - most + 1);
-    if (d === x) {
-      const s = x.toExponential(k - 1); // too close to tell in float64: let the printer round x
-      if (!roundTrips(s, t, x)) return false;
-      const split = splitExponential(s);
-      shortest.digits = Number(split.digits);
-      shortest.exp10 = split.exp10;
+  if (rest === 0) {
+    // D is a k-digit decimal: x itself, or the nearest to x (within half a unit of the last of
+    // `most` digits), and D always round-trips.
+    shortest.digits = q;
+    shortest.exp10 = exp10;
+    return true;
+  }
+  let c = q;
+  let tries = 1;
+  if (2 * rest > unit || (2 * rest === unit && (side > 0 || (side === 0 && q % 2 === 1)))) {
+    // unit >= 10, so D and x are on the same side of the midpoint, unless D is on it: then x's
+    // side decides, or on an exact tie the even one.
+    c = q + 1;
+  } else if (lopsided) {
+    tries = 2; // the farther one, above, may be inside where the interval above is wider
+  }
+  for (; tries > 0; tries--, c++) {
+    let e = exp10;
+    let d = c;
+    if (d === POW10[k]) { d = POW10[k - 1]; e++; }
+    const p = e - k + 1;
+    const v = scaled(d, p);
+    let ok: boolean;
+    if (check === RoundTripCheck.ViaFloat64) ok = decodeFloat(f, encodeFloat(f, v, false)) === x;
+    else if (isTie(f, v)) ok = roundTrips(`${d}e${p}`, t, x);
+    else if (check === RoundTripCheck.Float32) ok = Math.fround(v) === x;
+    else ok = decodeFloat(f, encodeFloat(f, v, false)) === x;
+    if (ok) {
+      shortest.digits = d;
+      shortest.exp10 = e;
       return true;
     }
-    c = d > x ? q : q + 1;
   }
-  let e = exp10;
-  if (c === POW10[k]) { c = POW10[k - 1]; e++; }
-  const p = e - k + 1;
-  const v = scaled(c, p);
-  let ok: boolean;
-  if (check === RoundTripCheck.ViaFloat64) ok = decodeFloat(f, encodeFloat(f, v, false)) === x;
-  else if (isTie(f, v)) ok = roundTrips(`${c}e${p}`, t, x);
-  else if (check === RoundTripCheck.Float32) ok = Math.fround(v) === x;
-  else ok = decodeFloat(f, encodeFloat(f, v, false)) === x;
-  if (ok) {
-    shortest.digits = c;
-    shortest.exp10 = e;
-  }
-  return ok;
+  return false;
 }
 
 /** Python's repr: NaN prints "nan" whatever its sign, as numpy does. */
@@ -402,13 +527,16 @@ function leadingDigits(x: number, n: number): number {
  * and re-parsing. x = m * 2^e (m < 2^24) is scaled by 10^s into X = x * 10^s in [1e8, 1e9), whose
  * integer part holds x's first nine digits. 10^s (s <= 22, exact) is split into a 26-bit head and
  * a 26-bit tail, so x * head and x * tail are both exact (24 + 26 bits) and X is their exact sum,
- * held as S + T (S the rounded sum, T its error, |T| <= ulp(S) / 2). A k-digit candidate is then
- * x rounded half up to k digits (what toExponential gives), a multiple C of 10^(9 - k) in these
- * units, and it round-trips when it lies within x's rounding interval, which in these units is
- * X - lower .. X + upper with upper = 2^(e-1) * 10^s (exact: a power of two times an exact 10^s),
- * lower the same or half that below a power of two, the ends included when m is even (round half
- * to even). C - S is exact (Sterbenz), so only T blurs the distance; a candidate within 1e-6 of
- * an end (it cannot land exactly on one unless T is 0) goes to the reference printer.
+ * held as S + T (S the rounded sum, T its error, |T| <= ulp(S) / 2). The k-digit decimals around
+ * x are then the multiples of 10^(9 - k) just below and above X, and one round-trips when it lies
+ * within x's rounding interval, which in these units is X - lower .. X + upper with
+ * upper = 2^(e-1) * 10^s (exact: a power of two times an exact 10^s), lower the same or half that
+ * below a power of two, the ends included when m is even (round half to even). Their distances to
+ * S are exact (all are below 2^30 on S's grid of ulps), so only T blurs them; a candidate within
+ * 1e-6 of an end (it cannot land exactly on one unless T is 0) goes to the reference printer. As in
+ * `shortestDigits`: the nearer of the two, else the farther where the interval is wider on its
+ * side (above a power of two), and on an exact tie between them (X exactly halfway, so T is 0) the
+ * even one.
  */
 
 /** 10^s = POW10_HEAD[s] + POW10_TAIL[s], each with at most 26 significant bits (Dekker's split). */
@@ -427,8 +555,8 @@ const DECADE = Int8Array.from({ length: 256 }, (_, f) => Math.floor((f - 127) * 
 const HALF_ULP = Float64Array.from({ length: 256 }, (_, f) => pow2(f - 151));
 
 /**
- * x rounded half up to k < 9 digits, as an integer of k digits (or 10^k), if it round-trips;
- * 0 if it does not; -1 if float64 cannot tell. X = S + T exactly, `whole` its integer part, and
+ * The k-digit decimal (k < 9) chosen for x, as an integer of k digits (or 10^k), if one round-trips;
+ * 0 if none does; -1 if float64 cannot tell. X = S + T exactly, `whole` its integer part, and
  * upper / lower / even describe x's rounding interval in the same units. (Arguments, not module
  * variables: a double stored in a module variable is boxed, an allocation per store.)
  */
@@ -436,17 +564,32 @@ function attempt32(k: number, whole: number, S: number, T: number, upper: number
   const unit = POW10[9 - k];
   // whole / unit is a multiple of 1 / unit below 1e9, so its rounding cannot cross an integer.
   const q = Math.floor(whole / unit);
-  const r = 2 * (whole - q * unit) >= unit ? q + 1 : q;
-  const y = r * unit - S; // exact: both in [1e8, 1e9], within a factor of two
-  // C - X = y - T, and y is a multiple of ulp(S) > |T|, so y's sign is the candidate's side.
-  const above = y > 0;
-  const distance = above ? y : -y;
-  const bound = above ? upper : lower;
-  if (T === 0) return distance < bound || (distance === bound && even) ? r : 0;
-  const gap = bound - distance; // rounding error < 1e-8, and |T| <= 2^-24
-  if (gap > 1e-6) return r;
-  if (gap < -1e-6) return 0;
-  return -1;
+  // X - q * unit = below + T, exactly. 2 * below - unit is a multiple of ulp(S) >= 2|T|, and 0 only
+  // when X sits exactly halfway (X is then a float64, so T is 0): the nearer is above, or below, or
+  // on that tie the even one.
+  const below = S - q * unit;
+  const twice = 2 * below;
+  const up = twice > unit || (twice === unit && (T > 0 || (T === 0 && q % 2 === 1)));
+  const distance = up ? unit - below : below; // exact, off by T (written out: a call here cost 10%)
+  const bound = up ? upper : lower;
+  if (T === 0) {
+    if (distance < bound || (distance === bound && even)) return up ? q + 1 : q;
+  } else {
+    const gap = bound - distance; // rounding error < 1e-8, and |T| <= 2^-24
+    if (gap > 1e-6) return up ? q + 1 : q;
+    if (gap >= -1e-6) return -1;
+  }
+  if (up || lower === upper) return 0;
+  // Below failed, but above a power of two the interval is twice as wide (never decisive for
+  // float32 in this range of scales, where every power of two is checked, but the rule is this).
+  return fitsAbove(unit - below, -T, upper, even, q + 1);
+}
+
+/** r if distance + t (exactly; |t| <= 2^-24) is within `bound`, 0 if not, -1 if too close to tell. */
+function fitsAbove(distance: number, t: number, bound: number, even: boolean, r: number): number {
+  if (t === 0) return distance < bound || (distance === bound && even) ? r : 0;
+  const gap = bound - distance;
+  return gap > 1e-6 ? r : gap < -1e-6 ? 0 : -1;
 }
 
 /** Characters of the string being built, as char codes. */
@@ -480,15 +623,15 @@ function float32Repr(b: number, a: number): string {
   const lower = mantissa === 0 && field > 1 ? upper / 2 : upper;
   const even = (mantissa & 1) === 0;
 
-  // Nine digits always round-trip. X - whole - 1/2 is exact in float64 and a multiple of ulp(S).
+  // The nearest nine digits always round-trip (even below a power of two), the even ones on an
+  // exact tie. X - whole - 1/2 is exact in float64 and a multiple of ulp(S).
   const half = S - whole - 0.5;
-  let best = half > 0 || (half === 0 && T >= 0) ? whole + 1 : whole;
+  let best = half > 0 || (half === 0 && (T > 0 || (T === 0 && whole % 2 === 1))) ? whole + 1 : whole;
   let bestK = 9;
-  // Where the interval is symmetric, the closest k-digit value is a (k+1)-digit value too, so if
-  // it fits, so does the closest (k+1)-digit value: the shortest length is the first that fails,
-  // minus one, as the bisection of `shortestDigits` finds. Powers of two, whose lower end is the
-  // closer, behave the same (all 254 are checked in test/ops/strings-print-fast.test.ts). Most
-  // float32 need 8 digits and most of the rest 7, so start at 7 and walk away from it.
+  // A k-digit value that round-trips is a (k+1)-digit value too, so whether some k-digit value
+  // round-trips changes once, from no to yes, as k grows: walking down, the shortest length is one
+  // more than the first that fails; walking up, the first that succeeds. Most float32 need 8 digits
+  // and most of the rest 7, so start at 7 and walk away from it.
   let r = attempt32(7, whole, S, T, upper, lower, even);
   if (r < 0) return "";
   if (r === 0) {

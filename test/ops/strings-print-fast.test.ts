@@ -1,8 +1,9 @@
 /**
- * float32 -> string against an independent oracle: the shortest k (1..9) whose toExponential(k - 1)
- * reads back to the same float32, in Python's repr layout. toExponential rounds x's exact value
- * (half up on an exact decimal tie), so among the shortest strings it gives the closest to x.
- * The inputs lean on the fast printer's edges: decades and the 1e9 / 1e-14 ends of its exact
+ * float32 -> string against an independent oracle of numpy's repr rule: for k = 1..9, the two
+ * k-digit decimals around x (toExponential(k - 1), which rounds x's exact value, and its neighbour
+ * on x's other side); the first k where either reads back to the same float32; of the two the
+ * nearer, and on an exact decimal tie (toExponential takes the larger) the one whose last digit is
+ * even. Printed in Python's repr layout. The inputs lean on the fast printer's edges: decades and the 1e9 / 1e-14 ends of its exact
  * scaling, powers of two (whose rounding interval is lopsided), values with few mantissa bits
  * (exact decimal ties, candidates on an interval end), subnormals, max, and 1e-4 / 1e16 where the
  * layout changes.
@@ -10,25 +11,15 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Tensor, cast } from "../../src/index.js";
+import { compareDecimalExact, reprLayout } from "../support/decimal.js";
 import { Rng } from "../support/rng.js";
 
-const f64 = new Float64Array(1);
-const f64Bits = new BigUint64Array(f64.buffer);
 
 /** Sign of (the decimal "d.ddde±X" - v) for a finite v > 0, exactly. */
 function compareDecimal(text: string, v: number): number {
   const [mantissa, exponent] = text.split("e");
-  const digits = BigInt(mantissa.replace(".", ""));
   const p = Number(exponent) - (mantissa.length - (mantissa.includes(".") ? 2 : 1));
-  f64[0] = v;
-  const bits = f64Bits[0];
-  const field = Number(bits >> 52n);
-  const m = field === 0 ? bits & 0xfffffffffffffn : (bits & 0xfffffffffffffn) | (1n << 52n);
-  const e = (field === 0 ? 1 : field) - 1075;
-  // digits * 10^p against m * 2^e, both sides scaled to integers.
-  const lhs = digits * 10n ** BigInt(Math.max(p, 0)) * 2n ** BigInt(Math.max(-e, 0));
-  const rhs = m * 2n ** BigInt(Math.max(e, 0)) * 10n ** BigInt(Math.max(-p, 0));
-  return lhs > rhs ? 1 : lhs < rhs ? -1 : 0;
+  return compareDecimalExact(BigInt(mantissa.replace(".", "")), p, v);
 }
 
 /** Whether the decimal `text` rounds (once, to nearest even) to the float32 x > 0. */
@@ -47,6 +38,41 @@ function roundTrips(text: string, x: number): boolean {
   return r === x;
 }
 
+/** Sign of (the decimal `text` - v), v finite and > 0: Number() rounds correctly, so only its own equality needs BigInt. */
+function sideOf(text: string, v: number): number {
+  const n = Number(text);
+  return n !== v ? (n > v ? 1 : -1) : compareDecimal(text, v);
+}
+
+/** The k-digit decimal one unit from "d.ddde±X" up (+1) or down (-1), in the next or previous decade when it crosses one. */
+function step(text: string, k: number, dir: 1 | -1): string {
+  const [mantissa, exponent] = text.split("e");
+  let digits = Number(mantissa.replace(".", "")) + dir; // k <= 9 digits: exact
+  let exp10 = Number(exponent);
+  if (digits === 10 ** k) { digits /= 10; exp10++; } // 9.99 + 1 unit = 1.00e+1
+  else if (digits < 10 ** (k - 1)) { digits = 10 * digits + 9; exp10--; } // 1.00 - 1 unit = 9.99e-1
+  const d = String(digits);
+  return `${d[0]}${k > 1 ? `.${d.slice(1)}` : ""}e${exp10 < 0 ? "-" : "+"}${Math.abs(exp10)}`;
+}
+
+/** The k-digit string the rule picks for a > 0, or "" if neither k-digit decimal around a reads back. */
+function choose(a: number, k: number): string {
+  const near = a.toExponential(k - 1); // the nearer, or the larger on a tie
+  const side = sideOf(near, a);
+  if (side === 0) return near;
+  const other = step(near, k, side > 0 ? -1 : 1);
+  const nearFits = roundTrips(near, a);
+  const otherFits = roundTrips(other, a);
+  if (nearFits && otherFits) {
+    // An exact tie: a is their midpoint, a (k+1)-digit decimal ending in 5.
+    const mid = a.toExponential(k);
+    const tie = mid[mid.indexOf("e") - 1] === "5" && sideOf(mid, a) === 0;
+    const lastDigit = (s: string): number => Number(s[s.indexOf("e") - 1]);
+    return tie && lastDigit(near) % 2 === 1 ? other : near;
+  }
+  return nearFits ? near : otherFits ? other : "";
+}
+
 /** The oracle's string for a float32 value. */
 function oracle(x: number): string {
   if (Number.isNaN(x)) return "nan";
@@ -55,26 +81,10 @@ function oracle(x: number): string {
   if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
   const a = Math.abs(x);
   let text = "";
-  for (let k = 1; k <= 9 && !text; k++) {
-    const s = a.toExponential(k - 1);
-    if (roundTrips(s, a)) text = s;
-  }
+  for (let k = 1; k <= 9 && !text; k++) text = choose(a, k);
   assert.ok(text, `no string of 9 digits or fewer reads back to ${a}`);
   const [mantissa, exponent] = text.split("e");
-  const digits = mantissa.replace(".", "").replace(/0+$/, "") || "0";
-  const exp10 = Number(exponent);
-  let body: string;
-  if (a >= 1e-4 && a < 1e16) {
-    if (exp10 < 0) body = `0.${"0".repeat(-exp10 - 1)}${digits}`;
-    else {
-      const padded = digits.padEnd(exp10 + 1, "0");
-      body = `${padded.slice(0, exp10 + 1)}.${padded.slice(exp10 + 1) || "0"}`;
-    }
-  } else {
-    const e = Math.abs(exp10);
-    body = `${digits[0]}${digits.length > 1 ? `.${digits.slice(1)}` : ""}e${exp10 < 0 ? "-" : "+"}${e < 10 ? "0" : ""}${e}`;
-  }
-  return x < 0 ? `-${body}` : body;
+  return reprLayout(x, mantissa.replace(".", "").replace(/0+$/, "") || "0", Number(exponent));
 }
 
 function check(bits: Uint32Array, what: string): void {

@@ -5,6 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { throwsCode } from "../support/assertions.js";
+import { reprLayout } from "../support/decimal.js";
 import fc from "fast-check";
 import { DTYPES, Tensor, cast, castLike, type CastOptions, type DTypeName, type InputOf } from "../../src/index.js";
 
@@ -22,6 +23,14 @@ test("number -> string: shortest round-trip digits in the source type, Python re
     ["123456789.0", "1000000000000000.0", "0.3333333333333333", "1e+16", "1e-05", "0.0001", "9999999999999998.0"]);
   // float16 0.1 is 0.0999755859375; "0.1" is the shortest string that comes back to it.
   assert.deepEqual(print([0.1, 1 / 3, 65504, -(2 ** -24)], "float16"), ["0.1", "0.3333", "65500.0", "-6e-08"]);
+  // Of the shortest, the nearest, and on an exact decimal tie the even one, as numpy prints them:
+  // 2097152.25 is halfway between 2097152.2 and 2097152.3 (both read back to it); float16 2^-7 is
+  // 0.0078125, halfway between 0.007812 and 0.007813. Below a power of two the rounding interval
+  // is half as wide: 2^-96 = 1.26217744835...e-29, and 1.2621774e-29 is out of it but the farther
+  // 1.2621775e-29 is in (so 8 digits, not 9); 2^87 and 2^90 likewise.
+  assert.deepEqual(print([2097152.25, -344187.125, 2 ** -96, 2 ** 87, 2 ** 90, 2 ** -12], "float32"),
+    ["2097152.2", "-344187.12", "1.2621775e-29", "1.5474251e+26", "1.2379401e+27", "0.00024414062"]);
+  assert.deepEqual(print([2 ** -7, 0.15625, 2.0625], "float16"), ["0.007812", "0.1562", "2.062"]);
   assert.deepEqual(print([1.5, 3.3895313892515355e38], "bfloat16"), ["1.5", "3.39e+38"]);
   assert.deepEqual(print([448, 2 ** -9], "float8e4m3fn"), ["450.0", "0.002"]);
   // e8m0 prints exactly: its default round mode ("up") would move a shortened 2^-127 to 2^-126.
@@ -121,14 +130,19 @@ test("strings exist from Cast-9 and CastLike-15; a bad stringFormat is an error"
 
 const NUMERIC = DTYPES.filter((t) => t.kind !== "string" && t.kind !== "complex");
 
+/** A tensor of every code of a type of 16 bits or fewer, in code order (packed low bits first). */
+function everyCodeTensor(t: (typeof NUMERIC)[number]): Tensor {
+  const n = 2 ** t.bits;
+  const codes = new Uint8Array(Math.ceil((n * t.bits) / 8));
+  if (t.bits === 16) new Uint16Array(codes.buffer).forEach((_, i, a) => (a[i] = i));
+  else if (t.bits === 8) codes.forEach((_, i, a) => (a[i] = i));
+  else for (let c = 0; c < n; c++) for (let b = 0; b < t.bits; b++) if ((c >> b) & 1) codes[(c * t.bits + b) >> 3] |= 1 << ((c * t.bits + b) & 7);
+  return Tensor.fromBytes(codes, t, [n]);
+}
+
 for (const t of NUMERIC.filter((t) => t.bits <= 16)) {
   test(`every ${t.name} code survives cast to string and back, in both string formats`, () => {
-    const n = 2 ** t.bits;
-    const codes = new Uint8Array(Math.ceil((n * t.bits) / 8));
-    if (t.bits === 16) new Uint16Array(codes.buffer).forEach((_, i, a) => (a[i] = i));
-    else if (t.bits === 8) codes.forEach((_, i, a) => (a[i] = i));
-    else for (let c = 0; c < n; c++) for (let b = 0; b < t.bits; b++) if ((c >> b) & 1) codes[(c * t.bits + b) >> 3] |= 1 << ((c * t.bits + b) & 7);
-    const x = Tensor.fromBytes(codes, t, [n]);
+    const x = everyCodeTensor(t);
     const want = x.toValues();
     for (const stringFormat of t.kind === "float" ? (["python", "onnxruntime"] as const) : (["python"] as const)) {
       // Saturation would turn e5m2's "inf" into 57344, and %.8g's 8 digits of 2^-127 round up under
@@ -164,7 +178,140 @@ for (const t of NUMERIC.filter((t) => t.bits > 16)) {
   });
 }
 
-test("float32 -> string gives the same digits as a plain shortest-digit search, on 300k random float32", () => {
+// ---------------------------------------------------------------------------------------------
+// number -> string against an independent oracle of numpy's repr rule, in exact BigInt arithmetic:
+// at k digits, the two decimals around x (the floor and ceiling of x * 10^(k-1-e), e = floor(log10 x));
+// the smallest k where either reads back to x; of the two the nearer, and on an exact decimal tie
+// the one with the even last digit.
+
+const oracleF64 = new Float64Array(1);
+const oracleBits = new BigUint64Array(oracleF64.buffer);
+
+/** [m, e] with v = m * 2^e exactly, for a finite float64 v > 0. */
+function dyadic(v: number): [bigint, number] {
+  oracleF64[0] = v;
+  const bits = oracleBits[0];
+  const field = Number(bits >> 52n);
+  const m = bits & 0xfffffffffffffn;
+  return field === 0 ? [m, -1074] : [m | (1n << 52n), field - 1075];
+}
+
+const BIG10: bigint[] = [];
+const big10 = (n: number): bigint => (BIG10[n] ??= 10n ** BigInt(n));
+const big2 = (n: number): bigint => 1n << BigInt(n);
+
+/** Sign of (c * 10^j - m * 2^e), exactly. */
+function compareScaled(c: bigint, j: number, m: bigint, e: number): number {
+  const lhs = c * big10(Math.max(j, 0)) * big2(Math.max(-e, 0));
+  const rhs = m * big2(Math.max(e, 0)) * big10(Math.max(-j, 0));
+  return lhs > rhs ? 1 : lhs < rhs ? -1 : 0;
+}
+
+/** Whether the decimal c * 10^j reads back to x: an exact test, or a parse. */
+type Fits = (c: bigint, j: number) => boolean;
+
+/**
+ * Exactly inside x's rounding interval, from the midpoint with its neighbour `below` (0 under the
+ * smallest) to the midpoint with `above`, the ends included when x's code is even (ties to even).
+ */
+function intervalFits(x: number, below: number, above: number, closed: boolean): Fits {
+  const mid = (y: number): [bigint, number] => {
+    const [mx, ex] = dyadic(x);
+    if (y === 0) return [mx, ex - 1];
+    const [my, ey] = dyadic(y);
+    const z = Math.min(ex, ey);
+    return [(mx << BigInt(ex - z)) + (my << BigInt(ey - z)), z - 1];
+  };
+  const [lm, le] = mid(below);
+  const [hm, he] = mid(above);
+  return (c, j) => {
+    const lo = compareScaled(c, j, lm, le);
+    if (closed ? lo < 0 : lo <= 0) return false;
+    const hi = compareScaled(c, j, hm, he);
+    return closed ? hi <= 0 : hi < 0;
+  };
+}
+
+/** Python's repr of x (finite, non-zero) by the oracle rule. */
+function oracleRepr(x: number, fits: Fits): string {
+  const a = Math.abs(x);
+  const [m, e] = dyadic(a);
+  let e10 = Math.floor(Math.log10(a));
+  while (compareScaled(1n, e10, m, e) > 0) e10--;
+  while (compareScaled(1n, e10 + 1, m, e) <= 0) e10++;
+  // Some k-digit decimal fits for every k from the shortest on (a k-digit decimal has k + 1 digits
+  // too): find the shortest by bisection, then take its candidates.
+  let lo = 1;
+  let hi = 17;
+  while (lo < hi) {
+    const k = (lo + hi) >> 1;
+    if (candidateAt(m, e, e10, k, fits) === undefined) lo = k + 1;
+    else hi = k;
+  }
+  const chosen = candidateAt(m, e, e10, lo, fits);
+  if (chosen === undefined) throw new Error(`no decimal of 17 digits or fewer reads back to ${x}`);
+  let digits = chosen.toString();
+  let exp10 = e10;
+  if (digits.length > lo) exp10++; // 99.. rounded up to 100..
+  return reprLayout(x, digits.replace(/0+$/, "") || "0", exp10);
+}
+
+/**
+ * The k-digit decimal (as an integer c, the value c * 10^(e10 - k + 1)) the rule picks for
+ * a = m * 2^e, 10^e10 <= a < 10^(e10+1), or undefined if neither of the two around a fits.
+ */
+function candidateAt(m: bigint, e: number, e10: number, k: number, fits: Fits): bigint | undefined {
+  const j = e10 - k + 1;
+  // a * 10^-j = num / den
+  const num = m * big2(Math.max(e, 0)) * big10(Math.max(-j, 0));
+  const den = big2(Math.max(-e, 0)) * big10(Math.max(j, 0));
+  const floor = num / den;
+  const rest = num % den;
+  if (rest === 0n) return floor; // a is this k-digit decimal
+  // The nearer of floor and floor + 1, or on a tie the even one; if it does not fit, the other.
+  const twice = 2n * rest;
+  const nearer = twice < den || (twice === den && floor % 2n === 0n) ? floor : floor + 1n;
+  const farther = nearer === floor ? floor + 1n : floor;
+  return fits(nearer, j) ? nearer : fits(farther, j) ? farther : undefined;
+}
+
+/** Every code of a float type of 16 bits or fewer, its value, and its printed string. */
+function everyCode(t: (typeof NUMERIC)[number]): { values: number[]; printed: string[] } {
+  const x = everyCodeTensor(t);
+  return { values: x.toValues() as number[], printed: cast(x, "string").toValues() as string[] };
+}
+
+for (const name of ["float16", "bfloat16"] as const) {
+  test(`every ${name} prints the shortest digits that read back, the nearest of them, ties to even (exact oracle)`, () => {
+    const t = NUMERIC.find((d) => d.name === name)!;
+    const { values, printed } = everyCode(t);
+    const half = 2 ** (t.bits - 1);
+    const maxCode = name === "float16" ? 0x7bff : 0x7f7f; // the largest finite
+    for (let c = 1; c <= maxCode; c++) {
+      const x = values[c];
+      const above = c < maxCode ? values[c + 1] : 2 * x - values[c - 1]; // past max: one more ulp
+      const want = oracleRepr(x, intervalFits(x, values[c - 1], above, c % 2 === 0));
+      if (printed[c] !== want) assert.fail(`${name} code 0x${c.toString(16)} (${x}) printed ${printed[c]}, oracle ${want}`);
+      if (printed[c + half] !== `-${want}`) assert.fail(`${name} code 0x${(c + half).toString(16)} printed ${printed[c + half]}, oracle -${want}`);
+    }
+  });
+}
+
+for (const t of NUMERIC.filter((d) => d.kind === "float" && d.bits <= 8 && d.name !== "float8e8m0")) {
+  test(`every ${t.name} prints the shortest digits that read back, the nearest of them, ties to even (oracle by parsing)`, () => {
+    const { values, printed } = everyCode(t);
+    printed.forEach((text, c) => {
+      const x = values[c];
+      if (!Number.isFinite(x) || x === 0) return;
+      // Reading back is what cast(string -> type) does, without saturation.
+      const fits: Fits = (d, j) => Object.is(parse([`${d}e${j}`], t.name, { saturate: false })[0], Math.abs(x));
+      const want = oracleRepr(x, fits);
+      if (text !== want) assert.fail(`${t.name} code ${c} (${x}) printed ${text}, oracle ${want}`);
+    });
+  });
+}
+
+test("float32 -> string: the shortest digits that read back, the nearest of them, ties to even, on 300k random float32 (exact oracle)", () => {
   let seed = 0x2545f491;
   const next = () => (seed = (Math.imul(seed ^ (seed >>> 13), 0x5bd1e995) + 0x6b43a9b5) >>> 0);
   const bits = new Uint32Array(300_000);
@@ -173,16 +320,15 @@ test("float32 -> string gives the same digits as a plain shortest-digit search, 
   const x = Tensor.fromBytes(new Uint8Array(bits.buffer), "float32", [bits.length]);
   const values = x.toValues() as number[];
   const printed = cast(x, "string").toValues() as string[];
+  const word = new Uint32Array(1);
+  const float = new Float32Array(word.buffer);
+  const valueOf = (b: number): number => ((word[0] = b), float[0]);
   values.forEach((v, i) => {
     if (!Number.isFinite(v) || v === 0) return;
-    const a = Math.abs(v);
-    let naive = "";
-    for (let k = 1; k <= 9 && !naive; k++) {
-      const s = a.toExponential(k - 1);
-      if (Math.fround(Number(s)) === a) naive = s;
-    }
-    if (Number(printed[i]) !== Math.sign(v) * Number(naive)) {
-      assert.fail(`${v}: printed ${printed[i]}, shortest digits ${naive}`);
-    }
+    const b = bits[i] & 0x7fffffff;
+    const below = valueOf(b - 1);
+    const above = b < 0x7f7fffff ? valueOf(b + 1) : 2 * Math.abs(v) - below;
+    const want = oracleRepr(v, intervalFits(Math.abs(v), below, above, b % 2 === 0));
+    if (printed[i] !== want) assert.fail(`float32 0x${bits[i].toString(16)} (${v}) printed ${printed[i]}, oracle ${want}`);
   });
 });
