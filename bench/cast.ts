@@ -32,11 +32,13 @@ import os from "node:os";
 import * as ort from "onnxruntime-node";
 import { dtype, type DType, type DTypeName, type Storage, type StorageOf } from "../src/dtype/table.js";
 import { cast, castInto, type CastOptions } from "../src/ops/cast.js";
-import { castIntoAsync, closeCastAsyncPool } from "../src/node/cast-async.js";
-import { storageLength, Tensor, TYPED_ARRAYS } from "../src/tensor.js";
+import { castIntoAsync, closeCastAsyncPool, sharedZeros } from "../src/node/cast-async.js";
+import { u8View } from "../src/kernels/fast/views.js";
+import { Tensor } from "../src/tensor.js";
 import { encodeModel } from "../src/io/onnx/encode.js";
 import { modelOf as graphOf, type NodeSpec } from "../test/support/onnx-model.js";
 import { Rng } from "../test/support/rng.js";
+import { inputFor, median } from "./inputs.js";
 
 // ---------------------------------------------------------------------------------------------
 // Command line
@@ -156,44 +158,6 @@ const PAIRS: Pair[] = [
 // ---------------------------------------------------------------------------------------------
 // Inputs (deterministic)
 
-/** float32: random sign and mantissa, exponent uniform in [-16, 16]. */
-function float32Input(n: number, rng: Rng): Float32Array {
-  const w = new Uint32Array(n);
-  for (let i = 0; i < n; i++) {
-    const u = rng.u32();
-    w[i] = (u & 0x807fffff) | ((127 - 16 + (rng.u32() % 33)) << 23);
-  }
-  return new Float32Array(w.buffer);
-}
-
-function inputFor(t: DTypeName, n: number, rng: Rng): Storage {
-  switch (t) {
-    case "float32": return float32Input(n, rng);
-    case "float64": return Float64Array.from(float32Input(n, rng), (x) => x * (1 + (x % 1e-3))); // not all exact in f32
-    case "float16": case "bfloat16": {
-      const a = new Uint16Array(n);
-      for (let i = 0; i < n; i++) a[i] = rng.u32();
-      return a;
-    }
-    case "float8e4m3fn": {
-      const a = new Uint8Array(n);
-      for (let i = 0; i < n; i++) a[i] = rng.u32();
-      return a;
-    }
-    case "int64": {
-      const w = new Uint32Array(2 * n);
-      for (let i = 0; i < 2 * n; i++) w[i] = rng.u32();
-      return new BigInt64Array(w.buffer);
-    }
-    case "string": {
-      // Strings as tensorcast prints random float32 values (Python repr, shortest round-trip).
-      const x = Tensor.fromStorage(float32Input(n, rng), "float32", [n]);
-      return cast(x, "string").data;
-    }
-    default: throw new Error(`no input generator for ${t}`);
-  }
-}
-
 /** What ORT is handed for our input. */
 function ortFeed(plan: OrtPlan, input: Storage, n: number): ort.Tensor {
   switch (plan.feedType) {
@@ -270,10 +234,6 @@ async function timeInterleaved(contenders: Contender[], reps: number, warmup: nu
   return Object.fromEntries(contenders.map((c) => [c.name, { wall: median(wall.get(c.name)!), cpu: median(cpu.get(c.name)!) }]));
 }
 
-function median(a: number[]): number {
-  const s = a.slice().sort((x, y) => x - y);
-  return s[s.length >> 1];
-}
 
 /** Bytes one element occupies (0 for strings: no fixed width). */
 function bytesPerElement(t: DType): number {
@@ -332,17 +292,13 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
   add("castInto", () => { sink ^= castInto(x, out, p.opts).size; });
   let shared: Tensor | undefined;
   if (!strings) {
-    const ctor = TYPED_ARRAYS[to.array as Exclude<DType["array"], "Array">];
-    const length = storageLength(to, n);
-    shared = Tensor.fromStorage(new ctor(new SharedArrayBuffer(length * ctor.BYTES_PER_ELEMENT), 0, length) as StorageOf<DTypeName>, to, [n]);
+    const target = sharedZeros(to, [n]);
+    shared = target;
     const options = { ...p.opts, threads: 2 };
-    const target = shared;
     add("async", async () => { sink ^= (await castIntoAsync(x, target, options)).size; });
     // The same with the input already in shared memory (workers read it where it is, no staging).
-    const inBytes = (input as Exclude<Storage, string[]>).byteLength;
-    const sharedInput = new Uint8Array(new SharedArrayBuffer(inBytes));
-    sharedInput.set(new Uint8Array((input as Uint8Array).buffer, (input as Uint8Array).byteOffset, inBytes));
-    const xs = Tensor.fromStorage(new (TYPED_ARRAYS[from.array as Exclude<DType["array"], "Array">])(sharedInput.buffer, 0, storageLength(from, n)) as StorageOf<DTypeName>, from, [n]);
+    const xs = sharedZeros(from, [n]);
+    u8View(xs.data).set(u8View(input));
     add("asyncShared", async () => { sink ^= (await castIntoAsync(xs, target, options)).size; });
     const bytes = Math.ceil(((bytesPerElement(from) + bytesPerElement(to)) / 2) * n);
     const a = new Uint8Array(bytes).fill(0x5a);

@@ -6,15 +6,17 @@
  * Per pair: wasmCast (copies in and out of the module's memory included), fastCast, and the copy
  * bound (TypedArray.prototype.set of the source's bytes into a preallocated array of the same size),
  * each into a preallocated output, as M elements/s from the median of `reps` runs after 2 warm-ups.
- * `--pair float16->float32` runs one pair. Inputs as bench/cast.ts: float32 (and float64) with random
- * sign and mantissa and exponent uniform in [-16, 16]; float16 every code uniformly at random; int64
- * random bits. Checks that wasm and fast give the same bytes.
+ * `--pair float16->float32` runs one pair. Inputs as bench/cast.ts (bench/inputs.ts). Checks that
+ * wasm and fast give the same bytes.
  */
 import os from "node:os";
 import { dtype, type DTypeName, type Storage } from "../src/dtype/table.js";
 import { fastCast } from "../src/kernels/fast/index.js";
 import type { ResolvedCastOptions } from "../src/kernels/reference.js";
+import { u8View } from "../src/kernels/fast/views.js";
 import { wasmAvailable, wasmCast } from "../src/kernels/wasm/index.js";
+import { Rng } from "../test/support/rng.js";
+import { inputFor, median } from "./inputs.js";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 const OPTS: ResolvedCastOptions = { saturate: true, roundMode: "up" };
@@ -22,39 +24,6 @@ const OPTS: ResolvedCastOptions = { saturate: true, roundMode: "up" };
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-}
-
-let seed = 0x2545f491;
-function u32(): number {
-  seed ^= seed << 13;
-  seed ^= seed >>> 17;
-  seed ^= seed << 5;
-  seed >>>= 0;
-  return seed;
-}
-
-function input(t: DTypeName, n: number): Storage {
-  if (t === "float64") {
-    const w = new Uint32Array(2 * n);
-    for (let i = 0; i < n; i++) {
-      w[2 * i] = u32();
-      w[2 * i + 1] = (u32() & 0x800fffff) | ((1023 - 16 + (u32() % 33)) << 20);
-    }
-    return new Float64Array(w.buffer);
-  }
-  if (t === "int64") {
-    const w = new Uint32Array(2 * n);
-    for (let i = 0; i < 2 * n; i++) w[i] = u32();
-    return new BigInt64Array(w.buffer);
-  }
-  if (t === "float32") {
-    const w = new Uint32Array(n);
-    for (let i = 0; i < n; i++) w[i] = (u32() & 0x807fffff) | ((127 - 16 + (u32() % 33)) << 23);
-    return new Float32Array(w.buffer);
-  }
-  const h = new Uint16Array(n);
-  for (let i = 0; i < n; i++) h[i] = u32();
-  return h;
 }
 
 function output(t: DTypeName, n: number): Storage {
@@ -65,16 +34,6 @@ function output(t: DTypeName, n: number): Storage {
     case "uint8": return new Uint8Array(n);
     default: return new Uint16Array(n);
   }
-}
-
-function bytesOf(a: Storage): Uint8Array {
-  const t = a as Exclude<Storage, string[]>;
-  return new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
-}
-
-function median(a: number[]): number {
-  const s = a.slice().sort((x, y) => x - y);
-  return s[s.length >> 1];
 }
 
 /** M elements/s from the median wall-clock and the median CPU time (less hurt by a busy machine). */
@@ -113,15 +72,15 @@ function main(): void {
   for (const [f, t] of chosen) {
     const from = dtype(f);
     const to = dtype(t);
-    const src = input(f, n);
+    const src = inputFor(f, n, new Rng(0x2545f491));
     const a = output(t, n);
     const b = output(t, n);
-    const copy = new Uint8Array(bytesOf(src).length);
+    const copy = new Uint8Array(u8View(src).length);
     const w = rate(() => { wasmCast(src, from, a, to, n, OPTS); }, n, reps);
     const fast = rate(() => { fastCast(src, from, b, to, n, OPTS); }, n, reps);
-    const mem = rate(() => { copy.set(bytesOf(src)); }, n, reps);
-    const x = bytesOf(a);
-    const y = bytesOf(b);
+    const mem = rate(() => { copy.set(u8View(src)); }, n, reps);
+    const x = u8View(a);
+    const y = u8View(b);
     for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) throw new Error(`${f} -> ${t}: wasm and fast differ at byte ${i}`);
     console.log(`| ${f} -> ${t} | ${f0(w.wall)} | ${f0(fast.wall)} | ${f0(mem.wall)} | ${f2(w.wall / fast.wall)}x | ${f2(w.wall / mem.wall)} | ${f2(w.cpu / fast.cpu)}x |`);
   }

@@ -14,11 +14,11 @@
 import os from "node:os";
 import { Worker } from "node:worker_threads";
 import type { RoundMode } from "../dtype/minifloat.js";
-import type { DType, DTypeLike, DTypeName, Storage, StorageOf } from "../dtype/table.js";
+import { dtype, type DType, type DTypeLike, type DTypeName, type Storage, type StorageOf } from "../dtype/table.js";
 import { TensorcastError, type ErrorCode } from "../errors.js";
 import { convert } from "../kernels/convert.js";
 import { cast, castInto, checkCastInto, prepareOutput, type CastOptions, type Resolved } from "../ops/cast.js";
-import { storageLength, Tensor, TYPED_ARRAYS } from "../tensor.js";
+import { shapeSize, storageLength, Tensor, TYPED_ARRAYS } from "../tensor.js";
 
 export interface CastAsyncOptions extends CastOptions {
   /**
@@ -99,8 +99,7 @@ export async function castAsync<N extends DTypeName>(x: Tensor, to: DTypeLike<N>
  * ArrayBuffer (and the small, string and same-type cases castAsync leaves to `cast`) runs
  * `castInto` in the calling thread. Reusing one shared output spares the page faults of a fresh one.
  *
- * @example const out = Tensor.fromStorage(new Uint16Array(new SharedArrayBuffer(2 * n)), "float16", [n]);
- *          await castIntoAsync(x, out); // x: a float32 tensor of n elements
+ * @example const out = sharedZeros("float16", x.shape); await castIntoAsync(x, out);
  */
 export async function castIntoAsync<N extends DTypeName>(x: Tensor, out: Tensor<N>, opts: CastAsyncOptions = {}): Promise<Tensor<N>> {
   if (typeof opts !== "object" || opts === null) return castInto(x, out, opts);
@@ -184,6 +183,17 @@ function checkCount(name: string, value: unknown, min: number): number | undefin
     throw new TensorcastError("INVALID_ATTRIBUTE", `${name} must be an integer >= ${min}, got ${String(value)}`);
   }
   return value;
+}
+
+/**
+ * A zero-filled tensor on a new SharedArrayBuffer: an output `castIntoAsync` can split over
+ * threads, or an input its workers read where it is.
+ *
+ * @example const out = sharedZeros("float16", x.shape); await castIntoAsync(x, out);
+ */
+export function sharedZeros<N extends DTypeName>(type: DTypeLike<N>, shape: readonly number[]): Tensor<N> {
+  const t = dtype(type);
+  return Tensor.fromStorage(allocateShared(t, shapeSize(shape)) as StorageOf<N>, t, shape);
 }
 
 /** A zero-filled storage for `count` elements of `t` on a new SharedArrayBuffer. */

@@ -23,4 +23,4 @@ export { openTensorFile, formatOfPath, type OpenOptions } from "./io/reader.js";
 export type { FileFormat, FileTensor, TensorFile, TensorInfo } from "./io/tensors.js";
 export { encodeSafetensorsHeader, parseSafetensorsHeader, SAFETENSORS_DTYPES } from "./io/safetensors.js";
 export { encodeNpyHeader, parseNpyHeader, type NpyOptions } from "./io/npy.js";
-export { castAsync, castIntoAsync, closeCastAsyncPool, CAST_ASYNC_MIN_ELEMENTS, type CastAsyncOptions } from "./cast-async.js";
+export { castAsync, castIntoAsync, sharedZeros, closeCastAsyncPool, CAST_ASYNC_MIN_ELEMENTS, type CastAsyncOptions } from "./cast-async.js";

@@ -17,6 +17,7 @@ import { DTYPES, dtype, type DType, type Storage } from "../../src/dtype/table.j
 import { castReference, type ResolvedCastOptions } from "../../src/kernels/reference.js";
 import { fastCast } from "../../src/kernels/fast/index.js";
 import { bucketBits, BUCKETS, storageFor, tableBytes } from "../../src/kernels/fast/tables.js";
+import { u8View } from "../../src/kernels/fast/views.js";
 import { Rng } from "../support/rng.js";
 
 const NUMERIC: readonly DType[] = DTYPES.filter((t) => t.kind !== "string" && t.kind !== "complex");
@@ -40,11 +41,6 @@ function label(from: DType, to: DType, o: ResolvedCastOptions): string {
   return `${from.name} -> ${to.name}${extra}`;
 }
 
-function bytesOf(a: Storage): Uint8Array {
-  const t = a as Exclude<Storage, string[]>;
-  return new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
-}
-
 function hexBytes(b: Uint8Array, at: number, width: number): string {
   let s = "";
   for (let k = width - 1; k >= 0; k--) s += (b[at + k] ?? 0).toString(16).padStart(2, "0");
@@ -53,7 +49,7 @@ function hexBytes(b: Uint8Array, at: number, width: number): string {
 
 /** Source element i as hex (little-endian bytes, packed types: the whole byte holding it). */
 function describeSource(src: Storage, from: DType, i: number): string {
-  const b = bytesOf(src);
+  const b = u8View(src);
   if (from.packed) return `byte ${hexBytes(b, Math.floor((i * from.bits) / 8), 1)}`;
   const w = from.bits / 8;
   return `0x${hexBytes(b, i * w, w)}`;
@@ -74,14 +70,14 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 function check(src: Storage, from: DType, to: DType, count: number, opts: ResolvedCastOptions): boolean {
   const fast = storageFor(to, count);
   const took = fastCast(src, from, fast, to, count, opts);
-  const fb = bytesOf(fast);
+  const fb = u8View(fast);
   if (!took) {
     assert.ok(fb.every((v) => v === 0), `${label(from, to, opts)}: declined but wrote to the output`);
     return false;
   }
   const ref = storageFor(to, count);
   castReference(src, from, ref, to, count, opts);
-  const rb = bytesOf(ref);
+  const rb = u8View(ref);
   assert.equal(fb.length, rb.length);
   if (sameBytes(fb, rb)) return true;
   for (let k = 0; k < rb.length; k++) {
@@ -117,7 +113,7 @@ function allCodes(t: DType, extra: number, rng: Rng): { data: Storage; count: nu
       if (shift + t.bits > 8) bytes[at + 1] |= c >>> (8 - shift);
     }
   } else {
-    const view = t.bits === 8 ? bytesOf(data) : new Uint16Array(bytesOf(data).buffer);
+    const view = t.bits === 8 ? u8View(data) : new Uint16Array(u8View(data).buffer);
     for (let i = 0; i < count; i++) view[i] = code(i);
   }
   return { data, count };
@@ -435,20 +431,20 @@ test("storages at a non-zero byte offset, aligned to 4 bytes or not", () => {
       for (const dof of offsets(to)) {
         for (const count of [1001, 4099]) {
           const srcBytes = storageFor(from, count);
-          const raw = bytesOf(srcBytes);
+          const raw = u8View(srcBytes);
           for (let k = 0; k < raw.length; k++) raw[k] = rng.u32();
           const srcHost = new Uint8Array(raw.length + 16);
           srcHost.set(raw, so);
           const src = sliceAs(from, srcHost, so, count);
-          const dstHost = new Uint8Array(bytesOf(storageFor(to, count)).length + 16);
+          const dstHost = new Uint8Array(u8View(storageFor(to, count)).length + 16);
           const dst = sliceAs(to, dstHost, dof, count);
           const opts: ResolvedCastOptions = { saturate: true, roundMode: "up" };
           const what = `${a} -> ${b}, ${count} elements at byte offsets ${so} -> ${dof}`;
           assert.ok(fastCast(src, from, dst, to, count, opts), `${what}: taken`);
           const ref = storageFor(to, count);
           castReference(srcBytes, from, ref, to, count, opts);
-          assert.deepEqual(bytesOf(dst), bytesOf(ref), what);
-          const outside = [...dstHost.subarray(0, dof), ...dstHost.subarray(dof + bytesOf(ref).length)];
+          assert.deepEqual(u8View(dst), u8View(ref), what);
+          const outside = [...dstHost.subarray(0, dof), ...dstHost.subarray(dof + u8View(ref).length)];
           assert.ok(outside.every((v) => v === 0), `${what}: wrote outside its output`);
         }
       }

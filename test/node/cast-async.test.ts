@@ -10,7 +10,7 @@ import os from "node:os";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cast, dtype, DTYPES, Tensor, TensorcastError, type CastOptions, type DType } from "../../src/index.js";
-import { castAsync, castIntoAsync, closeCastAsyncPool, type CastAsyncOptions } from "../../src/node/index.js";
+import { castAsync, castIntoAsync, closeCastAsyncPool, sharedZeros, type CastAsyncOptions } from "../../src/node/index.js";
 import { storageLength, TYPED_ARRAYS } from "../../src/tensor.js";
 import { random, scratch } from "./helpers.js";
 
@@ -101,6 +101,14 @@ test("castIntoAsync: large tensors, output reused; an ordinary output runs castI
     assert.equal(await castIntoAsync(x, plain, { minElements: 0 }), plain);
     sameTensor(plain, cast(x, t), `${from} -> ${to} into an ordinary ArrayBuffer`);
   }
+  const zeros = sharedZeros("uint4", [3, 5]);
+  assert.deepEqual(zeros.shape, [3, 5]);
+  assert.ok(zeros.data.buffer instanceof SharedArrayBuffer);
+  assert.deepEqual(zeros.bytes(), new Uint8Array(8));
+  const viaHelper = sharedZeros("float16", [size]);
+  const x16 = randomTensor(dtype("float32"), size, 80);
+  await castIntoAsync(x16, viaHelper);
+  sameTensor(viaHelper, cast(x16, "float16"), "float32 -> float16 into sharedZeros");
   const x = randomTensor(dtype("float32"), 1 << 16, 1);
   const shared = (t: string, shape: number[]): Tensor => randomTensor(DTYPES.find((d) => d.name === t)!, shape.reduce((a, b) => a * b, 1), 2, true);
   await assert.rejects(castIntoAsync(x, shared("float16", [1 << 15]), { minElements: 0 }), (e: unknown) => e instanceof TensorcastError && e.code === "SHAPE_MISMATCH");

@@ -19,7 +19,8 @@
 import type { DType, Storage } from "../../dtype/table.js";
 import type { ResolvedCastOptions } from "../reference.js";
 import { byteLut } from "../fast/tables.js";
-import { kernelModule, type KernelName } from "./kernels.js";
+import { u8View } from "../fast/views.js";
+import { kernelModule, lutAddress, type KernelName } from "./kernels.js";
 
 interface WasmApi {
   validate(bytes: Uint8Array): boolean;
@@ -42,8 +43,7 @@ const IN = 0;
 const OUT = 8 * CHUNK;
 /** The in and out regions, then a page for byte_lut32's table and the kernels' constants. */
 const PAGES = ((12 * CHUNK) >>> 16) + 1;
-const LUT = (PAGES - 1) * 65536;
-const DEFAULT_OPTS: ResolvedCastOptions = { saturate: true, roundMode: "up" };
+const LUT = lutAddress(PAGES);
 
 let loaded: Loaded | null | undefined;
 
@@ -78,11 +78,6 @@ export function wasmAvailable(): boolean {
   return instance() !== null;
 }
 
-function bytesOf(a: Storage): Uint8Array {
-  const t = a as Exclude<Storage, string[]>;
-  return new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
-}
-
 /** The kernel for a pair: name, bytes per input and per output element, elements per group. */
 function kernelFor(from: DType, to: DType): [KernelName, number, number, number] | undefined {
   if (from.name === "float32") {
@@ -113,7 +108,7 @@ function kernelFor(from: DType, to: DType): [KernelName, number, number, number]
  * @example if (!wasmCast(x.data, x.dtype, out, to, x.size, opts) && !fastCast(...)) castReference(...);
  */
 export function wasmCast(
-  src: Storage, from: DType, dst: Storage, to: DType, count: number, opts?: ResolvedCastOptions,
+  src: Storage, from: DType, dst: Storage, to: DType, count: number, opts: ResolvedCastOptions,
 ): boolean {
   const k = kernelFor(from, to);
   if (!k) return false;
@@ -123,14 +118,14 @@ export function wasmCast(
   const kernel = w.kernels[name];
   const mem = w.bytes;
   if (name === "byte_lut32") {
-    const lut = byteLut(from, to, opts ?? DEFAULT_OPTS) as Int32Array;
+    const lut = byteLut(from, to, opts) as Int32Array;
     if (w.lut !== lut) {
       new Int32Array(mem.buffer, LUT, 256).set(lut);
       w.lut = lut;
     }
   }
-  const s = bytesOf(src);
-  const d = bytesOf(dst);
+  const s = u8View(src);
+  const d = u8View(dst);
   for (let start = 0; start < count; start += CHUNK) {
     const n = Math.min(CHUNK, count - start);
     mem.set(s.subarray(start * inSize, (start + n) * inSize), IN);

@@ -241,8 +241,10 @@ function bf16ToF32(pool: ConstantPool): Func {
   return func("bf16_f32", k, code);
 }
 
-/** Bytes at the start of the last page: the 256 32-bit entries of `byte_lut32`'s table. */
-export const LUT_BYTES = 1024;
+/** Where `byte_lut32` reads its 256 32-bit entries (1 KiB, written by the caller): the last page's start. */
+export function lutAddress(pages: number): number {
+  return (pages - 1) * 65536;
+}
 
 /**
  * 8 bytes -> 8 32-bit elements per group, each the entry of a 256-entry table (any 8-bit source to
@@ -264,7 +266,7 @@ export const POOL_BYTES = 1024;
 
 /**
  * The whole module: the kernels and an exported memory of `pages` 64 KiB pages. The last page
- * starts with `byte_lut32`'s table (LUT_BYTES, written by the caller) and ends with the kernels'
+ * starts with `byte_lut32`'s table (`lutAddress`, written by the caller) and ends with the kernels'
  * constants (POOL_BYTES, a data segment); the pages before it are free for the caller.
  */
 export function kernelModule(pages: number): Uint8Array {
@@ -277,7 +279,7 @@ export function kernelModule(pages: number): Uint8Array {
     f64ToF32(pool),
     int64ToInt32(pool),
     bf16ToF32(pool),
-    byteLut32(pool, (pages - 1) * 65536),
+    byteLut32(pool, lutAddress(pages)),
   ];
   const data = pool.bytes();
   if (data.length > POOL_BYTES) throw new Error(`wasm kernels: ${data.length} bytes of constants, room for ${POOL_BYTES}`);
