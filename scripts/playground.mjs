@@ -140,10 +140,13 @@ const TYPES = {
 
 /**
  * Serves the files under `dir` on `host:port` (port 0: a free one). GET and HEAD only; paths
- * outside `dir` are refused.
+ * outside `dir` are refused. With `isolated` (the default) every response carries the two headers
+ * that make the page cross-origin isolated, so it has SharedArrayBuffer and tensorcast/web's
+ * castAsync can share memory with its Web Workers; every resource the page loads is same-origin.
  * @returns the server and its base URL, once it listens.
  */
-export function servePlayground({ dir = DEFAULT_OUT, port = DEFAULT_PORT, host = "127.0.0.1" } = {}) {
+export function servePlayground({ dir = DEFAULT_OUT, port = DEFAULT_PORT, host = "127.0.0.1", isolated = true } = {}) {
+  const isolation = isolated ? { "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Embedder-Policy": "require-corp" } : {};
   const root = resolve(dir);
   const server = createServer(async (req, res) => {
     if (req.method !== "GET" && req.method !== "HEAD") {
@@ -168,6 +171,7 @@ export function servePlayground({ dir = DEFAULT_OUT, port = DEFAULT_PORT, host =
         "Content-Type": TYPES[extname(file)] ?? "application/octet-stream",
         "Content-Length": body.byteLength,
         "Cache-Control": "no-store",
+        ...isolation,
       });
       res.end(req.method === "HEAD" ? undefined : body);
     } catch {

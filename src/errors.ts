@@ -25,6 +25,10 @@ export type ErrorCode =
   | "INVALID_DATA"
   /** An output storage whose bytes overlap the input's (castInto). */
   | "ALIASED_OUTPUT"
+  /** The platform lacks what the call needs (castAsync's shared memory in a page that is not cross-origin isolated). */
+  | "UNSUPPORTED_PLATFORM"
+  /** A castAsync worker did not start (its script did not load) or stopped while it had work. */
+  | "WORKER_FAILED"
   /** Something the spec defines that tensorcast does not do yet. */
   | "NOT_IMPLEMENTED";
 

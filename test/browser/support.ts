@@ -53,7 +53,7 @@ export interface PlaygroundScript {
   isNodeBuiltin(path: string): boolean;
   bundleCore(o?: { entry?: string; minify?: boolean }): Promise<{ code: Uint8Array; bytes: number; gzipBytes: number }>;
   buildPlayground(o?: { out?: string }): Promise<{ out: string; coreBytes: number; coreGzipBytes: number }>;
-  servePlayground(o?: { dir?: string; port?: number; host?: string }): Promise<{ server: Server; url: string }>;
+  servePlayground(o?: { dir?: string; port?: number; host?: string; isolated?: boolean }): Promise<{ server: Server; url: string }>;
 }
 
 export async function playgroundScript(): Promise<PlaygroundScript> {

@@ -1,0 +1,133 @@
+/**
+ * castAsync's persistent worker pool, whatever the workers are: Node worker threads or Web Workers
+ * (a `WorkerHost` starts them). Created on first use; each call's ranges go to the least-loaded
+ * worker; a worker that errors or exits breaks the pool (every pending range rejects) and the next
+ * call starts a new one.
+ */
+import { responseError, type CastRangeRequest, type CastRangeResponse } from "./range.js";
+
+/** What the pool hears from one worker. */
+export interface WorkerEvents {
+  message(response: CastRangeResponse): void;
+  /** The worker failed (an uncaught error, or its script did not load): the pool is broken. */
+  error(error: Error): void;
+}
+
+/** One started worker, as the pool drives it. */
+export interface WorkerHandle {
+  post(request: CastRangeRequest): void;
+  /** Whether the worker has work in hand (Node: referenced, so an awaited result keeps the process alive). */
+  busy(busy: boolean): void;
+  terminate(): Promise<unknown>;
+}
+
+/** A platform's way of running cast workers. */
+export interface WorkerHost {
+  /** Threads to use when the caller does not say, the calling thread included. */
+  parallelism(): number;
+  /** Whether workers can be started and share memory with this thread (SharedArrayBuffer). */
+  canSplit(): boolean;
+  /** Starts one worker that answers CastRangeRequests (src/parallel/range.ts). */
+  spawn(events: WorkerEvents): WorkerHandle;
+}
+
+interface Pending {
+  resolve(): void;
+  reject(error: Error): void;
+}
+
+/** Staging slots at most (2 MiB each, allocated on first use). */
+const MAX_SLOTS = 64;
+
+export class CastPool {
+  /** 1 while a staging slot holds a chunk a worker has not read yet. */
+  readonly slotFlags = new Int32Array(new SharedArrayBuffer(4 * MAX_SLOTS));
+  private readonly slots: SharedArrayBuffer[] = [];
+  private readonly workers: WorkerHandle[] = [];
+  private readonly load = new Map<WorkerHandle, Map<number, Pending>>();
+  private nextId = 0;
+  private broken: Error | undefined;
+  private closing = false;
+
+  constructor(
+    private readonly host: WorkerHost,
+    private readonly slotBytes: number,
+    /** Called once when the pool breaks, so its owner starts a new one next time. */
+    private readonly onBroken: (pool: CastPool) => void,
+  ) {}
+
+  /** A free staging slot, now marked busy, or -1 when every one is in use. */
+  takeSlot(): number {
+    const want = Math.min(MAX_SLOTS, 2 * this.workers.length + 2);
+    for (let i = 0; i < want; i++) {
+      if (Atomics.load(this.slotFlags, i) === 0) {
+        Atomics.store(this.slotFlags, i, 1);
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  slotBuffer(slot: number): SharedArrayBuffer {
+    while (this.slots.length <= slot) this.slots.push(new SharedArrayBuffer(this.slotBytes));
+    return this.slots[slot];
+  }
+
+  /** Starts workers until there are `size`. */
+  grow(size: number): void {
+    while (this.workers.length < size) {
+      const tasks = new Map<number, Pending>();
+      const w: WorkerHandle = this.host.spawn({
+        message: (r) => this.settle(w, r),
+        error: (e) => this.fail(e),
+      });
+      this.load.set(w, tasks);
+      this.workers.push(w);
+    }
+  }
+
+  /** Runs `task` on whichever of the first `limit` workers has the fewest ranges in hand (each works through its own in order). */
+  run(task: Omit<CastRangeRequest, "id">, limit: number): Promise<void> {
+    if (this.broken) return Promise.reject(this.broken);
+    let w = this.workers[0];
+    for (let i = 1; i < limit; i++) {
+      const c = this.workers[i];
+      if (this.load.get(c)!.size < this.load.get(w)!.size) w = c;
+    }
+    const tasks = this.load.get(w)!;
+    const id = this.nextId++;
+    return new Promise<void>((resolve, reject) => {
+      tasks.set(id, { resolve, reject });
+      if (tasks.size === 1) w.busy(true);
+      w.post({ id, ...task });
+    });
+  }
+
+  private settle(w: WorkerHandle, r: CastRangeResponse): void {
+    const tasks = this.load.get(w);
+    const p = tasks?.get(r.id);
+    if (!tasks || !p) return;
+    tasks.delete(r.id);
+    if (tasks.size === 0) w.busy(false);
+    if (r.error) p.reject(responseError(r.error));
+    else p.resolve();
+  }
+
+  private fail(e: Error): void {
+    if (this.broken) return;
+    this.broken = e;
+    this.onBroken(this);
+    for (const [w, tasks] of this.load) {
+      for (const p of tasks.values()) p.reject(e);
+      tasks.clear();
+      w.busy(false);
+    }
+    if (!this.closing) void this.close();
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    this.fail(new Error("the castAsync pool was closed"));
+    await Promise.all(this.workers.map((w) => w.terminate()));
+  }
+}

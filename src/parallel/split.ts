@@ -1,0 +1,200 @@
+/**
+ * castAsync and castIntoAsync for any platform that can run cast workers on shared memory (Node
+ * worker threads: src/node/cast-async.ts; Web Workers: src/web/cast-async.ts).
+ *
+ * Same validation, same errors, same bytes as `cast`. Small tensors, string casts and same-type
+ * casts simply run `cast`, and so does every cast where the platform has no shared memory. Otherwise
+ * the output is allocated on a SharedArrayBuffer and the elements are cut into chunks (boundaries on
+ * multiples of 8 elements, so packed 2-, 4- and 6-bit chunks start on whole bytes). The workers of a
+ * persistent pool run `convert()` on chunks taken from the front; the calling thread converts chunks
+ * from the back meanwhile, handing out the next front chunk whenever a worker is about to run dry (a
+ * shared counter says how many are done), so the split follows whichever thread is faster. Workers
+ * read the input where it is when it already lives in a SharedArrayBuffer; otherwise the calling
+ * thread copies each chunk it hands out into one (the chunks it converts itself are never copied).
+ */
+import { dtype, type DType, type DTypeLike, type DTypeName, type StorageOf } from "../dtype/table.js";
+import { TensorcastError } from "../errors.js";
+import { convert } from "../kernels/convert.js";
+import { cast, castInto, checkCastInto, prepareOutput, type CastOptions, type Resolved } from "../ops/cast.js";
+import { shapeSize, storageLength, Tensor, TYPED_ARRAYS } from "../tensor.js";
+import { CastPool, type WorkerHost } from "./pool.js";
+import type { NumericStorage } from "./range.js";
+
+export interface CastAsyncOptions extends CastOptions {
+  /**
+   * How many threads share one cast, the calling thread included. Default: the platform's
+   * parallelism (Node: `os.availableParallelism()`, browsers: `navigator.hardwareConcurrency`). 1 runs
+   * `cast` in the calling thread. The pool grows to the largest `threads - 1` asked for and keeps
+   * its workers (Node: unreferenced, so they never keep the process alive).
+   */
+  threads?: number;
+  /**
+   * Tensors with fewer elements than this run `cast` in the calling thread, where handing ranges to
+   * workers would cost more than it saves. Default 1048576 (2^20).
+   */
+  minElements?: number;
+}
+
+/** Default of `minElements`. */
+export const CAST_ASYNC_MIN_ELEMENTS = 1 << 20;
+
+/** Chunk boundaries fall on multiples of this many elements (whole bytes for every packed type). */
+const ALIGN = 8;
+/** Elements per chunk: at most 2^18 (a millisecond or two of work), at least 2^13 unless the tensor is small. */
+const MAX_CHUNK = 1 << 18;
+const MIN_CHUNK = 1 << 13;
+/** Bytes of one staging slot: a largest chunk of the widest (8-byte) type. */
+const SLOT_BYTES = MAX_CHUNK * 8;
+/** `takeSlot`'s answer when the input is shared and needs no slot. */
+const NO_SLOT = -2;
+
+/** castAsync on `host`'s workers (see the platform modules for the public doc). */
+export async function castAsyncOn<N extends DTypeName>(host: WorkerHost, x: Tensor, to: DTypeLike<N>, opts: CastAsyncOptions): Promise<Tensor<N>> {
+  if (typeof opts !== "object" || opts === null) return cast(x, to, opts);
+  const { threads: threadsOpt, minElements: minOpt, ...castOpts } = opts;
+  const threads = checkCount("threads", threadsOpt, 1) ?? host.parallelism();
+  const minElements = checkCount("minElements", minOpt, 0) ?? CAST_ASYNC_MIN_ELEMENTS;
+  if (!(x instanceof Tensor) || threads < 2 || x.size < Math.max(minElements, 2 * ALIGN) || !host.canSplit()) return cast(x, to, castOpts);
+
+  // Every check cast makes depends on the types and options only: run them on an empty tensor.
+  const target = cast(Tensor.zeros(x.dtype, [0]), to, castOpts).dtype;
+  const from: DType = x.dtype;
+  if (from === target || from.kind === "string" || target.kind === "string") return cast(x, to, castOpts);
+
+  const dst = allocateShared(target, x.size);
+  await convertSplit(host, x, dst, target, { saturate: castOpts.saturate ?? true, roundMode: castOpts.roundMode ?? "up" }, threads);
+  return Tensor.fromStorage(dst as StorageOf<N>, target as DType<N>, x.shape);
+}
+
+/** castIntoAsync on `host`'s workers (see the platform modules for the public doc). */
+export async function castIntoAsyncOn<N extends DTypeName>(host: WorkerHost, x: Tensor, out: Tensor<N>, opts: CastAsyncOptions): Promise<Tensor<N>> {
+  if (typeof opts !== "object" || opts === null) return castInto(x, out, opts);
+  const { threads: threadsOpt, minElements: minOpt, ...castOpts } = opts;
+  const threads = checkCount("threads", threadsOpt, 1) ?? host.parallelism();
+  const minElements = checkCount("minElements", minOpt, 0) ?? CAST_ASYNC_MIN_ELEMENTS;
+  const resolved = checkCastInto(x, out, castOpts);
+  const from: DType = x.dtype;
+  const target: DType = out.dtype;
+  const shared = !Array.isArray(out.data) && isShared(out.data.buffer);
+  if (!shared || threads < 2 || !host.canSplit() || x.size < Math.max(minElements, 2 * ALIGN) || from === target || from.kind === "string" || target.kind === "string") {
+    return castInto(x, out, castOpts);
+  }
+  prepareOutput(out);
+  await convertSplit(host, x, out.data as NumericStorage, target, resolved, threads);
+  return out;
+}
+
+/**
+ * A zero-filled tensor on a new SharedArrayBuffer.
+ * @throws TensorcastError UNSUPPORTED_PLATFORM where SharedArrayBuffer does not exist (a browser
+ * page that is not cross-origin isolated).
+ */
+export function sharedZerosOf<N extends DTypeName>(type: DTypeLike<N>, shape: readonly number[]): Tensor<N> {
+  const t = dtype(type);
+  return Tensor.fromStorage(allocateShared(t, shapeSize(shape)) as StorageOf<N>, t, shape);
+}
+
+/** Whether `buffer` is a SharedArrayBuffer (false, not a ReferenceError, where the constructor is missing). */
+function isShared(buffer: ArrayBufferLike): boolean {
+  return typeof SharedArrayBuffer === "function" && buffer instanceof SharedArrayBuffer;
+}
+
+const pools = new WeakMap<WorkerHost, CastPool>();
+
+/** `host`'s pool, with at least `workers` threads. */
+function poolOf(host: WorkerHost, workers: number): CastPool {
+  let p = pools.get(host);
+  if (!p) {
+    p = new CastPool(host, SLOT_BYTES, (broken) => {
+      if (pools.get(host) === broken) pools.delete(host);
+    });
+    pools.set(host, p);
+  }
+  p.grow(workers);
+  return p;
+}
+
+/** Stops `host`'s workers; the next call starts new ones. */
+export async function closePool(host: WorkerHost): Promise<void> {
+  const p = pools.get(host);
+  pools.delete(host);
+  if (p) await p.close();
+}
+
+/** Converts every element of `x` into the shared storage `dst` on `threads` threads. */
+async function convertSplit(host: WorkerHost, x: Tensor, dst: NumericStorage, target: DType, resolved: Resolved, threads: number): Promise<void> {
+  const from: DType = x.dtype;
+  const count = x.size;
+  const data = x.data as NumericStorage;
+  const workers = threads - 1;
+  const p = poolOf(host, workers);
+  // Workers read shared memory: the input itself when it is shared, else a copy of each chunk they
+  // get, in one of the pool's staging slots (reused from call to call, so their pages are warm).
+  const inputShared = isShared(data.buffer);
+  const ctor = TYPED_ARRAYS[from.array as Exclude<DType["array"], "Array">];
+  const done = new Int32Array(new SharedArrayBuffer(4));
+  const pending: Promise<void>[] = [];
+  const smallest = Math.min(MIN_CHUNK, alignUp(count / (8 * threads)));
+  // Workers take chunks from the front, the calling thread from the back: it hands out a chunk
+  // whenever fewer than two per worker are waiting, and otherwise converts one itself. Chunks
+  // shrink as the middle nears (guided scheduling), so the threads finish close together.
+  let lo = 0;
+  let hi = count;
+  try {
+    while (lo < hi) {
+      const size = Math.max(smallest, Math.min(MAX_CHUNK, alignUp((hi - lo) / (4 * threads))));
+      const slot = pending.length - Atomics.load(done, 0) >= 2 * workers ? -1 : inputShared ? NO_SLOT : p.takeSlot();
+      if (slot !== -1) {
+        const a = lo;
+        const b = Math.min(hi, a + size);
+        lo = b;
+        let src = slice(data, from, a, b);
+        if (!inputShared) {
+          const copy = new ctor(p.slotBuffer(slot), 0, src.length);
+          (copy as Uint8Array).set(src as Uint8Array);
+          src = copy;
+        }
+        const request = { src, dst: slice(dst, target, a, b), from: from.name, to: target.name, count: b - a, ...resolved, done };
+        pending.push(p.run({ ...request, slot: inputShared ? -1 : slot, slots: p.slotFlags }, workers));
+      } else {
+        const b = hi;
+        const a = Math.max(lo, hi - size - ((hi - size) % ALIGN));
+        hi = a;
+        convert(slice(data, from, a, b), from, slice(dst, target, a, b), target, b - a, resolved);
+      }
+    }
+  } finally {
+    await Promise.all(pending);
+  }
+}
+
+/** `n` rounded up to a multiple of ALIGN (at least ALIGN). */
+function alignUp(n: number): number {
+  return Math.max(ALIGN, Math.ceil(n / ALIGN) * ALIGN);
+}
+
+function checkCount(name: string, value: unknown, min: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `${name} must be an integer >= ${min}, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** A zero-filled storage for `count` elements of `t` on a new SharedArrayBuffer. */
+function allocateShared(t: DType, count: number): NumericStorage {
+  if (typeof SharedArrayBuffer !== "function") {
+    throw new TensorcastError("UNSUPPORTED_PLATFORM",
+      "SharedArrayBuffer is not available here: a browser page needs cross-origin isolation (the headers " +
+      "Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp) to share memory with workers");
+  }
+  const ctor = TYPED_ARRAYS[t.array as Exclude<DType["array"], "Array">];
+  const length = storageLength(t, count);
+  return new ctor(new SharedArrayBuffer(length * ctor.BYTES_PER_ELEMENT), 0, length);
+}
+
+/** The storage of elements [a, b) of `t` (`a` a multiple of 8; `b` too unless it is the end). */
+function slice(data: NumericStorage, t: DType, a: number, b: number): NumericStorage {
+  if (t.packed) return data.subarray((a * t.bits) / 8, Math.ceil((b * t.bits) / 8));
+  return data.subarray(a, b);
+}
