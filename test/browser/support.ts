@@ -61,7 +61,7 @@ export async function playgroundScript(): Promise<PlaygroundScript> {
 }
 
 /** The exhaustive codec test files that also run in Chromium, compiled (build/test/...). */
-export const CODEC_TEST_FILES = ["test/dtype/minifloat.test.js", "test/ops/cast-exhaustive.test.js"];
+export const CODEC_TEST_FILES = ["test/dtype/minifloat.test.js", "test/ops/cast-exhaustive.test.js", "test/kernels/native-float16.test.js"];
 
 /**
  * Bundles the compiled codec tests, with `node:test` and `node:assert/strict` replaced by the
@@ -117,6 +117,8 @@ export interface CodecChecks {
     readonly tests: number;
     readonly passed: number;
     readonly failed: number;
+    /** Tests the platform lacks a feature for (Node 20: no Float16Array), with the reason. */
+    readonly skipped: readonly { name: string; reason: string }[];
     readonly names: readonly string[];
     readonly failures: readonly { name: string; message: string }[];
     readonly ms: number;

@@ -1,8 +1,10 @@
 /**
- * A stand-in for `node:test` when a test file is bundled for the browser (test/browser/codec.ts
- * maps the import here): `test(name, fn)` only registers, and `runRegistered()` runs every
- * registered test in order and reports counts and failures. Only what the bundled files use
- * exists; a test file that needs more fails to bundle ("No matching export"), loudly.
+ * A stand-in for `node:test` when a test file is bundled for the browser (bundleCodecChecks in
+ * test/browser/support.ts maps the import here): `test(name, fn)` only registers, and
+ * `runRegistered()` runs every registered test in order and reports counts and failures. A test
+ * registered with `{ skip: reason }` (as node:test takes it: a platform without some feature) is
+ * not run and is reported as skipped. Only what the bundled files use exists; a test file that
+ * needs more fails to bundle ("No matching export"), loudly.
  */
 type Body = (t: TestContext) => unknown;
 
@@ -10,13 +12,20 @@ export interface TestContext {
   readonly name: string;
 }
 
-const registered: { name: string; fn: Body }[] = [];
+/** The options node:test takes that this harness honours; the others (timeout, ...) are ignored. */
+export interface TestOptions {
+  /** Truthy: the test is not run and is reported as skipped, with this reason when it is a string. */
+  readonly skip?: boolean | string;
+}
 
-/** `test(name, fn)` or `test(name, options, fn)`; options are ignored. */
+const registered: { name: string; fn: Body; skip: string | undefined }[] = [];
+
+/** `test(name, fn)` or `test(name, options, fn)`; of the options only `skip` is honoured. */
 export function test(name: string, optionsOrFn: unknown, fn?: unknown): void {
   const body = (typeof optionsOrFn === "function" ? optionsOrFn : fn) as Body | undefined;
   if (typeof body !== "function") throw new Error(`browser harness: test "${name}" has no function`);
-  registered.push({ name, fn: body });
+  const skip = typeof optionsOrFn === "object" && optionsOrFn !== null ? (optionsOrFn as TestOptions).skip : undefined;
+  registered.push({ name, fn: body, skip: skip ? (typeof skip === "string" ? skip : "skipped") : undefined });
 }
 export default test;
 
@@ -25,10 +34,18 @@ export interface Failure {
   readonly message: string;
 }
 
+export interface Skip {
+  readonly name: string;
+  readonly reason: string;
+}
+
 export interface TestSummary {
+  /** Every registered test, skipped ones included: passed + failed + skipped. */
   readonly tests: number;
   readonly passed: number;
   readonly failed: number;
+  /** Tests registered with `{ skip }`, not run (in node:test's words, "# SKIP reason"). */
+  readonly skipped: readonly Skip[];
   /** Every test's name, in run order. */
   readonly names: readonly string[];
   /** At most ten, in run order; the first is the first mismatch. */
@@ -36,12 +53,17 @@ export interface TestSummary {
   readonly ms: number;
 }
 
-/** Runs the registered tests one after the other (awaiting async ones). */
+/** Runs the registered tests one after the other (awaiting async ones), except those to skip. */
 export async function runRegistered(): Promise<TestSummary> {
   const start = Date.now();
   const failures: Failure[] = [];
+  const skipped: Skip[] = [];
   let failed = 0;
-  for (const { name, fn } of registered) {
+  for (const { name, fn, skip } of registered) {
+    if (skip !== undefined) {
+      skipped.push({ name, reason: skip });
+      continue;
+    }
     try {
       await fn({ name });
     } catch (e) {
@@ -50,7 +72,7 @@ export async function runRegistered(): Promise<TestSummary> {
     }
   }
   return {
-    tests: registered.length, passed: registered.length - failed, failed,
+    tests: registered.length, passed: registered.length - failed - skipped.length, failed, skipped,
     names: registered.map((r) => r.name), failures, ms: Date.now() - start,
   };
 }
