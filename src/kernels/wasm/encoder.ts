@@ -102,6 +102,8 @@ export const f32x4Add = binary(0xe4);
 export const f32x4Sub = binary(0xe5);
 /** Two i32x4 to one i16x8, saturating to [0, 0xFFFF] (lanes of `a` first). */
 export const narrowU = binary(0x86);
+/** Two i16x8 to one i8x16, saturating to [0, 0xFF] (lanes of `a` first). */
+export const narrowU8 = binary(0x66);
 export const extendLowS16 = unary(0xa7);
 /** i8x16.shuffle: byte i of the result is byte lanes[i] of the 32 bytes a ++ b. */
 export function shuffle(a: Code, b: Code, lanes: readonly number[]): Code {

@@ -15,18 +15,19 @@
  *   with the sign.
  * - float32 -> int8 / uint8 (16 elements per group): the x86-64 int32 (i32x4.trunc_sat_f32x4_s,
  *   whose saturated lanes, |x| >= 2^31, and NaN lanes are set to INT_MIN by masking with
- *   |x| < 2^31: INT_MIN's low byte is 0), then the low byte of each lane by i8x16.shuffle.
+ *   |x| < 2^31: INT_MIN's low byte is 0), then the low byte of each lane (and 0xFF, then two
+ *   unsigned narrowings, which keep values 0..255 as they are).
  * - float64 -> float32 (f32x4.demote_f64x2_zero: round to nearest even, overflow to Inf,
  *   subnormals kept); NaN lanes to 0x7FC00000 with the source's sign (the sign of a NaN that
  *   WebAssembly produces is not specified, so it is taken from the source's high word).
  * - int64 -> int32: the low words, by i8x16.shuffle.
- * - bfloat16 -> float32: each code as the high half of a word, by i8x16.shuffle with zeros; NaN
- *   to 0x7FC00000 with the sign.
+ * - bfloat16 -> float32: each code as the high half of a word (sign-extended, shifted left by 16);
+ *   NaN to 0x7FC00000 with the sign.
  */
 import {
   and, demoteZero, extendHighS16, extendLowS16, f32x4Abs, f32x4Add, f32x4Lt, f32x4Ne, f32x4Sub, get,
   i32, i32Add, i32Eqz, i32Sub, i32x4Add, i32x4GtS, i32x4LtS, i32x4MinS, i32x4Shl, i32x4ShrU, i32x4Sub,
-  load, loadI32, loadU8, moduleBytes, narrowU, or, select, set, shuffle, store, storeI32, i32Shl, truncSatS, whileNot, type Code,
+  load, loadI32, loadU8, moduleBytes, narrowU, narrowU8, or, select, set, shuffle, store, storeI32, i32Shl, truncSatS, whileNot, type Code,
   type Func,
 } from "./encoder.js";
 
@@ -164,8 +165,6 @@ function widening(pool: ConstantPool, name: string, decode: (c: Constants["c"]) 
   return func(name, k, code);
 }
 
-/** Byte lanes 0, 4, 8, 12 of a then of b: the low byte of each int32 lane, in result bytes 0..7. */
-const LOW_BYTES = [0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0];
 /** Bytes 0..7 of a then bytes 0..7 of b. */
 const LOW_HALVES = [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
 /** The low (or, with 4, the high) 32-bit word of each of the four 64-bit lanes of a ++ b. */
@@ -174,15 +173,17 @@ const words64 = (high: number): number[] => [0, 8, 16, 24].flatMap((b) => [0, 1,
 /** 16 float32 (64 bytes) -> 16 bytes per group. */
 function f32ToInt8(pool: ConstantPool): Func {
   const k = new Constants(pool);
-  // The x86-64 int32 of the float32 at src + offset: INT_MIN (low byte 0) for |x| >= 2^31 and NaN.
-  const int32 = (offset: number): Code => [
+  // The low byte of the x86-64 int32 of the float32 at src + offset (INT_MIN, low byte 0, for
+  // |x| >= 2^31 and NaN), in an int32 lane, so that the two unsigned narrowings keep it as it is.
+  // (Picking the low bytes by i8x16.shuffle instead costs V8 two pshufb, an or and a rebuilt mask
+  // per shuffle.)
+  const lowByte = (offset: number): Code => [
     ...set(X, load(get(SRC), offset)),
-    ...and(truncSatS(get(X)), f32x4Lt(f32x4Abs(get(X)), k.c(0x4f000000))),
+    ...and(and(truncSatS(get(X)), f32x4Lt(f32x4Abs(get(X)), k.c(0x4f000000))), k.c(0xff)),
   ];
   const code = loop([
-    set(R, shuffle(int32(0), int32(16), LOW_BYTES)),
-    set(T, shuffle(int32(32), int32(48), LOW_BYTES)),
-    store(get(DST), shuffle(get(R), get(T), LOW_HALVES)),
+    set(R, narrowU(lowByte(0), lowByte(16))),
+    store(get(DST), narrowU8(get(R), narrowU(lowByte(32), lowByte(48)))),
   ], 64, 16);
   return func("f32_i8", k, code);
 }
@@ -218,25 +219,23 @@ function int64ToInt32(pool: ConstantPool): Func {
   return func("i64_i32", k, code);
 }
 
-/** Bytes 2i, 2i + 1 of b (from `first`) as the high half of word i, zeros (from a) below. */
-const highHalves = (first: number): number[] => [0, 1, 2, 3].flatMap((i) => [0, 0, 16 + first + 2 * i, 17 + first + 2 * i]);
-
 /** 8 bfloat16 (16 bytes) -> 8 float32 (32 bytes) per group. */
 function bf16ToF32(pool: ConstantPool): Func {
   const k = new Constants(pool);
-  // 4 codes from bytes `first`.. of local R -> float32 bits; NaN to 0x7FC00000 with its sign.
-  const four = (first: number): Code => [
-    ...set(X, shuffle(k.c(0), get(R), highHalves(first))),
-    ...select(
-      or(and(get(X), k.c(0x80000000 | 0)), k.c(0x7fc00000)),
-      get(X),
-      i32x4GtS(and(get(X), k.c(0x7fffffff)), k.c(0x7f800000)),
-    ),
-  ];
+  // Local X: four codes as the high halves of words, by a sign extension shifted up (one pmovsxwd
+  // and one pslld; an i8x16.shuffle with a zero vector costs V8 two pshufb, an or and a rebuilt
+  // mask) -> float32 bits; NaN to 0x7FC00000 with its sign.
+  const quieted = (): Code => select(
+    or(and(get(X), k.c(0x80000000 | 0)), k.c(0x7fc00000)),
+    get(X),
+    i32x4GtS(and(get(X), k.c(0x7fffffff)), k.c(0x7f800000)),
+  );
   const code = loop([
     set(R, load(get(SRC), 0)),
-    store(get(DST), four(0), 0),
-    store(get(DST), four(8), 16),
+    set(X, i32x4Shl(extendLowS16(get(R)), 16)),
+    store(get(DST), quieted(), 0),
+    set(X, i32x4Shl(extendHighS16(get(R)), 16)),
+    store(get(DST), quieted(), 16),
   ], 16, 32);
   return func("bf16_f32", k, code);
 }
