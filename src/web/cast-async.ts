@@ -35,10 +35,14 @@ interface WebWorker {
   postMessage(message: CastRangeRequest): void;
   terminate(): void;
 }
-type WorkerConstructor = new (url: WebUrl | string, options: { type: "module"; name?: string }) => WebWorker;
+/**
+ * The global Worker constructor, declared rather than read off globalThis: webpack emits the worker
+ * only for `new Worker(new URL(...))` with the free global `Worker` (a local alias defeats it).
+ * Undefined outside browsers (Node): `typeof Worker` guards every use.
+ */
+declare const Worker: new (url: WebUrl | string, options: { type: "module"; name?: string }) => WebWorker;
 
 interface WebGlobals {
-  Worker?: WorkerConstructor;
   crossOriginIsolated?: boolean;
   navigator?: { hardwareConcurrency?: number };
 }
@@ -47,7 +51,6 @@ const web = globalThis as WebGlobals;
 let workerUrl: WebUrl | string | undefined;
 
 function startWorker(): WebWorker {
-  const Worker = web.Worker as WorkerConstructor;
   // Written out in full so that bundlers which follow `new Worker(new URL(...))` emit the worker.
   if (workerUrl === undefined) return new Worker(new URL("./cast-worker.js", (import.meta as ModuleMeta).url), { type: "module", name: "tensorcast castAsync" });
   return new Worker(workerUrl, { type: "module", name: "tensorcast castAsync" });
@@ -59,7 +62,7 @@ function describeWorkerUrl(): string {
 
 const WEB_WORKERS: WorkerHost = {
   parallelism: () => Math.max(1, web.navigator?.hardwareConcurrency ?? 1),
-  canSplit: () => typeof web.Worker === "function" && typeof SharedArrayBuffer === "function" && web.crossOriginIsolated !== false,
+  canSplit: () => typeof Worker === "function" && typeof SharedArrayBuffer === "function" && web.crossOriginIsolated !== false,
   spawn(events) {
     const w = startWorker();
     w.onmessage = (event) => events.message(event.data);

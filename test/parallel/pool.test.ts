@@ -1,0 +1,103 @@
+/**
+ * castAsync's platform-independent scheduler and pool (src/parallel/), driven by an in-process
+ * WorkerHost: "workers" that answer on a later task with castRange, and ones that fail. What a real
+ * platform adds is tested with it (test/node/cast-async.test.ts, test/browser/cast-async.test.ts).
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { cast, Tensor, TensorcastError } from "../../src/index.js";
+import type { WorkerEvents, WorkerHandle, WorkerHost } from "../../src/parallel/pool.js";
+import { castRange } from "../../src/parallel/range.js";
+import { castAsyncOn, castIntoAsyncOn, closePool, sharedZerosOf } from "../../src/parallel/split.js";
+
+/** A host whose workers run in this thread, each request answered on a later macrotask; `broken` workers fail instead. */
+function fakeHost(o: { broken?: boolean; canSplit?: boolean } = {}): WorkerHost & { spawned: number; posted: number; terminated: number } {
+  const host = {
+    spawned: 0,
+    posted: 0,
+    terminated: 0,
+    parallelism: () => 3,
+    canSplit: () => o.canSplit ?? true,
+    spawn(events: WorkerEvents): WorkerHandle {
+      host.spawned++;
+      return {
+        post: (request) => {
+          host.posted++;
+          setTimeout(() => {
+            if (o.broken) events.error(new TensorcastError("WORKER_FAILED", "the fake worker failed"));
+            else events.message(castRange(request));
+          }, 0);
+        },
+        busy: () => undefined,
+        terminate: async () => {
+          host.terminated++;
+        },
+      };
+    },
+  };
+  return host;
+}
+
+function input(n: number): Tensor {
+  const x = Tensor.zeros("float32", [n]);
+  const f = x.data as Float32Array;
+  for (let i = 0; i < n; i++) f[i] = Math.sin(i) * 2 ** ((i % 40) - 20);
+  return x;
+}
+
+test("the ranges a host's workers convert and the caller's own give cast's bytes; the default threads come from the host", async () => {
+  const host = fakeHost();
+  const x = input(200_003);
+  for (const to of ["float16", "float8e4m3fn", "uint4", "float6e3m2"] as const) {
+    const y = await castAsyncOn(host, x, to, { minElements: 0 });
+    assert.deepEqual(y.bytes(), cast(x, to).bytes(), to);
+    assert.ok((y.data as Uint8Array).buffer instanceof SharedArrayBuffer);
+  }
+  assert.equal(host.spawned, 2, "parallelism() 3: two workers besides the caller");
+  assert.ok(host.posted >= 8, `only ${host.posted} ranges went to the workers`);
+  const out = sharedZerosOf("bfloat16", x.shape);
+  assert.equal(await castIntoAsyncOn(host, x, out, { minElements: 0 }), out);
+  assert.deepEqual(out.bytes(), cast(x, "bfloat16").bytes());
+  await closePool(host);
+  assert.equal(host.terminated, 2);
+});
+
+test("a host that cannot split (no shared memory, no workers) runs cast in the calling thread", async () => {
+  const host = fakeHost({ canSplit: false });
+  const x = input(50_000);
+  const y = await castAsyncOn(host, x, "float16", { minElements: 0, threads: 4 });
+  assert.deepEqual(y.bytes(), cast(x, "float16").bytes());
+  assert.ok(!((y.data as Uint16Array).buffer instanceof SharedArrayBuffer));
+  const out = sharedZerosOf("float16", x.shape);
+  await castIntoAsyncOn(host, x, out, { minElements: 0, threads: 4 });
+  assert.deepEqual(out.bytes(), y.bytes());
+  assert.equal(host.spawned, 0);
+});
+
+test("a failing worker rejects the call with its WORKER_FAILED error; the next call starts a new pool", async () => {
+  const broken = { broken: true };
+  const host = fakeHost(broken);
+  const x = input(100_000);
+  await assert.rejects(castAsyncOn(host, x, "float16", { minElements: 0, threads: 2 }), (e: unknown) =>
+    e instanceof TensorcastError && e.code === "WORKER_FAILED" && e.message === "the fake worker failed");
+  assert.equal(host.terminated, 1, "the broken pool was closed");
+  broken.broken = false;
+  const y = await castAsyncOn(host, x, "float16", { minElements: 0, threads: 2 });
+  assert.deepEqual(y.bytes(), cast(x, "float16").bytes());
+  assert.equal(host.spawned, 2, "a new worker for the new pool");
+  await closePool(host);
+});
+
+test("a range a worker cannot convert rejects with the error it answered", async () => {
+  const host = fakeHost();
+  const failing: WorkerHost = {
+    ...host,
+    spawn: (events) => host.spawn({
+      message: (r) => events.message({ id: r.id, error: { name: "TensorcastError", code: "INVALID_DATA", message: "bad range" } }),
+      error: events.error,
+    }),
+  };
+  await assert.rejects(castAsyncOn(failing, input(60_000), "float16", { minElements: 0, threads: 2 }), (e: unknown) =>
+    e instanceof TensorcastError && e.code === "INVALID_DATA" && e.message === "bad range");
+  await closePool(failing);
+});
