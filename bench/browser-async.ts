@@ -47,8 +47,7 @@ async function main(): Promise<void> {
   await writeFile(join(dir, pagePath), `<!doctype html><meta charset="utf-8"><title>castAsync bench</title>\n` +
     `<script type="module">import { runAsyncBench } from "./browser-async-page.js"; globalThis.runAsyncBench = runAsyncBench;</script>\n`);
   const { server, url } = await script.servePlayground({ dir, port: 0 });
-  const base = launchOptions();
-  const browser = await chromium.launch({ ...base, args: [...(base.args ?? []), "--js-flags=--expose-gc"] });
+  const browser = await chromium.launch(launchOptions({ exposeGc: true }));
   try {
     const page = await browser.newPage();
     page.on("pageerror", (e) => console.error(`  [page] ${e.message}`));

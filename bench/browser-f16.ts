@@ -76,8 +76,7 @@ async function main(): Promise<void> {
   const missing = chromiumMissing();
   if (missing) throw new Error(missing);
   const code = await bundle();
-  const base = launchOptions();
-  const browser = await chromium.launch({ ...base, args: [...(base.args ?? []), "--js-flags=--expose-gc"] });
+  const browser = await chromium.launch(launchOptions({ exposeGc: true }));
   try {
     const page = await browser.newPage();
     page.on("console", (m) => console.error(`  [page] ${m.text()}`));

@@ -21,15 +21,16 @@ export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 /**
  * Headless Debian Chromium as root, on a machine without network: no sandbox (root), and no
- * background connections (refused here, and slow to fail).
+ * background connections (refused here, and slow to fail). `exposeGc` gives pages `gc()`, for the
+ * benchmarks' collection before each timed run.
  */
-export function launchOptions(): LaunchOptions {
+export function launchOptions({ exposeGc = false }: { exposeGc?: boolean } = {}): LaunchOptions {
   return {
     executablePath: CHROMIUM,
     headless: true,
     args: [
       "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync",
+      "--disable-component-update", "--disable-sync", ...(exposeGc ? ["--js-flags=--expose-gc"] : []),
     ],
   };
 }
