@@ -1,8 +1,9 @@
 /**
  * castAsync in the browser: tensorcast/web's Web Workers against the single-threaded cast and
- * castInto and a memory copy, in headless Chromium on a cross-origin isolated page.
+ * castInto and a memory copy, in headless Chromium on a cross-origin isolated page (or, with
+ * --not-isolated, one without shared memory, where the ranges are copied to the workers and back).
  *
- *   npm run bench:browser-async [-- --n 16777216 --reps 7 --warmup 2 --threads 2]
+ *   npm run bench:browser-async [-- --n 16777216 --reps 7 --warmup 2 --threads 2 --not-isolated]
  *
  * The compiled modules under build/ are served as they are (scripts/playground.mjs's server, with
  * the isolation headers) and bench/browser-async-page.ts runs there; contenders take turns round by
@@ -23,15 +24,18 @@ const PAIRS: [DTypeName, DTypeName][] = [
   ["float32", "float8e4m3fn"], ["float8e4m3fn", "float32"],
 ];
 
-function parseArgs(argv: string[]): AsyncBenchOptions {
-  const o = { n: 16 * 1024 * 1024, reps: 7, warmup: 2, threads: 2, pairs: PAIRS };
+function parseArgs(argv: string[]): AsyncBenchOptions & { isolated: boolean } {
+  const o = { n: 16 * 1024 * 1024, reps: 7, warmup: 2, threads: 2, pairs: PAIRS, isolated: true };
   for (let i = 0; i < argv.length; i += 2) {
     const [k, v] = [argv[i], Number(argv[i + 1])];
-    if (k === "--n") o.n = v;
+    if (k === "--not-isolated") {
+      o.isolated = false;
+      i--;
+    } else if (k === "--n") o.n = v;
     else if (k === "--reps") o.reps = v;
     else if (k === "--warmup") o.warmup = v;
     else if (k === "--threads") o.threads = v;
-    else throw new Error(`unknown argument ${k}; expected --n, --reps, --warmup or --threads`);
+    else throw new Error(`unknown argument ${k}; expected --n, --reps, --warmup, --threads or --not-isolated`);
   }
   if (!(o.n > 0 && o.reps >= 1 && o.warmup >= 0 && o.threads >= 2)) throw new Error("--n, --reps positive, --warmup >= 0, --threads >= 2");
   return o;
@@ -46,7 +50,7 @@ async function main(): Promise<void> {
   const pagePath = "bench/browser-async.html";
   await writeFile(join(dir, pagePath), `<!doctype html><meta charset="utf-8"><title>castAsync bench</title>\n` +
     `<script type="module">import { runAsyncBench } from "./browser-async-page.js"; globalThis.runAsyncBench = runAsyncBench;</script>\n`);
-  const { server, url } = await script.servePlayground({ dir, port: 0 });
+  const { server, url } = await script.servePlayground({ dir, port: 0, isolated: o.isolated });
   const browser = await chromium.launch(launchOptions({ exposeGc: true }));
   try {
     const page = await browser.newPage();

@@ -16,7 +16,8 @@ export { CAST_ASYNC_MIN_ELEMENTS, type CastAsyncOptions } from "../parallel/spli
 
 const NODE_WORKERS: WorkerHost = {
   parallelism: () => os.availableParallelism(),
-  canSplit: () => true,
+  hasWorkers: () => true,
+  sharedMemory: () => true,
   spawn(events) {
     const w = new Worker(new URL("./cast-worker.js", import.meta.url));
     // Unreferenced while idle: the pool never keeps the process alive.
@@ -28,7 +29,7 @@ const NODE_WORKERS: WorkerHost = {
       if (!terminating) events.error(new TensorcastError("WORKER_FAILED", `a castAsync worker thread exited with code ${code}`));
     });
     return {
-      post: (request) => w.postMessage(request),
+      post: (request, transfer) => w.postMessage(request, transfer),
       // Referenced while it has work, so an awaited result keeps the process alive.
       busy: (busy) => (busy ? w.ref() : w.unref()),
       terminate: () => {

@@ -1,11 +1,14 @@
 /**
- * A castAsync worker thread: converts the element ranges the pool sends (src/parallel/range.ts).
- * Nothing is copied or transferred: both views share the caller's memory.
+ * A castAsync worker thread: converts the element ranges the pool sends (src/parallel/range.ts),
+ * in the caller's shared memory.
  */
 import { parentPort } from "node:worker_threads";
-import { castRange, type CastRangeRequest } from "../parallel/range.js";
+import { castRange, type CastRequest } from "../parallel/range.js";
 
 const port = parentPort;
 if (!port) throw new Error("cast-worker.ts runs as a worker thread of castAsync's pool");
 
-port.on("message", (request: CastRangeRequest) => port.postMessage(castRange(request)));
+port.on("message", (request: CastRequest) => {
+  const { response, transfer } = castRange(request);
+  port.postMessage(response, transfer);
+});

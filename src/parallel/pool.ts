@@ -4,7 +4,7 @@
  * worker; a worker that errors or exits breaks the pool (every pending range rejects) and the next
  * call starts a new one.
  */
-import { responseError, type CastRangeRequest, type CastRangeResponse } from "./range.js";
+import { responseError, type CastRangeDone, type CastRangeResponse, type CastRequest } from "./range.js";
 
 /** What the pool hears from one worker. */
 export interface WorkerEvents {
@@ -15,7 +15,8 @@ export interface WorkerEvents {
 
 /** One started worker, as the pool drives it. */
 export interface WorkerHandle {
-  post(request: CastRangeRequest): void;
+  /** Sends a request, moving the `transfer` buffers to the worker. */
+  post(request: CastRequest, transfer: ArrayBuffer[]): void;
   /** Whether the worker has work in hand (Node: referenced, so an awaited result keeps the process alive). */
   busy(busy: boolean): void;
   terminate(): Promise<unknown>;
@@ -25,23 +26,28 @@ export interface WorkerHandle {
 export interface WorkerHost {
   /** Threads to use when the caller does not say, the calling thread included. */
   parallelism(): number;
-  /** Whether workers can be started and share memory with this thread (SharedArrayBuffer). */
-  canSplit(): boolean;
+  /** Whether workers can be started here. */
+  hasWorkers(): boolean;
+  /** Whether SharedArrayBuffer exists and can be shared with the workers (else ranges are copied). */
+  sharedMemory(): boolean;
   /** Starts one worker that answers CastRangeRequests (src/parallel/range.ts). */
   spawn(events: WorkerEvents): WorkerHandle;
 }
 
 interface Pending {
-  resolve(): void;
+  resolve(done: CastRangeDone): void;
   reject(error: Error): void;
 }
+
+/** `Omit` applied to each member of a union. */
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /** Staging slots at most (2 MiB each, allocated on first use). */
 const MAX_SLOTS = 64;
 
 export class CastPool {
-  /** 1 while a staging slot holds a chunk a worker has not read yet. */
-  readonly slotFlags = new Int32Array(new SharedArrayBuffer(4 * MAX_SLOTS));
+  /** 1 while a staging slot holds a chunk a worker has not read yet (created on first use: shared memory). */
+  private flags: Int32Array | undefined;
   private readonly slots: SharedArrayBuffer[] = [];
   private readonly workers: WorkerHandle[] = [];
   private readonly load = new Map<WorkerHandle, Map<number, Pending>>();
@@ -56,12 +62,18 @@ export class CastPool {
     private readonly onBroken: (pool: CastPool) => void,
   ) {}
 
+  get slotFlags(): Int32Array {
+    this.flags ??= new Int32Array(new SharedArrayBuffer(4 * MAX_SLOTS));
+    return this.flags;
+  }
+
   /** A free staging slot, now marked busy, or -1 when every one is in use. */
   takeSlot(): number {
     const want = Math.min(MAX_SLOTS, 2 * this.workers.length + 2);
+    const flags = this.slotFlags;
     for (let i = 0; i < want; i++) {
-      if (Atomics.load(this.slotFlags, i) === 0) {
-        Atomics.store(this.slotFlags, i, 1);
+      if (Atomics.load(flags, i) === 0) {
+        Atomics.store(flags, i, 1);
         return i;
       }
     }
@@ -86,8 +98,12 @@ export class CastPool {
     }
   }
 
-  /** Runs `task` on whichever of the first `limit` workers has the fewest ranges in hand (each works through its own in order). */
-  run(task: Omit<CastRangeRequest, "id">, limit: number): Promise<void> {
+  /**
+   * Runs `task` on whichever of the first `limit` workers has the fewest ranges in hand (each works
+   * through its own in order), moving `transfer` to it; resolves to the worker's answer (a copied
+   * range's buffers handed back), rejects with the error it answered.
+   */
+  run(task: DistributiveOmit<CastRequest, "id">, limit: number, transfer: ArrayBuffer[] = []): Promise<CastRangeDone> {
     if (this.broken) return Promise.reject(this.broken);
     let w = this.workers[0];
     for (let i = 1; i < limit; i++) {
@@ -96,10 +112,10 @@ export class CastPool {
     }
     const tasks = this.load.get(w)!;
     const id = this.nextId++;
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<CastRangeDone>((resolve, reject) => {
       tasks.set(id, { resolve, reject });
       if (tasks.size === 1) w.busy(true);
-      w.post({ id, ...task });
+      w.post({ id, ...task } as CastRequest, transfer);
     });
   }
 
@@ -110,7 +126,7 @@ export class CastPool {
     tasks.delete(r.id);
     if (tasks.size === 0) w.busy(false);
     if (r.error) p.reject(responseError(r.error));
-    else p.resolve();
+    else p.resolve(r);
   }
 
   private fail(e: Error): void {

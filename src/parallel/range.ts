@@ -2,25 +2,35 @@
  * What a cast worker is asked and answers, and how it answers: one element range, converted with the
  * same `convert()` that `cast` runs. Shared by the Node worker (src/node/cast-worker.ts) and the Web
  * Worker (src/web/cast-worker.ts), which only differ in how messages arrive.
+ *
+ * Two kinds of range: on shared memory (the worker reads and writes the caller's SharedArrayBuffers
+ * in place), and copied (where there is no shared memory: the chunk's bytes arrive in a transferred
+ * ArrayBuffer and the converted bytes go back in another).
  */
 import type { RoundMode } from "../dtype/minifloat.js";
-import { dtype, type DTypeName, type Storage } from "../dtype/table.js";
+import { dtype, type DType, type DTypeName, type Storage } from "../dtype/table.js";
 import { TensorcastError, type ErrorCode } from "../errors.js";
 import { convert } from "../kernels/convert.js";
+import { prepareOutput } from "../ops/cast.js";
+import { storageLength, Tensor, TYPED_ARRAYS } from "../tensor.js";
 
 /** Typed-array storage (every type but string). */
 export type NumericStorage = Exclude<Storage, string[]>;
 
-/** A chunk for a worker: `count` elements from the start of `src` into the start of `dst`, both on shared memory. */
-export interface CastRangeRequest {
+interface RangeBase {
   readonly id: number;
-  readonly src: NumericStorage;
-  readonly dst: NumericStorage;
   readonly from: DTypeName;
   readonly to: DTypeName;
   readonly count: number;
   readonly saturate: boolean;
   readonly roundMode: RoundMode;
+}
+
+/** A chunk on shared memory: `count` elements from the start of `src` into the start of `dst`. */
+export interface CastRangeRequest extends RangeBase {
+  readonly kind: "shared";
+  readonly src: NumericStorage;
+  readonly dst: NumericStorage;
   /** Chunks finished, shared with the caller: the worker adds 1 when it has converted its range. */
   readonly done: Int32Array;
   /** The staging slot `src` lives in (-1: none); the worker sets `slots[slot]` to 0 once it has read it. */
@@ -28,28 +38,78 @@ export interface CastRangeRequest {
   readonly slots: Int32Array;
 }
 
+/**
+ * A copied chunk: `count` elements' storage at the start of `src`, converted into the start of
+ * `dst`; both buffers are transferred to the worker and back with the answer, so the caller reuses
+ * them for its next chunks (no fresh pages per chunk).
+ */
+export interface CastCopyRequest extends RangeBase {
+  readonly kind: "copied";
+  readonly src: ArrayBuffer;
+  readonly dst: ArrayBuffer;
+}
+
+export type CastRequest = CastRangeRequest | CastCopyRequest;
+
+/** A range done: for a copied one, its two buffers handed back. */
+export interface CastRangeDone {
+  readonly id: number;
+  readonly error?: undefined;
+  readonly src?: ArrayBuffer;
+  readonly dst?: ArrayBuffer;
+}
+
 export type CastRangeResponse =
-  | { readonly id: number; readonly error?: undefined }
+  | CastRangeDone
   | { readonly id: number; readonly error: { readonly name: string; readonly code?: string; readonly message: string } };
 
+/** A worker's answer and the buffers to transfer with it (the copied result, if any). */
+export interface Answer {
+  readonly response: CastRangeResponse;
+  readonly transfer: ArrayBuffer[];
+}
+
 /** Converts one requested range and says how it went (never throws: an error becomes the answer). */
-export function castRange(request: CastRangeRequest): CastRangeResponse {
-  let response: CastRangeResponse;
+export function castRange(request: CastRequest): Answer {
+  let answer: Answer;
   try {
     const opts = { saturate: request.saturate, roundMode: request.roundMode };
-    convert(request.src, dtype(request.from), request.dst, dtype(request.to), request.count, opts);
-    response = { id: request.id };
+    const from = dtype(request.from);
+    const to = dtype(request.to);
+    if (request.kind === "shared") {
+      convert(request.src, from, request.dst, to, request.count, opts);
+      answer = { response: { id: request.id }, transfer: [] };
+    } else {
+      // The buffer held an earlier chunk: zero what the merging kernels (packed, 64-bit integer) need zeroed.
+      const dst = viewOf(to, request.dst, request.count);
+      prepareOutput(Tensor.fromStorage(dst, to, [request.count]));
+      convert(viewOf(from, request.src, request.count), from, dst, to, request.count, opts);
+      answer = { response: { id: request.id, src: request.src, dst: request.dst }, transfer: [request.src, request.dst] };
+    }
   } catch (e) {
     const err = e as Error;
-    response = {
-      id: request.id,
-      error: { name: err?.name ?? "Error", code: e instanceof TensorcastError ? e.code : undefined, message: err?.message ?? String(e) },
-    };
+    const error = { name: err?.name ?? "Error", code: e instanceof TensorcastError ? e.code : undefined, message: err?.message ?? String(e) };
+    answer = { response: { id: request.id, error }, transfer: [] };
+    // A copied range's buffers stay here: the caller allocates new ones if it goes on.
   }
-  // The chunk is read: its staging slot may be refilled, and the caller may hand out another.
-  if (request.slot >= 0) Atomics.store(request.slots, request.slot, 0);
-  Atomics.add(request.done, 0, 1);
-  return response;
+  if (request.kind === "shared") {
+    // The chunk is read: its staging slot may be refilled, and the caller may hand out another.
+    if (request.slot >= 0) Atomics.store(request.slots, request.slot, 0);
+    Atomics.add(request.done, 0, 1);
+  }
+  return answer;
+}
+
+/** A zeroed storage for `count` elements of `t` (a new ArrayBuffer). */
+export function storageFor(t: DType, count: number): NumericStorage {
+  const ctor = TYPED_ARRAYS[t.array as Exclude<DType["array"], "Array">];
+  return new ctor(storageLength(t, count));
+}
+
+/** `buffer` as the storage of `count` elements of `t`. */
+export function viewOf(t: DType, buffer: ArrayBufferLike, count: number): NumericStorage {
+  const ctor = TYPED_ARRAYS[t.array as Exclude<DType["array"], "Array">];
+  return new ctor(buffer, 0, storageLength(t, count));
 }
 
 /** The error a worker's answer carries, rebuilt on the calling side (a TensorcastError keeps its code). */

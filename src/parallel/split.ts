@@ -18,7 +18,7 @@ import { convert } from "../kernels/convert.js";
 import { cast, castInto, checkCastInto, prepareOutput, type CastOptions, type Resolved } from "../ops/cast.js";
 import { shapeSize, storageLength, Tensor, TYPED_ARRAYS } from "../tensor.js";
 import { CastPool, type WorkerHost } from "./pool.js";
-import type { NumericStorage } from "./range.js";
+import { storageFor, viewOf, type NumericStorage } from "./range.js";
 
 export interface CastAsyncOptions extends CastOptions {
   /**
@@ -54,15 +54,22 @@ export async function castAsyncOn<N extends DTypeName>(host: WorkerHost, x: Tens
   const { threads: threadsOpt, minElements: minOpt, ...castOpts } = opts;
   const threads = checkCount("threads", threadsOpt, 1) ?? host.parallelism();
   const minElements = checkCount("minElements", minOpt, 0) ?? CAST_ASYNC_MIN_ELEMENTS;
-  if (!(x instanceof Tensor) || threads < 2 || x.size < Math.max(minElements, 2 * ALIGN) || !host.canSplit()) return cast(x, to, castOpts);
+  if (!(x instanceof Tensor) || threads < 2 || x.size < Math.max(minElements, 2 * ALIGN) || !host.hasWorkers()) return cast(x, to, castOpts);
 
   // Every check cast makes depends on the types and options only: run them on an empty tensor.
   const target = cast(Tensor.zeros(x.dtype, [0]), to, castOpts).dtype;
   const from: DType = x.dtype;
   if (from === target || from.kind === "string" || target.kind === "string") return cast(x, to, castOpts);
 
-  const dst = allocateShared(target, x.size);
-  await convertSplit(host, x, dst, target, { saturate: castOpts.saturate ?? true, roundMode: castOpts.roundMode ?? "up" }, threads);
+  const resolved = { saturate: castOpts.saturate ?? true, roundMode: castOpts.roundMode ?? "up" } as const;
+  let dst: NumericStorage;
+  if (host.sharedMemory()) {
+    dst = allocateShared(target, x.size);
+    await convertSplit(host, x, dst, target, resolved, threads);
+  } else {
+    dst = storageFor(target, x.size);
+    await convertCopied(host, x, dst, target, resolved, threads);
+  }
   return Tensor.fromStorage(dst as StorageOf<N>, target as DType<N>, x.shape);
 }
 
@@ -75,12 +82,16 @@ export async function castIntoAsyncOn<N extends DTypeName>(host: WorkerHost, x: 
   const resolved = checkCastInto(x, out, castOpts);
   const from: DType = x.dtype;
   const target: DType = out.dtype;
-  const shared = !Array.isArray(out.data) && isShared(out.data.buffer);
-  if (!shared || threads < 2 || !host.canSplit() || x.size < Math.max(minElements, 2 * ALIGN) || from === target || from.kind === "string" || target.kind === "string") {
+  // With shared memory the workers write into `out`, which must then be shared; without it (a page
+  // that is not cross-origin isolated) their results are copied into any `out`.
+  const copied = !host.sharedMemory();
+  const shared = copied || (!Array.isArray(out.data) && isShared(out.data.buffer));
+  if (!shared || threads < 2 || !host.hasWorkers() || x.size < Math.max(minElements, 2 * ALIGN) || from === target || from.kind === "string" || target.kind === "string") {
     return castInto(x, out, castOpts);
   }
   prepareOutput(out);
-  await convertSplit(host, x, out.data as NumericStorage, target, resolved, threads);
+  if (copied) await convertCopied(host, x, out.data as NumericStorage, target, resolved, threads);
+  else await convertSplit(host, x, out.data as NumericStorage, target, resolved, threads);
   return out;
 }
 
@@ -133,7 +144,7 @@ async function convertSplit(host: WorkerHost, x: Tensor, dst: NumericStorage, ta
   const inputShared = isShared(data.buffer);
   const ctor = TYPED_ARRAYS[from.array as Exclude<DType["array"], "Array">];
   const done = new Int32Array(new SharedArrayBuffer(4));
-  const pending: Promise<void>[] = [];
+  const pending: Promise<unknown>[] = [];
   const smallest = Math.min(MIN_CHUNK, alignUp(count / (8 * threads)));
   // Workers take chunks from the front, the calling thread from the back: it hands out a chunk
   // whenever fewer than two per worker are waiting, and otherwise converts one itself. Chunks
@@ -154,7 +165,7 @@ async function convertSplit(host: WorkerHost, x: Tensor, dst: NumericStorage, ta
           (copy as Uint8Array).set(src as Uint8Array);
           src = copy;
         }
-        const request = { src, dst: slice(dst, target, a, b), from: from.name, to: target.name, count: b - a, ...resolved, done };
+        const request = { kind: "shared" as const, src, dst: slice(dst, target, a, b), from: from.name, to: target.name, count: b - a, ...resolved, done };
         pending.push(p.run({ ...request, slot: inputShared ? -1 : slot, slots: p.slotFlags }, workers));
       } else {
         const b = hi;
@@ -165,6 +176,45 @@ async function convertSplit(host: WorkerHost, x: Tensor, dst: NumericStorage, ta
     }
   } finally {
     await Promise.all(pending);
+  }
+}
+
+/**
+ * Converts every element of `x` into `dst` on `threads - 1` workers without shared memory: each
+ * chunk's bytes are copied into an ArrayBuffer transferred to a worker with another for its result;
+ * both come back with the answer, this thread copies the result into place and reuses the two
+ * buffers for a later chunk. This thread converts nothing and waits (yielding to its event loop)
+ * whenever two chunks per worker are in flight, so a page stays responsive; it is slower than
+ * `cast` (the copies and messages cost more than the second thread saves).
+ */
+async function convertCopied(host: WorkerHost, x: Tensor, dst: NumericStorage, target: DType, resolved: Resolved, threads: number): Promise<void> {
+  const from: DType = x.dtype;
+  const count = x.size;
+  const data = x.data as NumericStorage;
+  const workers = Math.max(1, threads - 1);
+  const p = poolOf(host, workers);
+  const size = Math.max(Math.min(MIN_CHUNK, alignUp(count / 2)), Math.min(MAX_CHUNK, alignUp(count / (4 * workers))));
+  const free: { src: ArrayBuffer; dst: ArrayBuffer }[] = [];
+  const pending: Promise<void>[] = [];
+  let waited = 0;
+  try {
+    for (let a = 0; a < count; a += size) {
+      if (pending.length - waited >= 2 * workers) await pending[waited++];
+      const b = Math.min(count, a + size);
+      const buffers = free.pop() ?? { src: storageFor(from, size).buffer as ArrayBuffer, dst: storageFor(target, size).buffer as ArrayBuffer };
+      const chunk = slice(data, from, a, b);
+      (viewOf(from, buffers.src, b - a) as Uint8Array).set(chunk as Uint8Array);
+      const request = { kind: "copied" as const, ...buffers, from: from.name, to: target.name, count: b - a, ...resolved };
+      pending.push(p.run(request, workers, [buffers.src, buffers.dst]).then((done) => {
+        (slice(dst, target, a, b) as Uint8Array).set(viewOf(target, done.dst!, b - a) as Uint8Array);
+        free.push({ src: done.src!, dst: done.dst! });
+      }));
+    }
+  } finally {
+    // Every chunk settles before the call does (the first error, if any, is the rejection).
+    const settled = await Promise.allSettled(pending);
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) throw failed.reason;
   }
 }
 

@@ -1,11 +1,13 @@
 /**
- * castAsync for browsers: `cast` spread over Web Workers for large numeric tensors, on shared memory.
+ * castAsync for browsers: `cast` spread over Web Workers for large numeric tensors.
  * The scheduling, the pool and the checks are shared with Node's worker threads (src/parallel/); this
  * module only says how a page starts a worker and how many threads it has.
  *
- * Shared memory needs a cross-origin isolated page (served with `Cross-Origin-Opener-Policy:
- * same-origin` and `Cross-Origin-Embedder-Policy: require-corp`); elsewhere castAsync runs `cast`
- * in the calling thread. The workers run `cast-worker.js`, the module beside this one, started as
+ * In a cross-origin isolated page (served with `Cross-Origin-Opener-Policy: same-origin` and
+ * `Cross-Origin-Embedder-Policy: require-corp`) the workers and the page share memory and the page
+ * converts a share itself; elsewhere there is no SharedArrayBuffer, and each range is copied to a
+ * worker and back (reused transferred buffers) while the page only copies and waits: about as fast
+ * as `cast`, but the page stays responsive. The workers run `cast-worker.js`, the module beside this one, started as
  * `new Worker(new URL("./cast-worker.js", import.meta.url), { type: "module" })`: the form Vite and
  * webpack recognise and bundle; with other bundlers emit dist/web/cast-worker.js as an entry of its own
  * next to the bundle, or tell castAsync where it is with `setCastWorkerUrl`.
@@ -13,7 +15,7 @@
 import type { DTypeLike, DTypeName } from "../dtype/table.js";
 import { TensorcastError } from "../errors.js";
 import type { WorkerHost } from "../parallel/pool.js";
-import type { CastRangeRequest, CastRangeResponse } from "../parallel/range.js";
+import type { CastRangeResponse, CastRequest } from "../parallel/range.js";
 import { castAsyncOn, castIntoAsyncOn, closePool, sharedZerosOf, type CastAsyncOptions } from "../parallel/split.js";
 import type { Tensor } from "../tensor.js";
 
@@ -32,7 +34,7 @@ interface WebWorker {
   onmessage: ((event: { readonly data: CastRangeResponse }) => void) | null;
   onerror: ((event: { readonly message?: string; preventDefault(): void }) => void) | null;
   onmessageerror: ((event: unknown) => void) | null;
-  postMessage(message: CastRangeRequest): void;
+  postMessage(message: CastRequest, transfer: ArrayBuffer[]): void;
   terminate(): void;
 }
 /**
@@ -62,7 +64,8 @@ function describeWorkerUrl(): string {
 
 const WEB_WORKERS: WorkerHost = {
   parallelism: () => Math.max(1, web.navigator?.hardwareConcurrency ?? 1),
-  canSplit: () => typeof Worker === "function" && typeof SharedArrayBuffer === "function" && web.crossOriginIsolated !== false,
+  hasWorkers: () => typeof Worker === "function",
+  sharedMemory: () => typeof SharedArrayBuffer === "function" && web.crossOriginIsolated !== false,
   spawn(events) {
     const w = startWorker();
     w.onmessage = (event) => events.message(event.data);
@@ -75,7 +78,7 @@ const WEB_WORKERS: WorkerHost = {
     };
     w.onmessageerror = () => events.error(new TensorcastError("WORKER_FAILED", "a castAsync Web Worker could not read a message"));
     return {
-      post: (request) => w.postMessage(request),
+      post: (request, transfer) => w.postMessage(request, transfer),
       busy: () => undefined,
       terminate: async () => w.terminate(),
     };
@@ -85,10 +88,11 @@ const WEB_WORKERS: WorkerHost = {
 /**
  * ONNX Cast, like `cast`, with large numeric tensors converted on several Web Workers. Resolves to
  * a tensor whose bytes equal `cast(x, to, opts)`'s; rejects with the TensorcastError `cast` throws,
- * or WORKER_FAILED when a worker's script does not load. When the work is split, the result's
- * storage is backed by a SharedArrayBuffer. Runs `cast` in the calling thread for small tensors
- * (below `minElements`), string and same-type casts, `threads: 1`, and wherever there is no shared
- * memory (a page that is not cross-origin isolated) or no Worker.
+ * or WORKER_FAILED when a worker's script does not load. When the work is split in a cross-origin
+ * isolated page, the result's storage is backed by a SharedArrayBuffer; in other pages it is
+ * ordinary memory, the ranges having been copied to the workers and back. Runs `cast` in the
+ * calling thread for small tensors (below `minElements`), string and same-type casts, `threads: 1`,
+ * and where there is no Worker.
  *
  * @example const y = await castAsync(x, "float16"); // x: a float32 tensor of 16M elements
  */
@@ -98,9 +102,11 @@ export function castAsync<N extends DTypeName>(x: Tensor, to: DTypeLike<N>, opts
 
 /**
  * `castInto` over Web Workers: `out` (of the target type and `x`'s shape) receives the bytes
- * `castInto(x, out, opts)` gives, and is what the promise resolves to. The workers write into `out`
- * directly, so it must live in a SharedArrayBuffer for the work to be split (`sharedZeros`); any
- * other `out`, and every case castAsync leaves to `cast`, runs `castInto` in the calling thread.
+ * `castInto(x, out, opts)` gives, and is what the promise resolves to. In a cross-origin isolated
+ * page the workers write into `out` directly, so it must live in a SharedArrayBuffer for the work
+ * to be split (`sharedZeros`; another `out` runs `castInto` in the calling thread); in other pages
+ * any `out` receives the ranges copied back from the workers. Every case castAsync leaves to `cast`
+ * runs `castInto` in the calling thread.
  *
  * @example const out = sharedZeros("float16", x.shape); await castIntoAsync(x, out);
  */

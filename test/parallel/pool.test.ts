@@ -1,6 +1,7 @@
 /**
  * castAsync's platform-independent scheduler and pool (src/parallel/), driven by an in-process
- * WorkerHost: "workers" that answer on a later task with castRange, and ones that fail. What a real
+ * WorkerHost: "workers" that answer on a later task with castRange, and ones that fail; with shared
+ * memory and without (ranges copied to the workers and back). What a real
  * platform adds is tested with it (test/node/cast-async.test.ts, test/browser/cast-async.test.ts).
  */
 import { test } from "node:test";
@@ -11,13 +12,14 @@ import { castRange } from "../../src/parallel/range.js";
 import { castAsyncOn, castIntoAsyncOn, closePool, sharedZerosOf } from "../../src/parallel/split.js";
 
 /** A host whose workers run in this thread, each request answered on a later macrotask; `broken` workers fail instead. */
-function fakeHost(o: { broken?: boolean; canSplit?: boolean } = {}): WorkerHost & { spawned: number; posted: number; terminated: number } {
+function fakeHost(o: { broken?: boolean; workers?: boolean; shared?: boolean } = {}): WorkerHost & { spawned: number; posted: number; terminated: number } {
   const host = {
     spawned: 0,
     posted: 0,
     terminated: 0,
     parallelism: () => 3,
-    canSplit: () => o.canSplit ?? true,
+    hasWorkers: () => o.workers ?? true,
+    sharedMemory: () => o.shared ?? true,
     spawn(events: WorkerEvents): WorkerHandle {
       host.spawned++;
       return {
@@ -25,7 +27,7 @@ function fakeHost(o: { broken?: boolean; canSplit?: boolean } = {}): WorkerHost 
           host.posted++;
           setTimeout(() => {
             if (o.broken) events.error(new TensorcastError("WORKER_FAILED", "the fake worker failed"));
-            else events.message(castRange(request));
+            else events.message(castRange(request).response);
           }, 0);
         },
         busy: () => undefined,
@@ -62,8 +64,8 @@ test("the ranges a host's workers convert and the caller's own give cast's bytes
   assert.equal(host.terminated, 2);
 });
 
-test("a host that cannot split (no shared memory, no workers) runs cast in the calling thread", async () => {
-  const host = fakeHost({ canSplit: false });
+test("a host without workers runs cast in the calling thread", async () => {
+  const host = fakeHost({ workers: false });
   const x = input(50_000);
   const y = await castAsyncOn(host, x, "float16", { minElements: 0, threads: 4 });
   assert.deepEqual(y.bytes(), cast(x, "float16").bytes());
@@ -100,4 +102,38 @@ test("a range a worker cannot convert rejects with the error it answered", async
   await assert.rejects(castAsyncOn(failing, input(60_000), "float16", { minElements: 0, threads: 2 }), (e: unknown) =>
     e instanceof TensorcastError && e.code === "INVALID_DATA" && e.message === "bad range");
   await closePool(failing);
+});
+
+test("without shared memory, every range is copied to a worker and back: cast's bytes, on ordinary memory", async () => {
+  const host = fakeHost({ shared: false });
+  const x = input(300_001);
+  for (const [to, opts] of [["float16", {}], ["float8e5m2", { saturate: false }], ["int4", {}], ["float6e2m3", {}], ["uint64", {}]] as const) {
+    const before = host.posted;
+    const y = await castAsyncOn(host, x, to, { ...opts, minElements: 0, threads: 3 });
+    assert.deepEqual(y.bytes(), cast(x, to, opts).bytes(), to);
+    assert.ok(!((y.data as Uint8Array).buffer instanceof SharedArrayBuffer));
+    // 300001 elements in chunks of at most 2^18 / (4 * 2 workers) rounded: every one went to a worker.
+    assert.ok(host.posted - before >= 8, `${to}: ${host.posted - before} ranges posted`);
+  }
+  // castIntoAsync: any output (ordinary memory), filled with garbage first.
+  const out = Tensor.zeros("bfloat16", x.shape);
+  (out.data as Uint16Array).fill(0xdead);
+  assert.equal(await castIntoAsyncOn(host, x, out, { minElements: 0, threads: 2 }), out);
+  assert.deepEqual(out.bytes(), cast(x, "bfloat16").bytes());
+  const packed = Tensor.zeros("uint2", x.shape);
+  (packed.data as Uint8Array).fill(0xff);
+  await castIntoAsyncOn(host, x, packed, { minElements: 0, threads: 2 });
+  assert.deepEqual(packed.bytes(), cast(x, "uint2").bytes());
+  await closePool(host);
+});
+
+test("without shared memory, a failing range rejects the call once every range has settled", async () => {
+  const broken = { shared: false, broken: true };
+  const host = fakeHost(broken);
+  await assert.rejects(castAsyncOn(host, input(100_000), "float16", { minElements: 0, threads: 2 }), (e: unknown) =>
+    e instanceof TensorcastError && e.code === "WORKER_FAILED");
+  broken.broken = false;
+  const x = input(100_000);
+  assert.deepEqual((await castAsyncOn(host, x, "float16", { minElements: 0, threads: 2 })).bytes(), cast(x, "float16").bytes());
+  await closePool(host);
 });

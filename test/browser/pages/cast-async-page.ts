@@ -153,14 +153,24 @@ async function errorsMatch(c: Checker): Promise<void> {
   }
 }
 
-/** In a page without cross-origin isolation: castAsync and castIntoAsync still give cast's bytes, in the calling thread. */
-export async function runWithoutIsolation(): Promise<PageReport & { sharedZerosError: string }> {
+/**
+ * In a page without cross-origin isolation (no SharedArrayBuffer): castAsync and castIntoAsync give
+ * cast's bytes on ordinary memory, the ranges copied to the workers and back, and the page's event
+ * loop keeps turning meanwhile (timer ticks counted during one large castAsync; cast allows none).
+ */
+export async function runWithoutIsolation(): Promise<PageReport & { sharedZerosError: string; ticks: number }> {
   const c = new Checker();
-  for (const to of ["float16", "float8e5m2", "uint4", "float32"] as const) {
+  for (const to of ["float16", "float8e5m2", "uint4", "float32", "int64"] as const) {
     const x = randomTensor(NUMERIC.find((d) => d.name === "bfloat16")!, (1 << 20) + 3, 5);
     c.same(await castAsync(x, to, { threads: 2 }), cast(x, to), `bfloat16 -> ${to}`, false);
-    const out = Tensor.zeros(to, x.shape);
+    const out = randomTensor(NUMERIC.find((d) => d.name === to)!, x.size, 6);
     c.same(await castIntoAsync(x, out, { threads: 2, minElements: 0 }), cast(x, to), `castIntoAsync bfloat16 -> ${to}`);
+  }
+  for (const [i, from] of NUMERIC.entries()) {
+    const x = randomTensor(from, 8 * 401 + 1 + (i % 7), 700 + i);
+    for (const to of NUMERIC) {
+      if (to !== from) c.same(await castAsync(x, to, { minElements: 0, threads: 3 }), cast(x, to), `${from.name} -> ${to.name} copied`, false);
+    }
   }
   let sharedZerosError = "";
   try {
@@ -168,7 +178,19 @@ export async function runWithoutIsolation(): Promise<PageReport & { sharedZerosE
   } catch (e) {
     sharedZerosError = e instanceof TensorcastError ? `${e.code}: ${e.message}` : String(e);
   }
-  return { ...c.report(), sharedZerosError };
+  const big = randomTensor(NUMERIC.find((d) => d.name === "float32")!, 1 << 22, 8);
+  let ticks = 0;
+  let ticking = true;
+  const tick = (): void => {
+    if (!ticking) return;
+    ticks++;
+    setTimeout(tick, 0);
+  };
+  setTimeout(tick, 0);
+  const y = await castAsync(big, "float16", { threads: 2 });
+  ticking = false;
+  c.same(y, cast(big, "float16"), "4 Mi float32 -> float16 while timers tick", false);
+  return { ...c.report(), sharedZerosError, ticks };
 }
 
 /** With the worker's script unreachable: castAsync rejects with WORKER_FAILED; with it back, castAsync works again. */
