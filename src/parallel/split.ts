@@ -89,9 +89,13 @@ export async function castIntoAsyncOn<N extends DTypeName>(host: WorkerHost, x: 
   if (!shared || threads < 2 || !host.hasWorkers() || x.size < Math.max(minElements, 2 * ALIGN) || from === target || from.kind === "string" || target.kind === "string") {
     return castInto(x, out, castOpts);
   }
-  prepareOutput(out);
-  if (copied) await convertCopied(host, x, out.data as NumericStorage, target, resolved, threads);
-  else await convertSplit(host, x, out.data as NumericStorage, target, resolved, threads);
+  if (copied) {
+    // Every range's bytes are overwritten whole by a worker's result (its own output was zeroed).
+    await convertCopied(host, x, out.data as NumericStorage, target, resolved, threads);
+  } else {
+    prepareOutput(out);
+    await convertSplit(host, x, out.data as NumericStorage, target, resolved, threads);
+  }
   return out;
 }
 
