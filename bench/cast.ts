@@ -38,7 +38,7 @@ import { Tensor } from "../src/tensor.js";
 import { encodeModel } from "../src/io/onnx/encode.js";
 import { modelOf as graphOf, type NodeSpec } from "../test/support/onnx-model.js";
 import { Rng } from "../test/support/rng.js";
-import { inputFor, median } from "./inputs.js";
+import { float16Weights, inputFor, median } from "./inputs.js";
 
 // ---------------------------------------------------------------------------------------------
 // Command line
@@ -114,6 +114,8 @@ interface Pair {
   opts: CastOptions;
   ort?: OrtPlan;
   noOrt?: string;
+  /** The input drawn like a model's weights (bench/inputs.ts float16Weights) instead of uniformly. */
+  weights?: boolean;
 }
 
 const direct = (input: number, feedType: OrtPlan["feedType"], to: number): OrtPlan => ({
@@ -123,6 +125,7 @@ const direct = (input: number, feedType: OrtPlan["feedType"], to: number): OrtPl
 const PAIRS: Pair[] = [
   { name: "f32->f16", from: "float32", to: "float16", opts: {}, ort: direct(ONNX.FLOAT, "float32", ONNX.FLOAT16) },
   { name: "f16->f32", from: "float16", to: "float32", opts: {}, ort: direct(ONNX.FLOAT16, "float16", ONNX.FLOAT) },
+  { name: "f16->f32 (weights)", from: "float16", to: "float32", opts: {}, ort: direct(ONNX.FLOAT16, "float16", ONNX.FLOAT), weights: true },
   {
     name: "f32->bf16", from: "float32", to: "bfloat16", opts: {},
     ort: { input: ONNX.FLOAT, feedType: "float32", nodes: [["Cast", ONNX.BFLOAT16], ["BitCast", ONNX.UINT16]], output: ONNX.UINT16, opset: 26, note: "out: BitCast bf16->uint16" },
@@ -275,7 +278,7 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
   const to = dtype(p.to);
   const strings = from.kind === "string" || to.kind === "string";
   const n = strings ? args.stringSize : args.size;
-  const input = inputFor(p.from, n, rng);
+  const input = p.weights ? float16Weights(n, rng) : inputFor(p.from, n, rng);
   const x = Tensor.fromStorage(input as StorageOf<DTypeName>, from, [n]);
   const rate = (t: Timing): Rate => ({ wall: n / t.wall / 1e3, cpu: n / t.cpu / 1e3 });
   const log = (s: string): void => void process.stderr.write(s);

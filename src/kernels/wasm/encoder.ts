@@ -78,6 +78,11 @@ export function whileNot(cond: Code, body: Code): Code {
   return cat([0x02, 0x40, 0x03, 0x40], cond, [0x0d, 1], body, [0x0c, 0, 0x0b, 0x0b]);
 }
 
+/** `if (cond) { then } else { otherwise }`, no result. */
+export function ifElse(cond: Code, then: Code, otherwise: Code): Code {
+  return cat(cond, [0x04, 0x40], then, [0x05], otherwise, [0x0b]);
+}
+
 // ---- SIMD (0xFD prefix) -----------------------------------------------------------------------
 const simd = (op: number): number[] => [0xfd, ...uleb(op)];
 const unary = (op: number) => (a: Code): Code => cat(a, simd(op));
@@ -88,6 +93,17 @@ export const load = (addr: Code, offset = 0): Code => cat(addr, simd(0x00), [4],
 /** v128.store of `v` at `addr` + `offset`. */
 export const store = (addr: Code, v: Code, offset = 0): Code => cat(addr, v, simd(0x0b), [4], uleb(offset));
 export const and = binary(0x4e);
+/** a & ~b. */
+export const andNot = binary(0x4f);
+/** v128.any_true: i32 1 when any bit is set. */
+export const anyTrue = unary(0x53);
+export const i16x8Eq = binary(0x2d);
+export const i16x8LtU = binary(0x30);
+export const i16x8GtS = binary(0x31);
+export const i16x8Shl = (a: Code, n: number): Code => cat(a, i32(n), simd(0x8b));
+export const i16x8ShrU = (a: Code, n: number): Code => cat(a, i32(n), simd(0x8d));
+export const i16x8Add = binary(0x8e);
+export const i16x8Sub = binary(0x91);
 export const or = binary(0x50);
 /** (a & mask) | (b & ~mask). */
 export const select = (a: Code, b: Code, mask: Code): Code => cat(a, b, mask, simd(0x52));

@@ -9,8 +9,10 @@
  *   kept lsb, >> 13; a carry steps into the next binade; clamped to Inf); |x| < 2^-14 by one float
  *   add, |x| + 0.5, whose float32 rounding (ulp 2^-24) is the float16 subnormal rounding, then minus
  *   the bits of 0.5; NaN to 0x7E00; the sign copied.
- * - float16 -> float32: normals by shift and rebias; subnormals m * 2^-24 as
- *   (2^-14 * (1 + m / 1024)) - 2^-14, exact; Inf; NaN to 0x7FC00000; the sign copied.
+ * - float16 -> float32: a group of 8 codes without a subnormal (zeros allowed) as two 16-bit
+ *   halves per float32, computed 8 lanes at a time and interleaved; otherwise in 32-bit lanes:
+ *   normals by shift and rebias; subnormals m * 2^-24 as (2^-14 * (1 + m / 1024)) - 2^-14, exact;
+ *   Inf; NaN to 0x7FC00000; the sign copied.
  * - float32 -> bfloat16: + 0x7FFF + the kept lsb, >> 16 (overflow carries into Inf); NaN to 0x7FC0
  *   with the sign.
  * - float32 -> int8 / uint8 (16 elements per group): the x86-64 int32 (i32x4.trunc_sat_f32x4_s,
@@ -25,8 +27,8 @@
  *   NaN to 0x7FC00000 with the sign.
  */
 import {
-  and, demoteZero, extendHighS16, extendLowS16, f32x4Abs, f32x4Add, f32x4Lt, f32x4Ne, f32x4Sub, get,
-  i32, i32Add, i32Eqz, i32Sub, i32x4Add, i32x4GtS, i32x4LtS, i32x4MinS, i32x4Shl, i32x4ShrU, i32x4Sub,
+  and, andNot, anyTrue, demoteZero, extendHighS16, extendLowS16, f32x4Abs, f32x4Add, f32x4Lt, f32x4Ne, f32x4Sub, get,
+  i16x8Add, i16x8Eq, i16x8GtS, i16x8LtU, i16x8Shl, i16x8ShrU, i16x8Sub, i32, i32Add, i32Eqz, i32Sub, ifElse, i32x4Add, i32x4GtS, i32x4LtS, i32x4MinS, i32x4Shl, i32x4ShrU, i32x4Sub,
   load, loadI32, loadU8, moduleBytes, narrowU, narrowU8, or, select, set, shuffle, store, storeI32, i32Shl, truncSatS, whileNot, type Code,
   type Func,
 } from "./encoder.js";
@@ -152,17 +154,46 @@ function narrowing(pool: ConstantPool, name: string, encode: (c: Constants["c"])
   return func(name, k, code);
 }
 
-/** 8 float16 (16 bytes) -> 8 float32 (32 bytes) per group. */
-function widening(pool: ConstantPool, name: string, decode: (c: Constants["c"]) => Code): Func {
+/** Halfword i of a then halfword i of b, for i from `first` to `first` + 3: four 32-bit words lo | hi << 16. */
+const interleave16 = (first: number): number[] =>
+  [0, 1, 2, 3].flatMap((i) => [2 * (first + i), 2 * (first + i) + 1, 16 + 2 * (first + i), 17 + 2 * (first + i)]);
+
+/**
+ * 8 float16 (16 bytes) -> 8 float32 (32 bytes) per group. Without a subnormal among the eight
+ * (zeros are fine), each float32 is built as two 16-bit halves, eight lanes at a time: the high half
+ * (a >> 3) + 0x3800 (the rebiased exponent and the top 7 fraction bits; + 0x3800 more for Inf and
+ * NaN, 0 for zero, 0x7FC0 for NaN), the low half a << 13, then the halves interleaved. That is
+ * about half the instructions of the 32-bit-lane decoding, which the group takes otherwise.
+ */
+function f16ToF32(pool: ConstantPool): Func {
   const k = new Constants(pool);
+  const c = k.c;
+  const half = (n: number): Code => c(((n << 16) | n) >>> 0);
+  const a = get(A);
+  const hi = get(T);
+  const anySubnormal = anyTrue(i16x8LtU(i16x8Sub(a, half(1)), half(0x3ff)));
+  const nan = i16x8GtS(a, half(0x7c00));
+  const fast: Code[] = [
+    set(T, i16x8Add(i16x8ShrU(a, 3), half(0x3800))),
+    set(T, i16x8Add(hi, and(i16x8GtS(a, half(0x7bff)), half(0x3800)))),
+    set(T, andNot(hi, i16x8Eq(a, half(0)))),
+    set(X, andNot(i16x8Shl(a, 13), nan)),
+    set(T, or(select(half(0x7fc0), hi, nan), and(get(R), half(0x8000)))),
+    store(get(DST), shuffle(get(X), hi, interleave16(0)), 0),
+    store(get(DST), shuffle(get(X), hi, interleave16(4)), 16),
+  ];
+  const slow: Code[] = [
+    set(X, extendLowS16(get(R))),
+    store(get(DST), f32OfHalf(c), 0),
+    set(X, extendHighS16(get(R))),
+    store(get(DST), f32OfHalf(c), 16),
+  ];
   const code = loop([
     set(R, load(get(SRC), 0)),
-    set(X, extendLowS16(get(R))),
-    store(get(DST), decode(k.c), 0),
-    set(X, extendHighS16(get(R))),
-    store(get(DST), decode(k.c), 16),
+    set(A, and(get(R), half(0x7fff))),
+    ifElse(anySubnormal, slow.flat(), fast.flat()),
   ], 16, 32);
-  return func(name, k, code);
+  return func("f16_f32", k, code);
 }
 
 /** Bytes 0..7 of a then bytes 0..7 of b. */
@@ -272,7 +303,7 @@ export function kernelModule(pages: number): Uint8Array {
   const pool = new ConstantPool(pages * 65536 - POOL_BYTES);
   const funcs = [
     narrowing(pool, "f32_f16", f16Of),
-    widening(pool, "f16_f32", f32OfHalf),
+    f16ToF32(pool),
     narrowing(pool, "f32_bf16", bf16Of),
     f32ToInt8(pool),
     f64ToF32(pool),
