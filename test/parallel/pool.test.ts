@@ -137,3 +137,15 @@ test("without shared memory, a failing range rejects the call once every range h
   assert.deepEqual((await castAsyncOn(host, x, "float16", { minElements: 0, threads: 2 })).bytes(), cast(x, "float16").bytes());
   await closePool(host);
 });
+
+test("concurrent calls share one pool and each gets its own bytes, with and without shared memory", async () => {
+  for (const shared of [true, false]) {
+    const host = fakeHost({ shared });
+    const inputs = [0, 1, 2, 3, 4].map((s) => input(70_000 + 13 * s));
+    const targets = ["float16", "float8e4m3fnuz", "uint4", "bfloat16", "int8"] as const;
+    const got = await Promise.all(inputs.map((x, i) => castAsyncOn(host, x, targets[i], { minElements: 0, threads: 3 })));
+    got.forEach((y, i) => assert.deepEqual(y.bytes(), cast(inputs[i], targets[i]).bytes(), `${targets[i]} shared ${shared}`));
+    assert.equal(host.spawned, 2, "one pool of two workers for all five calls");
+    await closePool(host);
+  }
+});
