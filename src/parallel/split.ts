@@ -33,6 +33,13 @@ export interface CastAsyncOptions extends CastOptions {
    * workers would cost more than it saves. Default 1048576 (2^20).
    */
   minElements?: number;
+  /**
+   * Whether the calling thread converts a share of the ranges itself (default true: fastest). With
+   * false it only hands ranges to `threads - 1` workers (at least one) and waits for them, yielding
+   * to its event loop: slower where cores are few, but a page's main thread stays responsive.
+   * (Without shared memory the calling thread never converts; this option changes nothing there.)
+   */
+  callerConverts?: boolean;
 }
 
 /** Default of `minElements`. */
@@ -51,9 +58,10 @@ const NO_SLOT = -2;
 /** castAsync on `host`'s workers (see the platform modules for the public doc). */
 export async function castAsyncOn<N extends DTypeName>(host: WorkerHost, x: Tensor, to: DTypeLike<N>, opts: CastAsyncOptions): Promise<Tensor<N>> {
   if (typeof opts !== "object" || opts === null) return cast(x, to, opts);
-  const { threads: threadsOpt, minElements: minOpt, ...castOpts } = opts;
+  const { threads: threadsOpt, minElements: minOpt, callerConverts: callerOpt, ...castOpts } = opts;
   const threads = checkCount("threads", threadsOpt, 1) ?? host.parallelism();
   const minElements = checkCount("minElements", minOpt, 0) ?? CAST_ASYNC_MIN_ELEMENTS;
+  const callerConverts = checkFlag("callerConverts", callerOpt) ?? true;
   if (!(x instanceof Tensor) || threads < 2 || x.size < Math.max(minElements, 2 * ALIGN) || !host.hasWorkers()) return cast(x, to, castOpts);
 
   // Every check cast makes depends on the types and options only: run them on an empty tensor.
@@ -65,7 +73,7 @@ export async function castAsyncOn<N extends DTypeName>(host: WorkerHost, x: Tens
   let dst: NumericStorage;
   if (host.sharedMemory()) {
     dst = allocateShared(target, x.size);
-    await convertSplit(host, x, dst, target, resolved, threads);
+    await convertSplit(host, x, dst, target, resolved, threads, callerConverts);
   } else {
     dst = storageFor(target, x.size);
     await convertCopied(host, x, dst, target, resolved, threads);
@@ -76,9 +84,10 @@ export async function castAsyncOn<N extends DTypeName>(host: WorkerHost, x: Tens
 /** castIntoAsync on `host`'s workers (see the platform modules for the public doc). */
 export async function castIntoAsyncOn<N extends DTypeName>(host: WorkerHost, x: Tensor, out: Tensor<N>, opts: CastAsyncOptions): Promise<Tensor<N>> {
   if (typeof opts !== "object" || opts === null) return castInto(x, out, opts);
-  const { threads: threadsOpt, minElements: minOpt, ...castOpts } = opts;
+  const { threads: threadsOpt, minElements: minOpt, callerConverts: callerOpt, ...castOpts } = opts;
   const threads = checkCount("threads", threadsOpt, 1) ?? host.parallelism();
   const minElements = checkCount("minElements", minOpt, 0) ?? CAST_ASYNC_MIN_ELEMENTS;
+  const callerConverts = checkFlag("callerConverts", callerOpt) ?? true;
   const resolved = checkCastInto(x, out, castOpts);
   const from: DType = x.dtype;
   const target: DType = out.dtype;
@@ -94,7 +103,7 @@ export async function castIntoAsyncOn<N extends DTypeName>(host: WorkerHost, x: 
     await convertCopied(host, x, out.data as NumericStorage, target, resolved, threads);
   } else {
     prepareOutput(out);
-    await convertSplit(host, x, out.data as NumericStorage, target, resolved, threads);
+    await convertSplit(host, x, out.data as NumericStorage, target, resolved, threads, callerConverts);
   }
   return out;
 }
@@ -136,12 +145,17 @@ export async function closePool(host: WorkerHost): Promise<void> {
   if (p) await p.close();
 }
 
-/** Converts every element of `x` into the shared storage `dst` on `threads` threads. */
-async function convertSplit(host: WorkerHost, x: Tensor, dst: NumericStorage, target: DType, resolved: Resolved, threads: number): Promise<void> {
+/**
+ * Converts every element of `x` into the shared storage `dst` on `threads` threads, or, when the
+ * calling thread does not convert, on `threads - 1` workers (at least one).
+ */
+async function convertSplit(
+  host: WorkerHost, x: Tensor, dst: NumericStorage, target: DType, resolved: Resolved, threads: number, callerConverts: boolean,
+): Promise<void> {
   const from: DType = x.dtype;
   const count = x.size;
   const data = x.data as NumericStorage;
-  const workers = threads - 1;
+  const workers = Math.max(1, threads - 1);
   const p = poolOf(host, workers);
   // Workers read shared memory: the input itself when it is shared, else a copy of each chunk they
   // get, in one of the pool's staging slots (reused from call to call, so their pages are warm).
@@ -151,10 +165,12 @@ async function convertSplit(host: WorkerHost, x: Tensor, dst: NumericStorage, ta
   const pending: Promise<unknown>[] = [];
   const smallest = Math.min(MIN_CHUNK, alignUp(count / (8 * threads)));
   // Workers take chunks from the front, the calling thread from the back: it hands out a chunk
-  // whenever fewer than two per worker are waiting, and otherwise converts one itself. Chunks
-  // shrink as the middle nears (guided scheduling), so the threads finish close together.
+  // whenever fewer than two per worker are waiting, and otherwise converts one itself (or, if it
+  // does not convert, waits for the oldest). Chunks shrink as the middle nears (guided
+  // scheduling), so the threads finish close together.
   let lo = 0;
   let hi = count;
+  let waited = 0;
   try {
     while (lo < hi) {
       const size = Math.max(smallest, Math.min(MAX_CHUNK, alignUp((hi - lo) / (4 * threads))));
@@ -171,6 +187,8 @@ async function convertSplit(host: WorkerHost, x: Tensor, dst: NumericStorage, ta
         }
         const request = { kind: "shared" as const, src, dst: slice(dst, target, a, b), from: from.name, to: target.name, count: b - a, ...resolved, done };
         pending.push(p.run({ ...request, slot: inputShared ? -1 : slot, slots: p.slotFlags }, workers));
+      } else if (!callerConverts) {
+        await pending[waited++];
       } else {
         const b = hi;
         const a = Math.max(lo, hi - size - ((hi - size) % ALIGN));
@@ -225,6 +243,11 @@ async function convertCopied(host: WorkerHost, x: Tensor, dst: NumericStorage, t
 /** `n` rounded up to a multiple of ALIGN (at least ALIGN). */
 function alignUp(n: number): number {
   return Math.max(ALIGN, Math.ceil(n / ALIGN) * ALIGN);
+}
+
+function checkFlag(name: string, value: unknown): boolean | undefined {
+  if (value === undefined || typeof value === "boolean") return value;
+  throw new TensorcastError("INVALID_ATTRIBUTE", `${name} must be true or false, got ${String(value)}`);
 }
 
 function checkCount(name: string, value: unknown, min: number): number | undefined {

@@ -7,7 +7,8 @@
  * `Cross-Origin-Embedder-Policy: require-corp`) the workers and the page share memory and the page
  * converts a share itself; elsewhere there is no SharedArrayBuffer, and each range is copied to a
  * worker and back (reused transferred buffers) while the page only copies and waits: about as fast
- * as `cast`, but the page stays responsive. The workers run `cast-worker.js`, the module beside this one, started as
+ * as `cast`, but the page stays responsive. (In an isolated page, `callerConverts: false` keeps
+ * the page's thread free the same way.) The workers run `cast-worker.js`, the module beside this one, started as
  * `new Worker(new URL("./cast-worker.js", import.meta.url), { type: "module" })`: the form Vite and
  * webpack recognise and bundle; with other bundlers emit dist/web/cast-worker.js as an entry of its own
  * next to the bundle, or tell castAsync where it is with `setCastWorkerUrl`.

@@ -87,6 +87,19 @@ test("castAsync on Web Workers in Chromium", { timeout: 600_000 }, async (t) => 
       }
     });
 
+    await t.test("cross-origin isolated, callerConverts false: the page converts nothing and stays responsive", async () => {
+      const { page, problems, close } = await openPage(browser, true);
+      try {
+        const r = await page.evaluate(() => (globalThis as unknown as { checks: PageModule }).checks.runCallerIdle());
+        t.diagnostic(`callerConverts false: ${r.ticks} timer ticks during a 4 Mi-element castAsync`);
+        assertClean(r, "callerConverts false");
+        assert.ok(r.ticks >= 3, `the page's event loop turned only ${r.ticks} times during castAsync`);
+        assert.deepEqual(problems, []);
+      } finally {
+        await close();
+      }
+    });
+
     await t.test("a worker script that does not load: WORKER_FAILED naming it; the next call starts a working pool", async () => {
       const { page, problems, close } = await openPage(browser, true);
       try {

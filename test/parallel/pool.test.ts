@@ -12,10 +12,11 @@ import { castRange } from "../../src/parallel/range.js";
 import { castAsyncOn, castIntoAsyncOn, closePool, sharedZerosOf } from "../../src/parallel/split.js";
 
 /** A host whose workers run in this thread, each request answered on a later macrotask; `broken` workers fail instead. */
-function fakeHost(o: { broken?: boolean; workers?: boolean; shared?: boolean } = {}): WorkerHost & { spawned: number; posted: number; terminated: number } {
+function fakeHost(o: { broken?: boolean; workers?: boolean; shared?: boolean } = {}): WorkerHost & { spawned: number; posted: number; postedElements: number; terminated: number } {
   const host = {
     spawned: 0,
     posted: 0,
+    postedElements: 0,
     terminated: 0,
     parallelism: () => 3,
     hasWorkers: () => o.workers ?? true,
@@ -25,6 +26,7 @@ function fakeHost(o: { broken?: boolean; workers?: boolean; shared?: boolean } =
       return {
         post: (request) => {
           host.posted++;
+          host.postedElements += request.count;
           setTimeout(() => {
             if (o.broken) events.error(new TensorcastError("WORKER_FAILED", "the fake worker failed"));
             else events.message(castRange(request).response);
@@ -148,4 +150,34 @@ test("concurrent calls share one pool and each gets its own bytes, with and with
     assert.equal(host.spawned, 2, "one pool of two workers for all five calls");
     await closePool(host);
   }
+});
+
+test("callerConverts: false leaves every range to the workers; the calling thread converts none", async () => {
+  const host = fakeHost();
+  const x = input(250_007);
+  for (const threads of [2, 3]) {
+    for (const sharedInput of [false, true]) {
+      let xi = x;
+      if (sharedInput) {
+        xi = sharedZerosOf("float32", x.shape);
+        (xi.data as Float32Array).set(x.data as Float32Array);
+      }
+      const before = host.postedElements;
+      const y = await castAsyncOn(host, xi, "float8e5m2", { minElements: 0, threads, callerConverts: false });
+      assert.deepEqual(y.bytes(), cast(x, "float8e5m2").bytes());
+      assert.equal(host.postedElements - before, x.size, `threads ${threads}, shared input ${sharedInput}: not every element went to a worker`);
+    }
+  }
+  const out = sharedZerosOf("float16", x.shape);
+  const before = host.postedElements;
+  await castIntoAsyncOn(host, x, out, { minElements: 0, threads: 2, callerConverts: false });
+  assert.deepEqual(out.bytes(), cast(x, "float16").bytes());
+  assert.equal(host.postedElements - before, x.size);
+  // The default: the calling thread converts a share.
+  const mid = host.postedElements;
+  await castAsyncOn(host, x, "float16", { minElements: 0, threads: 2 });
+  assert.ok(host.postedElements - mid < x.size, "with callerConverts at its default, the calling thread converted nothing");
+  await assert.rejects(castAsyncOn(host, x, "float16", { minElements: 0, callerConverts: "no" as never }), (e: unknown) =>
+    e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE" && e.message === "callerConverts must be true or false, got no");
+  await closePool(host);
 });

@@ -179,6 +179,16 @@ export async function runWithoutIsolation(): Promise<PageReport & { sharedZerosE
     sharedZerosError = e instanceof TensorcastError ? `${e.code}: ${e.message}` : String(e);
   }
   const big = randomTensor(NUMERIC.find((d) => d.name === "float32")!, 1 << 22, 8);
+  let y: Tensor | undefined;
+  const ticks = await ticksDuring(async () => {
+    y = await castAsync(big, "float16", { threads: 2 });
+  });
+  c.same(y!, cast(big, "float16"), "4 Mi float32 -> float16 while timers tick", false);
+  return { ...c.report(), sharedZerosError, ticks };
+}
+
+/** Timer ticks while `run` is awaited: how often the page's event loop turned meanwhile. */
+async function ticksDuring(run: () => Promise<unknown>): Promise<number> {
   let ticks = 0;
   let ticking = true;
   const tick = (): void => {
@@ -187,10 +197,24 @@ export async function runWithoutIsolation(): Promise<PageReport & { sharedZerosE
     setTimeout(tick, 0);
   };
   setTimeout(tick, 0);
-  const y = await castAsync(big, "float16", { threads: 2 });
+  await run();
   ticking = false;
-  c.same(y, cast(big, "float16"), "4 Mi float32 -> float16 while timers tick", false);
-  return { ...c.report(), sharedZerosError, ticks };
+  return ticks;
+}
+
+/** Cross-origin isolated, `callerConverts: false`: the page only hands out ranges, and its event loop keeps turning. */
+export async function runCallerIdle(): Promise<PageReport & { ticks: number }> {
+  const c = new Checker();
+  const big = randomTensor(NUMERIC.find((d) => d.name === "float32")!, 1 << 22, 8);
+  const want = cast(big, "float16");
+  let y: Tensor | undefined;
+  const ticks = await ticksDuring(async () => {
+    y = await castAsync(big, "float16", { threads: 2, callerConverts: false });
+  });
+  c.same(y!, want, "4 Mi float32 -> float16, callerConverts false", true);
+  const out = sharedZeros("bfloat16", big.shape);
+  c.same(await castIntoAsync(big, out, { threads: 3, callerConverts: false }), cast(big, "bfloat16"), "castIntoAsync, callerConverts false");
+  return { ...c.report(), ticks };
 }
 
 /** With the worker's script unreachable: castAsync rejects with WORKER_FAILED; with it back, castAsync works again. */
