@@ -428,9 +428,10 @@ async function checkCodecsInBrowser(page: Page, t: TestContext): Promise<void> {
       `${r.digest.conversions} conversions, ${r.digest.elements} elements hashed in ${r.digest.ms} ms`);
     assert.equal(r.tests.failed, 0, `${where}: first failure: ${JSON.stringify(r.tests.failures[0])}`);
   }
-  // Chromium has every platform feature the codec tests look for (Float16Array): none may be skipped there.
-  assert.deepEqual(browser.tests.skipped, []);
-  assert.equal(browser.tests.passed, browser.tests.tests);
+  // Chromium has every platform feature the codec tests look for (Float16Array): nothing may be
+  // skipped there but the opt-in 2^32 sweep.
+  assert.deepEqual(browser.tests.skipped.filter((s) => !s.reason.includes("TENSORCAST_EXHAUSTIVE")), []);
+  assert.equal(browser.tests.passed + browser.tests.skipped.length, browser.tests.tests);
   assert.deepEqual(browser.tests.names, inNode.tests.names);
   assert.ok(browser.tests.tests >= 80, `only ${browser.tests.tests} codec tests ran`);
   assert.ok(browser.tests.names.includes("every float16 code to float8e8m0 (6 settings)"));

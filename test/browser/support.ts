@@ -62,7 +62,10 @@ export async function playgroundScript(): Promise<PlaygroundScript> {
 }
 
 /** The exhaustive codec test files that also run in Chromium, compiled (build/test/...). */
-export const CODEC_TEST_FILES = ["test/dtype/minifloat.test.js", "test/ops/cast-exhaustive.test.js", "test/kernels/native-float16.test.js"];
+export const CODEC_TEST_FILES = [
+  "test/dtype/minifloat.test.js", "test/ops/cast-exhaustive.test.js", "test/kernels/native-float16.test.js", "test/kernels/wasm.test.js",
+  "test/kernels/fast.test.js",
+];
 
 /**
  * Bundles the compiled codec tests, with `node:test` and `node:assert/strict` replaced by the
