@@ -55,13 +55,28 @@ const SLOT_BYTES = MAX_CHUNK * 8;
 /** `takeSlot`'s answer when the input is shared and needs no slot. */
 const NO_SLOT = -2;
 
+/** The options castAsync adds to cast's, checked and defaulted, and cast's own. */
+interface SplitOptions {
+  readonly threads: number;
+  readonly minElements: number;
+  readonly callerConverts: boolean;
+  readonly castOpts: CastOptions;
+}
+
+function splitOptions(host: WorkerHost, opts: CastAsyncOptions): SplitOptions {
+  const { threads, minElements, callerConverts, ...castOpts } = opts;
+  return {
+    threads: checkCount("threads", threads, 1) ?? host.parallelism(),
+    minElements: checkCount("minElements", minElements, 0) ?? CAST_ASYNC_MIN_ELEMENTS,
+    callerConverts: checkFlag("callerConverts", callerConverts) ?? true,
+    castOpts,
+  };
+}
+
 /** castAsync on `host`'s workers (see the platform modules for the public doc). */
 export async function castAsyncOn<N extends DTypeName>(host: WorkerHost, x: Tensor, to: DTypeLike<N>, opts: CastAsyncOptions): Promise<Tensor<N>> {
   if (typeof opts !== "object" || opts === null) return cast(x, to, opts);
-  const { threads: threadsOpt, minElements: minOpt, callerConverts: callerOpt, ...castOpts } = opts;
-  const threads = checkCount("threads", threadsOpt, 1) ?? host.parallelism();
-  const minElements = checkCount("minElements", minOpt, 0) ?? CAST_ASYNC_MIN_ELEMENTS;
-  const callerConverts = checkFlag("callerConverts", callerOpt) ?? true;
+  const { threads, minElements, callerConverts, castOpts } = splitOptions(host, opts);
   if (!(x instanceof Tensor) || threads < 2 || x.size < Math.max(minElements, 2 * ALIGN) || !host.hasWorkers()) return cast(x, to, castOpts);
 
   // Every check cast makes depends on the types and options only: run them on an empty tensor.
@@ -84,10 +99,7 @@ export async function castAsyncOn<N extends DTypeName>(host: WorkerHost, x: Tens
 /** castIntoAsync on `host`'s workers (see the platform modules for the public doc). */
 export async function castIntoAsyncOn<N extends DTypeName>(host: WorkerHost, x: Tensor, out: Tensor<N>, opts: CastAsyncOptions): Promise<Tensor<N>> {
   if (typeof opts !== "object" || opts === null) return castInto(x, out, opts);
-  const { threads: threadsOpt, minElements: minOpt, callerConverts: callerOpt, ...castOpts } = opts;
-  const threads = checkCount("threads", threadsOpt, 1) ?? host.parallelism();
-  const minElements = checkCount("minElements", minOpt, 0) ?? CAST_ASYNC_MIN_ELEMENTS;
-  const callerConverts = checkFlag("callerConverts", callerOpt) ?? true;
+  const { threads, minElements, callerConverts, castOpts } = splitOptions(host, opts);
   const resolved = checkCastInto(x, out, castOpts);
   const from: DType = x.dtype;
   const target: DType = out.dtype;

@@ -23,6 +23,26 @@ type PageModule = typeof import("./pages/cast-async-page.js");
 
 const PAGE = "test/browser/pages/cast-async.html";
 
+/** Serves build/ (isolated or not), opens the checks page, runs `body`, then asserts the page logged no error. */
+async function inPage(browser: Browser, isolated: boolean, body: (page: Page, checks: <R>(run: (m: PageModule) => Promise<R>) => Promise<R>) => Promise<void>): Promise<void> {
+  const { page, problems, close } = await openPage(browser, isolated);
+  try {
+    // `run` is serialised into the page, where the checks module is globalThis.checks.
+    const checks = <R>(run: (m: PageModule) => Promise<R>): Promise<R> =>
+      page.evaluate(`(${run.toString()})(globalThis.checks)`) as Promise<R>;
+    await body(page, checks);
+    assert.deepEqual(problems, []);
+  } finally {
+    await close();
+  }
+}
+
+/** The page's workers are castAsync's, at least two of them. */
+function assertCastWorkers(page: Page): void {
+  const workers = page.workers().map((w) => w.url());
+  assert.ok(workers.length >= 2 && workers.every((u) => u.endsWith("/src/web/cast-worker.js")), `workers: ${workers.join(", ")}`);
+}
+
 async function openPage(browser: Browser, isolated: boolean): Promise<{ page: Page; close(): Promise<void>; problems: string[] }> {
   const script = await playgroundScript();
   const dir = join(ROOT, "build");
@@ -50,69 +70,43 @@ test("castAsync on Web Workers in Chromium", { timeout: 600_000 }, async (t) => 
   }
   const browser = await chromium.launch(launchOptions());
   try {
-    await t.test("cross-origin isolated: every numeric pair split over Web Workers gives cast's bytes", async () => {
-      const { page, problems, close } = await openPage(browser, true);
-      try {
-        const r = await page.evaluate(() => (globalThis as unknown as { checks: PageModule }).checks.runCastAsyncChecks());
-        t.diagnostic(`isolated: ${r.compared} calls compared, ${r.split} split over workers, hardwareConcurrency ${r.hardwareConcurrency}`);
-        assert.equal(r.isolated, true, "the page is not cross-origin isolated");
-        assertClean(r, "isolated");
-        assert.ok(r.compared > 800, `only ${r.compared} calls compared`);
-        // Every cast between two types went to the workers (the page checks each call).
-        assert.ok(r.split >= 1000, `only ${r.split} of ${r.compared} calls split`);
-        const workers = page.workers().map((w) => w.url());
-        assert.ok(workers.length >= 2 && workers.every((u) => u.endsWith("/src/web/cast-worker.js")), `workers: ${workers.join(", ")}`);
-        assert.deepEqual(problems, []);
-      } finally {
-        await close();
-      }
-    });
+    await t.test("cross-origin isolated: every numeric pair split over Web Workers gives cast's bytes", () => inPage(browser, true, async (page, checks) => {
+      const r = await checks((m) => m.runCastAsyncChecks());
+      t.diagnostic(`isolated: ${r.compared} calls compared, ${r.split} split over workers, hardwareConcurrency ${r.hardwareConcurrency}`);
+      assert.equal(r.isolated, true, "the page is not cross-origin isolated");
+      assertClean(r, "isolated");
+      assert.ok(r.compared > 800, `only ${r.compared} calls compared`);
+      // Every cast between two types went to the workers (the page checks each call).
+      assert.ok(r.split >= 1000, `only ${r.split} of ${r.compared} calls split`);
+      assertCastWorkers(page);
+    }));
 
-    await t.test("not isolated: no shared memory, so ranges are copied to the workers and back; the page stays responsive", async () => {
-      const { page, problems, close } = await openPage(browser, false);
-      try {
-        const r = await page.evaluate(() => (globalThis as unknown as { checks: PageModule }).checks.runWithoutIsolation());
-        t.diagnostic(`not isolated: ${r.compared} calls compared; ${r.ticks} timer ticks during a 4 Mi-element castAsync`);
-        assert.equal(r.isolated, false);
-        assertClean(r, "not isolated");
-        assert.ok(r.compared > 600, `only ${r.compared} calls compared`);
-        assert.equal(r.split, 0, "a result on shared memory in a page without it");
-        assert.match(r.sharedZerosError, /^UNSUPPORTED_PLATFORM: SharedArrayBuffer is not available here: a browser page needs cross-origin isolation/);
-        assert.ok(r.ticks >= 3, `the page's event loop turned only ${r.ticks} times during castAsync`);
-        const workers = page.workers().map((w) => w.url());
-        assert.ok(workers.length >= 2 && workers.every((u) => u.endsWith("/src/web/cast-worker.js")), `workers: ${workers.join(", ")}`);
-        assert.deepEqual(problems, []);
-      } finally {
-        await close();
-      }
-    });
+    await t.test("not isolated: no shared memory, so ranges are copied to the workers and back; the page stays responsive", () => inPage(browser, false, async (page, checks) => {
+      const r = await checks((m) => m.runWithoutIsolation());
+      t.diagnostic(`not isolated: ${r.compared} calls compared; ${r.ticks} timer ticks during a 4 Mi-element castAsync`);
+      assert.equal(r.isolated, false);
+      assertClean(r, "not isolated");
+      assert.ok(r.compared > 600, `only ${r.compared} calls compared`);
+      assert.equal(r.split, 0, "a result on shared memory in a page without it");
+      assert.match(r.sharedZerosError, /^UNSUPPORTED_PLATFORM: SharedArrayBuffer is not available here: a browser page needs cross-origin isolation/);
+      assert.ok(r.ticks >= 3, `the page's event loop turned only ${r.ticks} times during castAsync`);
+      assertCastWorkers(page);
+    }));
 
-    await t.test("cross-origin isolated, callerConverts false: the page converts nothing and stays responsive", async () => {
-      const { page, problems, close } = await openPage(browser, true);
-      try {
-        const r = await page.evaluate(() => (globalThis as unknown as { checks: PageModule }).checks.runCallerIdle());
-        t.diagnostic(`callerConverts false: ${r.ticks} timer ticks during a 4 Mi-element castAsync`);
-        assertClean(r, "callerConverts false");
-        assert.ok(r.ticks >= 3, `the page's event loop turned only ${r.ticks} times during castAsync`);
-        assert.deepEqual(problems, []);
-      } finally {
-        await close();
-      }
-    });
+    await t.test("cross-origin isolated, callerConverts false: the page converts nothing and stays responsive", () => inPage(browser, true, async (_page, checks) => {
+      const r = await checks((m) => m.runCallerIdle());
+      t.diagnostic(`callerConverts false: ${r.ticks} timer ticks during a 4 Mi-element castAsync`);
+      assertClean(r, "callerConverts false");
+      assert.ok(r.ticks >= 3, `the page's event loop turned only ${r.ticks} times during castAsync`);
+    }));
 
-    await t.test("a worker script that does not load: WORKER_FAILED naming it; the next call starts a working pool", async () => {
-      const { page, problems, close } = await openPage(browser, true);
-      try {
-        const r = await page.evaluate(() => (globalThis as unknown as { checks: PageModule }).checks.runWorkerFailure("./no-such-worker.js"));
-        assert.match(r.error, /^WORKER_FAILED: a castAsync Web Worker \(\.\/no-such-worker\.js\) failed/);
-        assert.match(r.error, /setCastWorkerUrl/);
-        assertClean(r.after, "after the failure");
-        assert.equal(r.after.split, 2);
-        assert.deepEqual(problems, []);
-      } finally {
-        await close();
-      }
-    });
+    await t.test("a worker script that does not load: WORKER_FAILED naming it; the next call starts a working pool", () => inPage(browser, true, async (_page, checks) => {
+      const r = await checks((m) => m.runWorkerFailure("./no-such-worker.js"));
+      assert.match(r.error, /^WORKER_FAILED: a castAsync Web Worker \(\.\/no-such-worker\.js\) failed/);
+      assert.match(r.error, /setCastWorkerUrl/);
+      assertClean(r.after, "after the failure");
+      assert.equal(r.after.split, 2);
+    }));
   } finally {
     await browser.close();
   }
