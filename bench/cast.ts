@@ -237,7 +237,6 @@ async function timeInterleaved(contenders: Contender[], reps: number, warmup: nu
   return Object.fromEntries(contenders.map((c) => [c.name, { wall: median(wall.get(c.name)!), cpu: median(cpu.get(c.name)!) }]));
 }
 
-
 /** Bytes one element occupies (0 for strings: no fixed width). */
 function bytesPerElement(t: DType): number {
   return t.kind === "string" ? 0 : t.bits / 8;
@@ -296,7 +295,7 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
   let shared: Tensor | undefined;
   if (!strings) {
     const target = sharedZeros(to, [n]);
-    shared = target;
+    shared = target; // read back after timing: its bytes are checked against cast()'s
     const options = { ...p.opts, threads: 2 };
     add("async", async () => { sink ^= (await castIntoAsync(x, target, options)).size; });
     // The same with the input already in shared memory (workers read it where it is, no staging).

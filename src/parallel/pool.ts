@@ -39,6 +39,12 @@ interface Pending {
   reject(error: Error): void;
 }
 
+/** A worker and the ranges it has in hand, by request id. */
+interface PoolWorker {
+  readonly handle: WorkerHandle;
+  readonly tasks: Map<number, Pending>;
+}
+
 /** `Omit` applied to each member of a union. */
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
@@ -49,8 +55,7 @@ export class CastPool {
   /** 1 while a staging slot holds a chunk a worker has not read yet (created on first use: shared memory). */
   private flags: Int32Array | undefined;
   private readonly slots: SharedArrayBuffer[] = [];
-  private readonly workers: WorkerHandle[] = [];
-  private readonly load = new Map<WorkerHandle, Map<number, Pending>>();
+  private readonly workers: PoolWorker[] = [];
   private nextId = 0;
   private broken: Error | undefined;
   private closing = false;
@@ -88,13 +93,11 @@ export class CastPool {
   /** Starts workers until there are `size`. */
   grow(size: number): void {
     while (this.workers.length < size) {
-      const tasks = new Map<number, Pending>();
-      const w: WorkerHandle = this.host.spawn({
-        message: (r) => this.settle(w, r),
-        error: (e) => this.fail(e),
-      });
-      this.load.set(w, tasks);
-      this.workers.push(w);
+      const worker: PoolWorker = {
+        handle: this.host.spawn({ message: (r) => this.settle(worker, r), error: (e) => this.fail(e) }),
+        tasks: new Map<number, Pending>(),
+      };
+      this.workers.push(worker);
     }
   }
 
@@ -106,25 +109,21 @@ export class CastPool {
   run(task: DistributiveOmit<CastRequest, "id">, limit: number, transfer: ArrayBuffer[] = []): Promise<CastRangeDone> {
     if (this.broken) return Promise.reject(this.broken);
     let w = this.workers[0];
-    for (let i = 1; i < limit; i++) {
-      const c = this.workers[i];
-      if (this.load.get(c)!.size < this.load.get(w)!.size) w = c;
-    }
-    const tasks = this.load.get(w)!;
+    for (let i = 1; i < limit; i++) if (this.workers[i].tasks.size < w.tasks.size) w = this.workers[i];
+    const { handle, tasks } = w;
     const id = this.nextId++;
     return new Promise<CastRangeDone>((resolve, reject) => {
       tasks.set(id, { resolve, reject });
-      if (tasks.size === 1) w.busy(true);
-      w.post({ id, ...task } as CastRequest, transfer);
+      if (tasks.size === 1) handle.busy(true);
+      handle.post({ id, ...task } as CastRequest, transfer);
     });
   }
 
-  private settle(w: WorkerHandle, r: CastRangeResponse): void {
-    const tasks = this.load.get(w);
-    const p = tasks?.get(r.id);
-    if (!tasks || !p) return;
+  private settle({ handle, tasks }: PoolWorker, r: CastRangeResponse): void {
+    const p = tasks.get(r.id);
+    if (!p) return;
     tasks.delete(r.id);
-    if (tasks.size === 0) w.busy(false);
+    if (tasks.size === 0) handle.busy(false);
     if (r.error) p.reject(responseError(r.error));
     else p.resolve(r);
   }
@@ -133,10 +132,10 @@ export class CastPool {
     if (this.broken) return;
     this.broken = e;
     this.onBroken(this);
-    for (const [w, tasks] of this.load) {
+    for (const { handle, tasks } of this.workers) {
       for (const p of tasks.values()) p.reject(e);
       tasks.clear();
-      w.busy(false);
+      handle.busy(false);
     }
     if (!this.closing) void this.close();
   }
@@ -144,6 +143,6 @@ export class CastPool {
   async close(): Promise<void> {
     this.closing = true;
     this.fail(new Error("the castAsync pool was closed"));
-    await Promise.all(this.workers.map((w) => w.terminate()));
+    await Promise.all(this.workers.map((w) => w.handle.terminate()));
   }
 }

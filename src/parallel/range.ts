@@ -100,12 +100,6 @@ export function castRange(request: CastRequest): Answer {
   return answer;
 }
 
-/** A zeroed storage for `count` elements of `t` (a new ArrayBuffer). */
-export function storageFor(t: DType, count: number): NumericStorage {
-  const ctor = TYPED_ARRAYS[t.array as Exclude<DType["array"], "Array">];
-  return new ctor(storageLength(t, count));
-}
-
 /** `buffer` as the storage of `count` elements of `t`. */
 export function viewOf(t: DType, buffer: ArrayBufferLike, count: number): NumericStorage {
   const ctor = TYPED_ARRAYS[t.array as Exclude<DType["array"], "Array">];

@@ -16,9 +16,9 @@ import { dtype, type DType, type DTypeLike, type DTypeName, type StorageOf } fro
 import { TensorcastError } from "../errors.js";
 import { convert } from "../kernels/convert.js";
 import { cast, castInto, checkCastInto, prepareOutput, type CastOptions, type Resolved } from "../ops/cast.js";
-import { shapeSize, storageLength, Tensor, TYPED_ARRAYS } from "../tensor.js";
+import { allocateStorage, shapeSize, storageLength, Tensor, TYPED_ARRAYS } from "../tensor.js";
 import { CastPool, type WorkerHost } from "./pool.js";
-import { storageFor, viewOf, type NumericStorage } from "./range.js";
+import { viewOf, type NumericStorage } from "./range.js";
 
 export interface CastAsyncOptions extends CastOptions {
   /**
@@ -90,7 +90,7 @@ export async function castAsyncOn<N extends DTypeName>(host: WorkerHost, x: Tens
     dst = allocateShared(target, x.size);
     await convertSplit(host, x, dst, target, resolved, threads, callerConverts);
   } else {
-    dst = storageFor(target, x.size);
+    dst = allocateStorage(target, x.size) as NumericStorage;
     await convertCopied(host, x, dst, target, resolved, threads);
   }
   return Tensor.fromStorage(dst as StorageOf<N>, target as DType<N>, x.shape);
@@ -172,7 +172,6 @@ async function convertSplit(
   // Workers read shared memory: the input itself when it is shared, else a copy of each chunk they
   // get, in one of the pool's staging slots (reused from call to call, so their pages are warm).
   const inputShared = isShared(data.buffer);
-  const ctor = TYPED_ARRAYS[from.array as Exclude<DType["array"], "Array">];
   const done = new Int32Array(new SharedArrayBuffer(4));
   const pending: Promise<unknown>[] = [];
   const smallest = Math.min(MIN_CHUNK, alignUp(count / (8 * threads)));
@@ -193,7 +192,7 @@ async function convertSplit(
         lo = b;
         let src = slice(data, from, a, b);
         if (!inputShared) {
-          const copy = new ctor(p.slotBuffer(slot), 0, src.length);
+          const copy = viewOf(from, p.slotBuffer(slot), b - a);
           (copy as Uint8Array).set(src as Uint8Array);
           src = copy;
         }
@@ -209,7 +208,7 @@ async function convertSplit(
       }
     }
   } finally {
-    await Promise.all(pending);
+    await settleAll(pending);
   }
 }
 
@@ -218,8 +217,8 @@ async function convertSplit(
  * chunk's bytes are copied into an ArrayBuffer transferred to a worker with another for its result;
  * both come back with the answer, this thread copies the result into place and reuses the two
  * buffers for a later chunk. This thread converts nothing and waits (yielding to its event loop)
- * whenever two chunks per worker are in flight, so a page stays responsive; it is slower than
- * `cast` (the copies and messages cost more than the second thread saves).
+ * whenever two chunks per worker are in flight, so a page stays responsive; it is about as fast as
+ * `cast` (the copies and messages cost what the worker saves).
  */
 async function convertCopied(host: WorkerHost, x: Tensor, dst: NumericStorage, target: DType, resolved: Resolved, threads: number): Promise<void> {
   const from: DType = x.dtype;
@@ -235,7 +234,7 @@ async function convertCopied(host: WorkerHost, x: Tensor, dst: NumericStorage, t
     for (let a = 0; a < count; a += size) {
       if (pending.length - waited >= 2 * workers) await pending[waited++];
       const b = Math.min(count, a + size);
-      const buffers = free.pop() ?? { src: storageFor(from, size).buffer as ArrayBuffer, dst: storageFor(target, size).buffer as ArrayBuffer };
+      const buffers = free.pop() ?? { src: bufferFor(from, size), dst: bufferFor(target, size) };
       const chunk = slice(data, from, a, b);
       (viewOf(from, buffers.src, b - a) as Uint8Array).set(chunk as Uint8Array);
       const request = { kind: "copied" as const, ...buffers, from: from.name, to: target.name, count: b - a, ...resolved };
@@ -245,11 +244,24 @@ async function convertCopied(host: WorkerHost, x: Tensor, dst: NumericStorage, t
       }));
     }
   } finally {
-    // Every chunk settles before the call does (the first error, if any, is the rejection).
-    const settled = await Promise.allSettled(pending);
-    const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
-    if (failed) throw failed.reason;
+    await settleAll(pending);
   }
+}
+
+/**
+ * Waits for every chunk, then throws the first error if any: the call settles only once no worker
+ * writes into its output any more (Promise.all would reject at the first error, with ranges still
+ * running).
+ */
+async function settleAll(pending: readonly Promise<unknown>[]): Promise<void> {
+  const settled = await Promise.allSettled(pending);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failed) throw failed.reason;
+}
+
+/** A zeroed ArrayBuffer holding the storage of `count` elements of `t`. */
+function bufferFor(t: DType, count: number): ArrayBuffer {
+  return (allocateStorage(t, count) as NumericStorage).buffer as ArrayBuffer;
 }
 
 /** `n` rounded up to a multiple of ALIGN (at least ALIGN). */

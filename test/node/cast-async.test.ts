@@ -11,42 +11,15 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cast, dtype, DTYPES, Tensor, TensorcastError, type CastOptions, type DType } from "../../src/index.js";
 import { castAsync, castIntoAsync, closeCastAsyncPool, sharedZeros, type CastAsyncOptions } from "../../src/node/index.js";
-import { storageLength, TYPED_ARRAYS } from "../../src/tensor.js";
-import { random, scratch } from "./helpers.js";
+import { optionSets, randomTensor } from "../support/cast-inputs.js";
+import { scratch } from "./helpers.js";
 
 const NUMERIC = DTYPES.filter((t) => t.kind !== "string" && t.kind !== "complex");
-
-/** A tensor of `size` random elements of `t`: every bit pattern (NaN payloads included), bool 0 / 1, moderate floats mixed in. */
-function randomTensor(t: DType, size: number, seed: number, sharedMemory = false): Tensor {
-  const next = random(seed);
-  const length = storageLength(t, size);
-  const ctor = TYPED_ARRAYS[t.array as Exclude<DType["array"], "Array">];
-  const bytes = length * ctor.BYTES_PER_ELEMENT;
-  const buffer = sharedMemory ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes);
-  const u8 = new Uint8Array(buffer);
-  for (let i = 0; i < bytes; i++) u8[i] = next() & 0xff;
-  if (t.kind === "bool") for (let i = 0; i < bytes; i++) u8[i] &= 1;
-  if (t.array === "Float32Array" || t.array === "Float64Array") {
-    const f = t.array === "Float32Array" ? new Float32Array(buffer) : new Float64Array(buffer);
-    // Half the elements moderate (around the float8 / float16 ranges), the rest raw bit patterns.
-    for (let i = 0; i < f.length; i += 2) f[i] = ((next() / 2 ** 32) * 2 - 1) * 2 ** ((next() % 40) - 20);
-  }
-  return Tensor.fromStorage(new ctor(buffer, 0, length) as never, t, [size]);
-}
 
 function sameTensor(got: Tensor, want: Tensor, what: string): void {
   assert.equal(got.dtype, want.dtype, what);
   assert.deepEqual(got.shape, want.shape, what);
   assert.ok(Buffer.from(got.bytes()).equals(Buffer.from(want.bytes())), `${what}: bytes differ from cast()`);
-}
-
-/** The option sets worth trying for a target: saturate both ways for small floats, every e8m0 round mode. */
-function optionSets(to: DType): CastOptions[] {
-  if (to.name === "float8e8m0") {
-    return (["up", "down", "nearest"] as const).flatMap((roundMode) => [{ roundMode }, { roundMode, saturate: false }]);
-  }
-  if (to.format && to.bits <= 8) return [{}, { saturate: false }];
-  return [{}];
 }
 
 test("every numeric pair, both saturate settings, every e8m0 round mode: cast's bytes on odd sizes, split between two threads", async () => {

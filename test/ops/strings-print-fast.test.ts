@@ -14,7 +14,6 @@ import { Tensor, cast } from "../../src/index.js";
 import { compareDecimalExact, reprLayout } from "../support/decimal.js";
 import { Rng } from "../support/rng.js";
 
-
 /** Sign of (the decimal "d.ddde±X" - v) for a finite v > 0, exactly. */
 function compareDecimal(text: string, v: number): number {
   const [mantissa, exponent] = text.split("e");

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { throwsCode } from "../support/assertions.js";
-import { reprLayout } from "../support/decimal.js";
+import { big10, big2, compareScaled, dyadic, reprLayout } from "../support/decimal.js";
 import fc from "fast-check";
 import { DTYPES, Tensor, cast, castLike, type CastOptions, type DTypeName, type InputOf } from "../../src/index.js";
 
@@ -183,29 +183,6 @@ for (const t of NUMERIC.filter((t) => t.bits > 16)) {
 // at k digits, the two decimals around x (the floor and ceiling of x * 10^(k-1-e), e = floor(log10 x));
 // the smallest k where either reads back to x; of the two the nearer, and on an exact decimal tie
 // the one with the even last digit.
-
-const oracleF64 = new Float64Array(1);
-const oracleBits = new BigUint64Array(oracleF64.buffer);
-
-/** [m, e] with v = m * 2^e exactly, for a finite float64 v > 0. */
-function dyadic(v: number): [bigint, number] {
-  oracleF64[0] = v;
-  const bits = oracleBits[0];
-  const field = Number(bits >> 52n);
-  const m = bits & 0xfffffffffffffn;
-  return field === 0 ? [m, -1074] : [m | (1n << 52n), field - 1075];
-}
-
-const BIG10: bigint[] = [];
-const big10 = (n: number): bigint => (BIG10[n] ??= 10n ** BigInt(n));
-const big2 = (n: number): bigint => 1n << BigInt(n);
-
-/** Sign of (c * 10^j - m * 2^e), exactly. */
-function compareScaled(c: bigint, j: number, m: bigint, e: number): number {
-  const lhs = c * big10(Math.max(j, 0)) * big2(Math.max(-e, 0));
-  const rhs = m * big2(Math.max(e, 0)) * big10(Math.max(-j, 0));
-  return lhs > rhs ? 1 : lhs < rhs ? -1 : 0;
-}
 
 /** Whether the decimal c * 10^j reads back to x: an exact test, or a parse. */
 type Fits = (c: bigint, j: number) => boolean;

@@ -1,21 +1,36 @@
 /**
  * Exact decimal helpers for the string tests' oracles (independent of src/ops/strings.ts): a
- * decimal compared with a float64 by BigInt arithmetic, and Python's repr layout of given digits.
+ * float64 as an exact dyadic, a decimal compared with a dyadic or a float64 by BigInt arithmetic,
+ * and Python's repr layout of given digits.
  */
 const f64 = new Float64Array(1);
 const f64Bits = new BigUint64Array(f64.buffer);
 
-/** Sign of digits * 10^p - a, exactly (a finite, >= 0). */
-export function compareDecimalExact(digits: bigint, p: number, a: number): number {
+/** A finite a >= 0 as m * 2^e exactly (m an integer below 2^53). */
+export function dyadic(a: number): [bigint, number] {
   f64[0] = a;
   const bits = f64Bits[0];
   const field = Number(bits >> 52n);
-  const m = field === 0 ? bits & 0xfffffffffffffn : (bits & 0xfffffffffffffn) | (1n << 52n);
-  const e = (field === 0 ? 1 : field) - 1075;
-  // digits * 10^p against m * 2^e, both sides scaled to integers.
-  const lhs = digits * 10n ** BigInt(Math.max(p, 0)) * 2n ** BigInt(Math.max(-e, 0));
-  const rhs = m * 2n ** BigInt(Math.max(e, 0)) * 10n ** BigInt(Math.max(-p, 0));
+  const m = bits & 0xfffffffffffffn;
+  return field === 0 ? [m, -1074] : [m | (1n << 52n), field - 1075];
+}
+
+const BIG10: bigint[] = [];
+/** 10^n as a BigInt (cached). */
+export const big10 = (n: number): bigint => (BIG10[n] ??= 10n ** BigInt(n));
+/** 2^n as a BigInt. */
+export const big2 = (n: number): bigint => 1n << BigInt(n);
+
+/** Sign of (c * 10^j - m * 2^e), exactly. */
+export function compareScaled(c: bigint, j: number, m: bigint, e: number): number {
+  const lhs = c * big10(Math.max(j, 0)) * big2(Math.max(-e, 0));
+  const rhs = m * big2(Math.max(e, 0)) * big10(Math.max(-j, 0));
   return lhs > rhs ? 1 : lhs < rhs ? -1 : 0;
+}
+
+/** Sign of digits * 10^p - a, exactly (a finite, >= 0). */
+export function compareDecimalExact(digits: bigint, p: number, a: number): number {
+  return compareScaled(digits, p, ...dyadic(a));
 }
 
 /**

@@ -19,6 +19,7 @@
  * does not have it.
  */
 import type { DType, Storage } from "../../dtype/table.js";
+import { u32View } from "../fast/views.js";
 
 /** The slice of a Float16Array this module uses. */
 interface Float16ArrayLike {
@@ -43,10 +44,6 @@ export function nativeFloat16Available(): boolean {
 
 function f16Of(a: Uint16Array, count: number): Float16ArrayLike {
   return new F16!(a.buffer, a.byteOffset, count);
-}
-
-function words(a: Float32Array | Float64Array): Uint32Array {
-  return new Uint32Array(a.buffer, a.byteOffset, a.byteLength >>> 2);
 }
 
 /**
@@ -141,7 +138,7 @@ function nanGroups(codes: Uint16Array, pairs: Uint32Array, lead: number, start: 
 function toF16(src: Float32Array | Float64Array, stride: number, dst: Uint16Array, count: number, block: number): void {
   if (count === 0) return;
   const h = f16Of(dst, count);
-  const s = words(src);
+  const s = u32View(src);
   const { lead, pairs } = wordsOf16(dst, count);
   const groups = groupScratch(Math.min(block, count));
   for (let start = 0; start < count; start += block) {
@@ -161,7 +158,7 @@ function toF16(src: Float32Array | Float64Array, stride: number, dst: Uint16Arra
 function fromF16(src: Uint16Array, dst: Float32Array | Float64Array, stride: number, nan: number, count: number, block: number): void {
   if (count === 0) return;
   const h = f16Of(src, count);
-  const d = words(dst);
+  const d = u32View(dst);
   const { lead, pairs } = wordsOf16(src, count);
   const groups = groupScratch(Math.min(block, count));
   for (let start = 0; start < count; start += block) {

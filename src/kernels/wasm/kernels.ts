@@ -102,7 +102,7 @@ function f16Of(c: Constants["c"]): Code {
   return [...set(A, and(x, c(0x7fffffff))), ...or(or(magnitude, quiet), and(i32x4ShrU(x, 16), c(0x8000)))];
 }
 
-/** float16 bits, sign-extended into the i32 lanes of local X -> float32 bits (uses locals A, R). */
+/** float16 bits, sign-extended into the i32 lanes of local X -> float32 bits (uses locals A, T). */
 function f32OfHalf(c: Constants["c"]): Code {
   const x = get(X);
   const a = get(A);
@@ -162,7 +162,8 @@ const interleave16 = (first: number): number[] =>
  * 8 float16 (16 bytes) -> 8 float32 (32 bytes) per group. Without a subnormal among the eight
  * (zeros are fine), each float32 is built as two 16-bit halves, eight lanes at a time: the high half
  * (a >> 3) + 0x3800 (the rebiased exponent and the top 7 fraction bits; + 0x3800 more for Inf and
- * NaN, 0 for zero, 0x7FC0 for NaN), the low half a << 13, then the halves interleaved. That is
+ * NaN, 0 for zero), the low half a << 13, every NaN first made 0x7E00 (giving 0x7FC0, 0x0000),
+ * then the halves interleaved. That is
  * about half the instructions of the 32-bit-lane decoding, which the group takes otherwise.
  */
 function f16ToF32(pool: ConstantPool): Func {
@@ -172,13 +173,14 @@ function f16ToF32(pool: ConstantPool): Func {
   const a = get(A);
   const hi = get(T);
   const anySubnormal = anyTrue(i16x8LtU(i16x8Sub(a, half(1)), half(0x3ff)));
-  const nan = i16x8GtS(a, half(0x7c00));
   const fast: Code[] = [
+    // Every NaN as 0x7E00 first: it then decodes like any code, to 0x7FC0 | 0x0000.
+    set(A, select(half(0x7e00), a, i16x8GtS(a, half(0x7c00)))),
     set(T, i16x8Add(i16x8ShrU(a, 3), half(0x3800))),
     set(T, i16x8Add(hi, and(i16x8GtS(a, half(0x7bff)), half(0x3800)))),
     set(T, andNot(hi, i16x8Eq(a, half(0)))),
-    set(X, andNot(i16x8Shl(a, 13), nan)),
-    set(T, or(select(half(0x7fc0), hi, nan), and(get(R), half(0x8000)))),
+    set(X, i16x8Shl(a, 13)),
+    set(T, or(hi, and(get(R), half(0x8000)))),
     store(get(DST), shuffle(get(X), hi, interleave16(0)), 0),
     store(get(DST), shuffle(get(X), hi, interleave16(4)), 16),
   ];

@@ -4,11 +4,10 @@
  * throwing, so the Node side can report every difference at once.
  */
 import { cast, DTYPES, Tensor, TensorcastError, type CastOptions, type DType } from "../../../src/index.js";
-import { storageLength, TYPED_ARRAYS } from "../../../src/tensor.js";
 import {
   castAsync, castIntoAsync, closeCastAsyncPool, setCastWorkerUrl, sharedZeros, type CastAsyncOptions,
 } from "../../../src/web/index.js";
-import { Rng } from "../../support/rng.js";
+import { optionSets, randomTensor } from "../../support/cast-inputs.js";
 
 const NUMERIC = DTYPES.filter((t) => t.kind !== "string" && t.kind !== "complex");
 
@@ -20,28 +19,6 @@ export interface PageReport {
   /** Of those, how many returned storage on a SharedArrayBuffer (the split path). */
   readonly split: number;
   readonly failures: string[];
-}
-
-/** `size` random elements of `t`: raw bit patterns (NaN payloads included), bool 0 / 1, moderate floats mixed in. */
-function randomTensor(t: DType, size: number, seed: number, shared = false): Tensor {
-  const rng = new Rng(seed);
-  const length = storageLength(t, size);
-  const ctor = TYPED_ARRAYS[t.array as Exclude<DType["array"], "Array">];
-  const bytes = length * ctor.BYTES_PER_ELEMENT;
-  const buffer = shared ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes);
-  const u8 = new Uint8Array(buffer);
-  for (let i = 0; i < bytes; i++) u8[i] = rng.u32() & (t.kind === "bool" ? 1 : 0xff);
-  if (t.array === "Float32Array" || t.array === "Float64Array") {
-    const f = t.array === "Float32Array" ? new Float32Array(buffer) : new Float64Array(buffer);
-    for (let i = 0; i < f.length; i += 2) f[i] = ((rng.u32() / 2 ** 32) * 2 - 1) * 2 ** (rng.below(40) - 20);
-  }
-  return Tensor.fromStorage(new ctor(buffer, 0, length) as never, t, [size]);
-}
-
-function optionSets(to: DType): CastOptions[] {
-  if (to.name === "float8e8m0") return (["up", "down", "nearest"] as const).flatMap((roundMode) => [{ roundMode }, { roundMode, saturate: false }]);
-  if (to.format && to.bits <= 8) return [{}, { saturate: false }];
-  return [{}];
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
