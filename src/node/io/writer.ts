@@ -139,9 +139,11 @@ async function planModel(input: TensorFile, targets: ReadonlyMap<FileTensor, DTy
     const prefix = tensorProtoPrefix(source.name, dtype, source.shape, byteLength, extra);
     rewritten.push({ scanned, source, dtype, prefix, fieldLength: prefix.length + byteLength });
   }
+  // Each whole field changes size, its length prefix included: a message that crosses 2^7, 2^14,
+  // ... bytes gains or loses a byte of prefix, which the graph's own length must count.
   let graphLength = graph.end - graph.contentStart;
   for (const r of rewritten) {
-    graphLength += r.fieldLength - (r.scanned.end - r.scanned.start);
+    graphLength += lengthDelimitedTag(5, r.fieldLength).length + r.fieldLength - (r.scanned.end - r.scanned.fieldStart);
   }
   const segments: Segment[] = [];
   const outputs: OutputTensor[] = [];
