@@ -30,6 +30,7 @@
 import { writeFileSync } from "node:fs";
 import os from "node:os";
 import * as ort from "onnxruntime-node";
+import { float16Feed } from "../test/support/ort.js";
 import { dtype, type DType, type DTypeName, type Storage, type StorageOf } from "../src/dtype/table.js";
 import { cast, castInto, type CastOptions } from "../src/ops/cast.js";
 import { castIntoAsync, closeCastAsyncPool, sharedZeros } from "../src/node/cast-async.js";
@@ -165,7 +166,7 @@ const PAIRS: Pair[] = [
 function ortFeed(plan: OrtPlan, input: Storage, n: number): ort.Tensor {
   switch (plan.feedType) {
     case "float32": return new ort.Tensor("float32", input as Float32Array, [n]);
-    case "float16": return new ort.Tensor("float16", input as Uint16Array, [n]);
+    case "float16": return float16Feed(input as Uint16Array, [n]);
     case "uint16": return new ort.Tensor("uint16", input as Uint16Array, [n]);
     case "float64": return new ort.Tensor("float64", input as Float64Array, [n]);
     case "int64": return new ort.Tensor("int64", input as BigInt64Array, [n]);
@@ -318,7 +319,7 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
       sessions.push(session);
       add(name, async () => {
         const feeds: Record<string, ort.Tensor> = {};
-        if (feed) feeds.x = new ort.Tensor(feed.type, feed.data as never, [n]);
+        if (feed) feeds.x = feed.type === "float16" ? float16Feed(feed.data as Uint16Array, [n]) : new ort.Tensor(feed.type, feed.data as never, [n]);
         const result = await session.run(feeds);
         sink ^= (result.y.data as ArrayLike<unknown>).length;
       });

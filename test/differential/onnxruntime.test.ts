@@ -14,6 +14,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as ort from "onnxruntime-node";
+import { float16Feed, ortData } from "../support/ort.js";
 import {
   cast, decodeFloat, dtype, DTYPES, isNegativeCode, Tensor,
   type DType, type DTypeName, type RoundMode,
@@ -43,8 +44,8 @@ const TYPES: readonly DType[] = DTYPES.filter(
 );
 
 /**
- * Types onnxruntime-node's JS Tensor carries as they are (float16 as Uint16Array bit patterns on
- * Node 20, which has no Float16Array). onnxruntime-common lists int4/uint4 too, but the Node binding
+ * Types onnxruntime-node's JS Tensor carries as they are (float16 as bit patterns, through
+ * support/ort.ts: Node 24's onnxruntime-node speaks Float16Array). onnxruntime-common lists int4/uint4 too, but the Node binding
  * refuses them as inputs ("Tensor.type is not supported: int4") and crashes (out of memory) when
  * returning them, so they go through helpers like the other types below.
  */
@@ -280,7 +281,7 @@ function codedSource(t: DType): Source {
   const negative = codes.map((c) => isNegativeCode(f, c));
   let feed: ort.Tensor;
   if (t.name === "float16") {
-    feed = new ort.Tensor("float16", Uint16Array.from(codes), [n]);
+    feed = float16Feed(Uint16Array.from(codes), [n]);
   } else {
     // Helper-fed: the exact value as float32; NaN as a quiet NaN of the code's sign.
     const w = new Uint32Array(n);
@@ -799,7 +800,7 @@ async function runOrt(src: Source, configs: readonly Config[]): Promise<NumericA
         assert.equal(fedSide.key(i), wantSide.key(i), `helper feed of ${src.describe(i)}`);
       }
     }
-    return configs.map((c, k) => results[isDirect(c.to) ? `y${k}` : `r${k}`].data as NumericArray);
+    return configs.map((c, k) => ortData(results[isDirect(c.to) ? `y${k}` : `r${k}`]) as NumericArray);
   } finally {
     await session.release();
   }

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import * as ort from "onnxruntime-node";
+import { ortData } from "../support/ort.js";
 import { DTYPES, Tensor, type DType } from "../../src/index.js";
 import { storageLength } from "../../src/tensor.js";
 import { WireReader, WIRE_FIXED32, WIRE_FIXED64, WIRE_VARINT } from "../../src/io/onnx/wire.js";
@@ -531,7 +532,7 @@ test("onnxruntime-node loads and runs models built by encodeModel", async () => 
   const session = await ort.InferenceSession.create(encodeModel(cast));
   const out = await session.run({ x: new ort.Tensor("float32", new Float32Array([1, -2, 65504, 1e5, 2 ** -24]), [5]) });
   // float16 bits: 1 = 3c00, -2 = c000, 65504 = 7bff (max), 1e5 overflows to +Inf 7c00, 2^-24 = 0001.
-  assert.deepEqual(Array.from(out.y.data as Uint16Array), [0x3c00, 0xc000, 0x7bff, 0x7c00, 0x0001]);
+  assert.deepEqual(Array.from(ortData(out.y) as Uint16Array), [0x3c00, 0xc000, 0x7bff, 0x7c00, 0x0001]);
 
   // Initializers and a Constant's TENSOR attribute, in both layouts: float32 through Add, int64
   // extremes and strings through Identity.
