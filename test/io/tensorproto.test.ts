@@ -279,7 +279,7 @@ test("string_data: UTF-8, strictly", () => {
   assert.deepEqual(t.toValues(), ["héllo", "", "日本"]);
   throwsCode(() => decodeTensorProto(tensorProto(8, [1]).len(6, [0xc3, 0x28]).bytes()), "INVALID_DATA", /string_data\[0\] is not valid UTF-8/);
   throwsCode(() => decodeTensorProto(tensorProto(8, [1]).len(9, [0x61]).bytes()), "INVALID_DATA", /never raw_data/);
-  throwsCode(() => decodeTensorProto(tensorProto(1, [1], "").len(8, [0xff]).bytes()), "INVALID_DATA", /name is not valid UTF-8/);
+  throwsCode(() => decodeTensorProto(tensorProto(1, [1], "").len(8, [0xff]).bytes()), "INVALID_DATA", /TensorProto: field 8 \(name\) is not valid UTF-8 \(at byte 6\)/);
 });
 
 // ---- TensorProto: raw_data and errors ----------------------------------------------------------

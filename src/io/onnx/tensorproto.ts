@@ -17,6 +17,8 @@ import { dtype, type DType, type DTypeLike, type Storage } from "../../dtype/tab
 import { shapeSize, storageLength, Tensor } from "../../tensor.js";
 import { WIRE_LEN, WIRE_VARINT, WireReader, WordList, decodeUtf8 } from "./wire.js";
 import { TENSOR_FIELD } from "./fields.js";
+import { typedFieldOf } from "./tensor-data.js";
+import { validateMessage } from "./validate.js";
 
 /** A decoded TensorProto: its `name` field ("" when absent) and its contents. */
 export interface NamedTensor {
@@ -40,29 +42,6 @@ export interface TensorProtoOptions {
 
 const DATA_LOCATION_EXTERNAL = 1;
 
-type TypedField = "float_data" | "int32_data" | "string_data" | "int64_data" | "double_data" | "uint64_data";
-
-/** Which typed field carries a type's elements when raw_data is absent. */
-function typedFieldOf(t: DType): TypedField {
-  switch (t.name) {
-    case "float32":
-    case "complex64":
-      return "float_data";
-    case "float64":
-    case "complex128":
-      return "double_data";
-    case "int64":
-      return "int64_data";
-    case "uint32":
-    case "uint64":
-      return "uint64_data";
-    case "string":
-      return "string_data";
-    default:
-      return "int32_data";
-  }
-}
-
 /** Everything read from the wire, before the type is known to be consistent with it. */
 interface Fields {
   dims: number[];
@@ -77,7 +56,6 @@ interface Fields {
   int64: WordList;
   uint64: WordList;
   strings: Uint8Array[];
-  present: Set<TypedField>;
   external: boolean;
   segment: boolean;
 }
@@ -96,6 +74,9 @@ export function decodeTensorProto(bytes: Uint8Array, opts: TensorProtoOptions = 
 
 /** Decodes the TensorProto that `reader` spans (model.ts passes nested messages here). */
 export function readTensorProto(reader: WireReader, opts: TensorProtoOptions = {}): NamedTensor {
+  // The validator refuses what protobuf and onnx.checker refuse and checks the data against
+  // data_type and dims, so what follows can trust the counts.
+  validateMessage("TensorProto", reader.buf, reader.pos, reader.end, reader.depth);
   const f = readFields(reader);
   const label = f.name ? `tensor "${f.name}"` : "tensor";
   if (f.segment) {
@@ -104,32 +85,13 @@ export function readTensorProto(reader: WireReader, opts: TensorProtoOptions = {
   if (f.external) {
     throw new TensorcastError("NOT_IMPLEMENTED", `${label}: external data is not supported yet`);
   }
-  if (f.dataType === 0) {
-    throw new TensorcastError("INVALID_DATA", `${label}: data_type is 0 (UNDEFINED)`);
-  }
   const t = dtype(f.dataType);
   const shape = f.dims;
   const size = shapeSize(shape);
   const copy = opts.copy ?? true;
-  let tensor: Tensor;
-  if (f.raw) {
-    if (f.present.size > 0) {
-      throw new TensorcastError("INVALID_DATA", `${label}: has both raw_data and ${[...f.present].join(", ")}`);
-    }
-    if (t.kind === "string") {
-      throw new TensorcastError("INVALID_DATA", `${label}: STRING tensors store string_data, never raw_data`);
-    }
-    const expected = byteLengthOf(t, size);
-    if (f.raw.length !== expected) {
-      throw new TensorcastError(
-        "SHAPE_MISMATCH",
-        `${label}: raw_data has ${f.raw.length} bytes; shape [${shape.join(", ")}] of ${t.onnxName} needs ${expected}`,
-      );
-    }
-    tensor = Tensor.fromBytes(copy ? f.raw.slice() : f.raw, t, shape);
-  } else {
-    tensor = Tensor.fromStorage(typedStorage(f, t, size, label), t, shape);
-  }
+  const tensor = f.raw
+    ? Tensor.fromBytes(copy ? f.raw.slice() : f.raw, t, shape)
+    : Tensor.fromStorage(typedStorage(f, t, size), t, shape);
   return { name: f.name, tensor: opts.retag === undefined ? tensor : retag(tensor, opts.retag) };
 }
 
@@ -154,16 +116,10 @@ export function retag(tensor: Tensor, to: DTypeLike): Tensor {
   return Tensor.fromBytes(tensor.bytes(), t, tensor.shape);
 }
 
-function byteLengthOf(t: DType, size: number): number {
-  const entries = storageLength(t, size);
-  return t.packed ? entries : t.kind === "complex" ? (entries * t.bits) / 16 : (entries * t.bits) / 8;
-}
-
 function readFields(r: WireReader): Fields {
   const f: Fields = {
     dims: [], dataType: 0, name: "", floatChunks: [], doubleChunks: [], int32: new WordList(),
-    int64: new WordList(), uint64: new WordList(), strings: [], present: new Set(), external: false,
-    segment: false,
+    int64: new WordList(), uint64: new WordList(), strings: [], external: false, segment: false,
   };
   for (let field = r.next(); field !== 0; field = r.next()) {
     switch (field) {
@@ -180,20 +136,16 @@ function readFields(r: WireReader): Fields {
         break;
       case TENSOR_FIELD.floatData:
         f.floatChunks.push(r.fixedChunk(4, "float_data"));
-        f.present.add("float_data");
         break;
       case TENSOR_FIELD.int32Data:
         r.repeated(WIRE_VARINT, "int32_data", () => f.int32.push(r.uint32()));
-        f.present.add("int32_data");
         break;
       case TENSOR_FIELD.stringData:
         r.expect(WIRE_LEN, "string_data");
         f.strings.push(r.bytes());
-        f.present.add("string_data");
         break;
       case TENSOR_FIELD.int64Data:
         r.repeated(WIRE_VARINT, "int64_data", () => pushWords(r, f.int64));
-        f.present.add("int64_data");
         break;
       case TENSOR_FIELD.name:
         r.expect(WIRE_LEN, "name");
@@ -205,11 +157,9 @@ function readFields(r: WireReader): Fields {
         break;
       case TENSOR_FIELD.doubleData:
         f.doubleChunks.push(r.fixedChunk(8, "double_data"));
-        f.present.add("double_data");
         break;
       case TENSOR_FIELD.uint64Data:
         r.repeated(WIRE_VARINT, "uint64_data", () => pushWords(r, f.uint64));
-        f.present.add("uint64_data");
         break;
       case TENSOR_FIELD.externalData:
         f.external = true;
@@ -233,42 +183,17 @@ function pushWords(r: WireReader, list: WordList): void {
   list.push(r.hi);
 }
 
-/** Builds the storage of `t` from its typed field, after checking that the right one is used. */
-function typedStorage(f: Fields, t: DType, size: number, label: string): Storage {
-  const field = typedFieldOf(t);
-  for (const other of f.present) {
-    if (other !== field) {
-      throw new TensorcastError(
-        "INVALID_DATA",
-        `${label}: ${t.onnxName} elements are stored in ${field} or raw_data, but the tensor has ${other}`,
-      );
-    }
-  }
+/** Builds the storage of `t` from its typed field (the validator checked the field and its count). */
+function typedStorage(f: Fields, t: DType, size: number): Storage {
   const entries = storageLength(t, size);
-  const count = (got: number, unit: string): void => {
-    if (got !== entries) {
-      const what = t.packed ? "packed bytes" : t.kind === "complex" ? "numbers (re, im pairs)" : "elements";
-      throw new TensorcastError(
-        "SHAPE_MISMATCH",
-        `${label}: ${field} holds ${got} ${unit}; shape [${f.dims.join(", ")}] of ${t.onnxName} needs ${entries} ${what}`,
-      );
-    }
-  };
-  switch (field) {
-    case "float_data": {
-      const bytes = concat(f.floatChunks);
-      count(bytes.length / 4, "entries");
-      return new Float32Array(bytes.buffer, 0, entries);
-    }
-    case "double_data": {
-      const bytes = concat(f.doubleChunks);
-      count(bytes.length / 8, "entries");
-      return new Float64Array(bytes.buffer, 0, entries);
-    }
+  switch (typedFieldOf(t)) {
+    case "float_data":
+      return new Float32Array(concat(f.floatChunks).buffer, 0, entries);
+    case "double_data":
+      return new Float64Array(concat(f.doubleChunks).buffer, 0, entries);
     case "int64_data":
     case "uint64_data": {
-      const words = (field === "int64_data" ? f.int64 : f.uint64).view();
-      count(words.length / 2, "entries");
+      const words = (t.name === "int64" ? f.int64 : f.uint64).view();
       if (t.name === "uint32") {
         // numpy's astype(uint32) keeps the low word.
         const out = new Uint32Array(entries);
@@ -278,15 +203,10 @@ function typedStorage(f: Fields, t: DType, size: number, label: string): Storage
       const buffer = words.slice().buffer;
       return t.name === "int64" ? new BigInt64Array(buffer) : new BigUint64Array(buffer);
     }
-    case "string_data": {
-      count(f.strings.length, "entries");
-      return f.strings.map((s, i) => decodeUtf8(s, `${label}: string_data[${i}]`));
-    }
-    case "int32_data": {
-      const words = f.int32.view();
-      count(words.length, "entries");
-      return int32Storage(t, words, entries);
-    }
+    case "string_data":
+      return f.strings.map((s, i) => decodeUtf8(s, `tensor${f.name ? ` "${f.name}"` : ""}: string_data[${i}]`));
+    case "int32_data":
+      return int32Storage(t, f.int32.view(), entries);
   }
 }
 
