@@ -108,6 +108,8 @@ export class MessageValidator {
   private name = new Uint8Array(NAME_KEPT);
   private nameLength = 0;
   private failure: TensorcastError | undefined;
+  /** For a TensorProto: what its fields say about its data (complete once `finish` passed). */
+  readonly tensor: TensorFacts | undefined;
 
   /**
    * @param root what the whole input is.
@@ -122,7 +124,8 @@ export class MessageValidator {
     this.length = length;
     this.base = depth;
     const type = messageType(root);
-    this.stack.push({ type, group: 0, start: 0, end: length, via: root, tensor: type === TENSOR_PROTO ? new TensorFacts() : undefined });
+    this.tensor = type === TENSOR_PROTO ? new TensorFacts() : undefined;
+    this.stack.push({ type, group: 0, start: 0, end: length, via: root, tensor: this.tensor });
   }
 
   /** How many bytes have been pushed or skipped: where the next piece starts. */
@@ -288,6 +291,7 @@ export class MessageValidator {
             if (counted) n++;
             else if (top.tensor) top.tensor.dim(words.lo, words.hi);
             p = q;
+            if (p >= stop) break;
           }
           if (counted) top.tensor!.add(counted, n);
           break;
@@ -534,10 +538,20 @@ export class MessageValidator {
  *         message path and the byte.
  */
 export function validateMessage(root: OnnxRoot, bytes: Uint8Array, start = 0, end = bytes.length, depth = 0): void {
+  validated(root, bytes, start, end, depth);
+}
+
+/** Validates the TensorProto in `bytes[start, end)` like `validateMessage`, and says what its data is. */
+export function validateTensorProto(bytes: Uint8Array, start = 0, end = bytes.length, depth = 0): TensorFacts {
+  return validated("TensorProto", bytes, start, end, depth).tensor!;
+}
+
+function validated(root: OnnxRoot, bytes: Uint8Array, start: number, end: number, depth: number): MessageValidator {
   if (!(bytes instanceof Uint8Array)) {
     throw new TensorcastError("INVALID_DATA", `${root}: expected a Uint8Array, got ${bytes === null ? "null" : typeof bytes}`);
   }
   const v = new MessageValidator(root, end - start, depth);
   v.push(bytes.subarray(start, end));
   v.finish();
+  return v;
 }
