@@ -1,7 +1,7 @@
 /**
  * The protobuf wire reader, TensorProto decoding (typed fields and raw_data for every data type)
- * and the ModelProto subset, on messages built byte by byte here. The writer below is deliberately
- * separate from src/: a shared misunderstanding of the format could not hide in both.
+ * and the ModelProto subset, on messages built byte by byte (test/support/protobuf.ts, a writer
+ * deliberately separate from src/: a shared misunderstanding of the format could not hide in both).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -11,68 +11,7 @@ import { WireReader, WIRE_FIXED32, WIRE_LEN, WIRE_VARINT } from "../../src/io/on
 import { decodeTensorProto, retag } from "../../src/io/onnx/tensorproto.js";
 import { attributeNumber, decodeModel, findAttribute, opsetVersion } from "../../src/io/onnx/model.js";
 import { throwsCode } from "../support/assertions.js";
-
-// ---- a minimal protobuf writer ----------------------------------------------------------------
-
-class W {
-  readonly out: number[] = [];
-
-  /** A varint; negative numbers take 10 bytes (two's complement), as protobuf writes int32/int64. */
-  varint(value: number | bigint): this {
-    let v = BigInt.asUintN(64, BigInt(value));
-    do {
-      const low = Number(v & 0x7fn);
-      v >>= 7n;
-      this.out.push(v !== 0n ? low | 0x80 : low);
-    } while (v !== 0n);
-    return this;
-  }
-  tag(field: number, wire: number): this {
-    return this.varint(field * 8 + wire);
-  }
-  int(field: number, value: number | bigint): this {
-    return this.tag(field, 0).varint(value);
-  }
-  /** A length-delimited field: raw bytes, a UTF-8 string, or a nested message. */
-  len(field: number, body: W | Uint8Array | number[] | string): this {
-    const bytes = body instanceof W ? body.out : typeof body === "string" ? [...new TextEncoder().encode(body)] : [...body];
-    this.tag(field, 2).varint(bytes.length);
-    this.out.push(...bytes);
-    return this;
-  }
-  float(field: number, x: number): this {
-    this.tag(field, 5);
-    this.out.push(...new Uint8Array(new Float32Array([x]).buffer));
-    return this;
-  }
-  double(field: number, x: number): this {
-    this.tag(field, 1);
-    this.out.push(...new Uint8Array(new Float64Array([x]).buffer));
-    return this;
-  }
-  /** A packed run of varints. */
-  packed(field: number, values: (number | bigint)[]): this {
-    const body = new W();
-    for (const v of values) body.varint(v);
-    return this.len(field, body);
-  }
-  push(...bytes: number[]): this {
-    this.out.push(...bytes);
-    return this;
-  }
-  bytes(): Uint8Array {
-    return new Uint8Array(this.out);
-  }
-}
-
-/** A TensorProto with dims, data_type and optionally a name. */
-function tensorProto(dataType: number, dims: number[], name = ""): W {
-  const w = new W();
-  for (const d of dims) w.int(1, d);
-  w.int(2, dataType);
-  if (name) w.len(8, name);
-  return w;
-}
+import { tensorProto, W } from "../support/protobuf.js";
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");
 
@@ -279,7 +218,7 @@ test("string_data: UTF-8, strictly", () => {
   assert.deepEqual(t.toValues(), ["héllo", "", "日本"]);
   throwsCode(() => decodeTensorProto(tensorProto(8, [1]).len(6, [0xc3, 0x28]).bytes()), "INVALID_DATA", /string_data\[0\] is not valid UTF-8/);
   throwsCode(() => decodeTensorProto(tensorProto(8, [1]).len(9, [0x61]).bytes()), "INVALID_DATA", /never raw_data/);
-  throwsCode(() => decodeTensorProto(tensorProto(1, [1], "").len(8, [0xff]).bytes()), "INVALID_DATA", /name is not valid UTF-8/);
+  throwsCode(() => decodeTensorProto(tensorProto(1, [1], "").len(8, [0xff]).bytes()), "INVALID_DATA", /TensorProto: field 8 \(name\) is not valid UTF-8 \(at byte 6\)/);
 });
 
 // ---- TensorProto: raw_data and errors ----------------------------------------------------------

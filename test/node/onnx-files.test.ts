@@ -165,14 +165,14 @@ test("lying .pb and .onnx files are refused with the file and the tensor", async
   const good = encodeTensorProto(w1, { name: "w1" });
   const cases: [string, Uint8Array, string, RegExp][] = [
     ["truncated", good.subarray(0, good.length - 3), "INVALID_DATA", /claims 24 bytes, past the end/],
-    ["raw size", encodeTensorProto(Tensor.fromBytes(w1.bytes().subarray(0, 20), "uint8", [20]), { name: "w1" }).map((b, i) => (i === 3 ? 1 : b)), "SHAPE_MISMATCH", /raw_data has 20 bytes; dims \[20\] of FLOAT need 80/],
+    ["raw size", encodeTensorProto(Tensor.fromBytes(w1.bytes().subarray(0, 20), "uint8", [20]), { name: "w1" }).map((b, i) => (i === 3 ? 1 : b)), "SHAPE_MISMATCH", /tensor "w1": raw_data has 20 bytes; shape \[20\] of FLOAT needs 80/],
     ["unknown type", encodeTensorProto(Tensor.fromValues([1], "uint8"), { name: "w" }).map((b, i) => (i === 3 ? 99 : b)), "UNKNOWN_DTYPE", /tensor "w": data_type 99/],
     ["bad name", (() => {
       const w = new WireWriter();
       w.uint32Field(2, 1).tag(8, 2).lengthPrefix(2).raw(new Uint8Array([0xc3, 0x28]));
       return w.finish().slice();
-    })(), "INVALID_DATA", /the name of tensor #0 is not valid UTF-8/],
-    ["group", new Uint8Array([0x0b, 0x0c]), "INVALID_DATA", /wire type 3/],
+    })(), "INVALID_DATA", /TensorProto: field 8 \(name\) is not valid UTF-8/],
+    ["group", new Uint8Array([0x0b, 0x0c]), "INVALID_DATA", /field 1 \(dims\) at byte 0 has wire type start-group, expected varint/],
   ];
   for (const [what, bytes, code, pattern] of cases) {
     const path = join(dir, `bad-${what.replace(/\W+/g, "-")}.pb`);

@@ -9,6 +9,7 @@ import type { Tensor } from "../../tensor.js";
 import { readTensorProto, type NamedTensor, type TensorProtoOptions } from "./tensorproto.js";
 import { ATTRIBUTE_TYPE } from "./fields.js";
 import { WIRE_FIXED32, WIRE_LEN, WIRE_VARINT, WireReader, decodeUtf8 } from "./wire.js";
+import { validateMessage } from "./validate.js";
 
 export interface OnnxModel {
   irVersion: number;
@@ -74,11 +75,18 @@ export interface ModelOptions {
  * Decodes a serialized ModelProto (a .onnx file).
  *
  * @example decodeModel(bytes).graph.nodes[0].opType  // "Cast"
- * @throws TensorcastError INVALID_DATA for malformed protobuf or a model without a graph; the
- *         errors of `decodeTensorProto` for initializers and TENSOR attributes.
+ * @throws TensorcastError INVALID_DATA for malformed protobuf anywhere in the model (see
+ *         validate.ts: nesting deeper than 100 levels, a field with the wrong wire type, a string
+ *         that is not UTF-8) or a model without a graph; the errors of `decodeTensorProto` for any
+ *         TensorProto in it.
  */
 export function decodeModel(bytes: Uint8Array, opts: ModelOptions = {}): OnnxModel {
   const r = new WireReader(bytes, "ModelProto");
+
+  // All of it, not only the parts read below: a model protobuf or onnx.checker would refuse
+  // (corrupt bytes in a subgraph, nesting past protobuf's limit, a tensor whose data disagrees
+  // with its dims) is refused here too, rather than half read.
+  validateMessage("ModelProto", r.buf);
   let irVersion = 0;
   const opsetImports: OpsetImport[] = [];
   let graph: OnnxGraph | undefined;

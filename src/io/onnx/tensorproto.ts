@@ -14,9 +14,11 @@
  */
 import { TensorcastError } from "../../errors.js";
 import { dtype, type DType, type DTypeLike, type Storage } from "../../dtype/table.js";
-import { shapeSize, storageLength, Tensor } from "../../tensor.js";
-import { WIRE_LEN, WIRE_VARINT, WireReader, WordList, decodeUtf8 } from "./wire.js";
+import { storageLength, Tensor, TYPED_ARRAYS } from "../../tensor.js";
+import { WIRE_VARINT, WireReader, decodeUtf8 } from "./wire.js";
 import { TENSOR_FIELD } from "./fields.js";
+import { typedFieldOf } from "./tensor-data.js";
+import { validateTensorProto } from "./validate.js";
 
 /** A decoded TensorProto: its `name` field ("" when absent) and its contents. */
 export interface NamedTensor {
@@ -38,48 +40,11 @@ export interface TensorProtoOptions {
   copy?: boolean;
 }
 
-const DATA_LOCATION_EXTERNAL = 1;
-
-type TypedField = "float_data" | "int32_data" | "string_data" | "int64_data" | "double_data" | "uint64_data";
-
-/** Which typed field carries a type's elements when raw_data is absent. */
-function typedFieldOf(t: DType): TypedField {
-  switch (t.name) {
-    case "float32":
-    case "complex64":
-      return "float_data";
-    case "float64":
-    case "complex128":
-      return "double_data";
-    case "int64":
-      return "int64_data";
-    case "uint32":
-    case "uint64":
-      return "uint64_data";
-    case "string":
-      return "string_data";
-    default:
-      return "int32_data";
-  }
-}
-
-/** Everything read from the wire, before the type is known to be consistent with it. */
+/** What the decoding reads besides the elements: dims, name and raw_data. */
 interface Fields {
   dims: number[];
-  dataType: number;
   name: string;
   raw?: Uint8Array;
-  /** Chunks of little-endian float32 / float64 bytes, in order. */
-  floatChunks: Uint8Array[];
-  doubleChunks: Uint8Array[];
-  int32: WordList;
-  /** lo, hi word pairs. */
-  int64: WordList;
-  uint64: WordList;
-  strings: Uint8Array[];
-  present: Set<TypedField>;
-  external: boolean;
-  segment: boolean;
 }
 
 /**
@@ -96,40 +61,24 @@ export function decodeTensorProto(bytes: Uint8Array, opts: TensorProtoOptions = 
 
 /** Decodes the TensorProto that `reader` spans (model.ts passes nested messages here). */
 export function readTensorProto(reader: WireReader, opts: TensorProtoOptions = {}): NamedTensor {
-  const f = readFields(reader);
-  const label = f.name ? `tensor "${f.name}"` : "tensor";
-  if (f.segment) {
-    throw new TensorcastError("NOT_IMPLEMENTED", `${label}: segmented tensors (TensorProto.segment) are not supported`);
+  // The validator refuses what protobuf and onnx.checker refuse and checks the data against
+  // data_type and dims; what it learnt (the type, the counts) lets the decoding below write each
+  // element straight into a storage of the right size, with nothing in between.
+  const facts = validateTensorProto(reader.buf, reader.pos, reader.end, reader.depth);
+  if (facts.segment) {
+    throw new TensorcastError("NOT_IMPLEMENTED", `${facts.label}: segmented tensors (TensorProto.segment) are not supported`);
   }
-  if (f.external) {
-    throw new TensorcastError("NOT_IMPLEMENTED", `${label}: external data is not supported yet`);
+  if (facts.external) {
+    throw new TensorcastError("NOT_IMPLEMENTED", `${facts.label}: external data is not supported yet`);
   }
-  if (f.dataType === 0) {
-    throw new TensorcastError("INVALID_DATA", `${label}: data_type is 0 (UNDEFINED)`);
-  }
-  const t = dtype(f.dataType);
+  const t = dtype(facts.dataType);
+  const sink = facts.raw === undefined ? new ElementSink(t, storageLength(t, facts.size), facts.label) : undefined;
+  const f = readFields(reader, sink);
   const shape = f.dims;
-  const size = shapeSize(shape);
   const copy = opts.copy ?? true;
-  let tensor: Tensor;
-  if (f.raw) {
-    if (f.present.size > 0) {
-      throw new TensorcastError("INVALID_DATA", `${label}: has both raw_data and ${[...f.present].join(", ")}`);
-    }
-    if (t.kind === "string") {
-      throw new TensorcastError("INVALID_DATA", `${label}: STRING tensors store string_data, never raw_data`);
-    }
-    const expected = byteLengthOf(t, size);
-    if (f.raw.length !== expected) {
-      throw new TensorcastError(
-        "SHAPE_MISMATCH",
-        `${label}: raw_data has ${f.raw.length} bytes; shape [${shape.join(", ")}] of ${t.onnxName} needs ${expected}`,
-      );
-    }
-    tensor = Tensor.fromBytes(copy ? f.raw.slice() : f.raw, t, shape);
-  } else {
-    tensor = Tensor.fromStorage(typedStorage(f, t, size, label), t, shape);
-  }
+  const tensor = f.raw
+    ? Tensor.fromBytes(copy ? f.raw.slice() : f.raw, t, shape)
+    : Tensor.fromStorage(sink!.storage, t, shape);
   return { name: f.name, tensor: opts.retag === undefined ? tensor : retag(tensor, opts.retag) };
 }
 
@@ -154,178 +103,104 @@ export function retag(tensor: Tensor, to: DTypeLike): Tensor {
   return Tensor.fromBytes(tensor.bytes(), t, tensor.shape);
 }
 
-function byteLengthOf(t: DType, size: number): number {
-  const entries = storageLength(t, size);
-  return t.packed ? entries : t.kind === "complex" ? (entries * t.bits) / 16 : (entries * t.bits) / 8;
-}
-
-function readFields(r: WireReader): Fields {
-  const f: Fields = {
-    dims: [], dataType: 0, name: "", floatChunks: [], doubleChunks: [], int32: new WordList(),
-    int64: new WordList(), uint64: new WordList(), strings: [], present: new Set(), external: false,
-    segment: false,
-  };
+/** Reads dims, name and raw_data, and hands the elements of the typed field to `sink`. */
+function readFields(r: WireReader, sink: ElementSink | undefined): Fields {
+  const f: Fields = { dims: [], name: "" };
   for (let field = r.next(); field !== 0; field = r.next()) {
     switch (field) {
       case TENSOR_FIELD.dims:
         r.repeated(WIRE_VARINT, "dims", () => f.dims.push(r.int64Number("dimension")));
         break;
-      case TENSOR_FIELD.dataType:
-        r.expect(WIRE_VARINT, "data_type");
-        f.dataType = r.int32();
-        break;
-      case TENSOR_FIELD.segment:
-        f.segment = true;
-        r.skip();
-        break;
-      case TENSOR_FIELD.floatData:
-        f.floatChunks.push(r.fixedChunk(4, "float_data"));
-        f.present.add("float_data");
-        break;
-      case TENSOR_FIELD.int32Data:
-        r.repeated(WIRE_VARINT, "int32_data", () => f.int32.push(r.uint32()));
-        f.present.add("int32_data");
-        break;
-      case TENSOR_FIELD.stringData:
-        r.expect(WIRE_LEN, "string_data");
-        f.strings.push(r.bytes());
-        f.present.add("string_data");
-        break;
-      case TENSOR_FIELD.int64Data:
-        r.repeated(WIRE_VARINT, "int64_data", () => pushWords(r, f.int64));
-        f.present.add("int64_data");
-        break;
       case TENSOR_FIELD.name:
-        r.expect(WIRE_LEN, "name");
         f.name = r.string("name");
         break;
       case TENSOR_FIELD.rawData:
-        r.expect(WIRE_LEN, "raw_data");
         f.raw = r.bytes();
         break;
+      case TENSOR_FIELD.floatData:
       case TENSOR_FIELD.doubleData:
-        f.doubleChunks.push(r.fixedChunk(8, "double_data"));
-        f.present.add("double_data");
+        sink!.fixed(field === TENSOR_FIELD.floatData ? r.fixedChunk(4, "float_data") : r.fixedChunk(8, "double_data"));
         break;
+      case TENSOR_FIELD.int32Data:
+      case TENSOR_FIELD.int64Data:
       case TENSOR_FIELD.uint64Data:
-        r.repeated(WIRE_VARINT, "uint64_data", () => pushWords(r, f.uint64));
-        f.present.add("uint64_data");
+        r.repeated(WIRE_VARINT, "data", () => sink!.varint(r));
         break;
-      case TENSOR_FIELD.externalData:
-        f.external = true;
-        r.skip();
-        break;
-      case TENSOR_FIELD.dataLocation:
-        r.expect(WIRE_VARINT, "data_location");
-        if (r.int32() === DATA_LOCATION_EXTERNAL) f.external = true;
+      case TENSOR_FIELD.stringData:
+        sink!.string(r.bytes());
         break;
       default:
-        // doc_string, metadata_props and fields newer than this reader carry no element data.
+        // data_type, segment and the location were read by the validator; doc_string,
+        // metadata_props and fields newer than this reader carry no element data.
         r.skip();
     }
   }
   return f;
 }
 
-function pushWords(r: WireReader, list: WordList): void {
-  r.varint64();
-  list.push(r.lo);
-  list.push(r.hi);
-}
-
-/** Builds the storage of `t` from its typed field, after checking that the right one is used. */
-function typedStorage(f: Fields, t: DType, size: number, label: string): Storage {
-  const field = typedFieldOf(t);
-  for (const other of f.present) {
-    if (other !== field) {
-      throw new TensorcastError(
-        "INVALID_DATA",
-        `${label}: ${t.onnxName} elements are stored in ${field} or raw_data, but the tensor has ${other}`,
-      );
-    }
-  }
-  const entries = storageLength(t, size);
-  const count = (got: number, unit: string): void => {
-    if (got !== entries) {
-      const what = t.packed ? "packed bytes" : t.kind === "complex" ? "numbers (re, im pairs)" : "elements";
-      throw new TensorcastError(
-        "SHAPE_MISMATCH",
-        `${label}: ${field} holds ${got} ${unit}; shape [${f.dims.join(", ")}] of ${t.onnxName} needs ${entries} ${what}`,
-      );
-    }
-  };
-  switch (field) {
-    case "float_data": {
-      const bytes = concat(f.floatChunks);
-      count(bytes.length / 4, "entries");
-      return new Float32Array(bytes.buffer, 0, entries);
-    }
-    case "double_data": {
-      const bytes = concat(f.doubleChunks);
-      count(bytes.length / 8, "entries");
-      return new Float64Array(bytes.buffer, 0, entries);
-    }
-    case "int64_data":
-    case "uint64_data": {
-      const words = (field === "int64_data" ? f.int64 : f.uint64).view();
-      count(words.length / 2, "entries");
-      if (t.name === "uint32") {
-        // numpy's astype(uint32) keeps the low word.
-        const out = new Uint32Array(entries);
-        for (let i = 0; i < entries; i++) out[i] = words[2 * i];
-        return out;
-      }
-      const buffer = words.slice().buffer;
-      return t.name === "int64" ? new BigInt64Array(buffer) : new BigUint64Array(buffer);
-    }
-    case "string_data": {
-      count(f.strings.length, "entries");
-      return f.strings.map((s, i) => decodeUtf8(s, `${label}: string_data[${i}]`));
-    }
-    case "int32_data": {
-      const words = f.int32.view();
-      count(words.length, "entries");
-      return int32Storage(t, words, entries);
-    }
-  }
-}
+type Lanes = Exclude<Storage, string[] | BigInt64Array | BigUint64Array>;
 
 /**
- * int32_data entries to the type's container. Assigning to a typed array keeps the low bits, which
- * is numpy's int32 -> uint32 -> narrower cast; bool is any non-zero entry (numpy's astype(bool)).
+ * The storage of a typed tensor, filled element by element as its typed field is read (the
+ * validator checked that the field is the type's and that the count is the storage's).
+ *
+ * int32_data entries are assigned to the type's container, which keeps their low bits: numpy's
+ * int32 -> uint32 -> narrower astype; bool is any non-zero entry (numpy's astype(bool)). uint32
+ * keeps the low word of its uint64_data entries, as numpy's astype(uint32) does.
  */
-function int32Storage(t: DType, words: Uint32Array, n: number): Storage {
-  switch (t.array) {
-    case "Int8Array":
-      return Int8Array.from(words);
-    case "Int16Array":
-      return Int16Array.from(words);
-    case "Uint16Array":
-      return Uint16Array.from(words);
-    case "Int32Array":
-      return Int32Array.from(words);
-    case "Uint8Array": {
-      if (t.kind === "bool") {
-        const out = new Uint8Array(n);
-        for (let i = 0; i < n; i++) out[i] = words[i] !== 0 ? 1 : 0;
-        return out;
-      }
-      return Uint8Array.from(words);
-    }
-    default:
-      throw new TensorcastError("INVALID_DATA", `${t.onnxName} is not stored in int32_data`);
-  }
-}
+class ElementSink {
+  readonly storage: Storage;
+  private readonly t: DType;
+  /** float_data / double_data: the storage's bytes, filled a run at a time. */
+  private readonly bytes: Uint8Array | undefined;
+  /** int64 / uint64: the storage as (lo, hi) 32-bit words. */
+  private readonly words: Uint32Array | undefined;
+  /** Any other fixed-width type: the storage, an entry at a time. */
+  private readonly lanes: Lanes | undefined;
+  private readonly strings: string[] | undefined;
+  private readonly label: string;
+  private n = 0;
 
-/** Concatenates byte chunks into a fresh, aligned buffer. */
-function concat(chunks: Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const c of chunks) n += c.length;
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
+  constructor(t: DType, entries: number, label: string) {
+    this.t = t;
+    this.label = label;
+    const field = typedFieldOf(t);
+    if (field === "string_data") {
+      this.storage = this.strings = [];
+      return;
+    }
+    if (field === "int64_data" || (field === "uint64_data" && t.name !== "uint32")) {
+      const big = t.name === "int64" ? new BigInt64Array(entries) : new BigUint64Array(entries);
+      // Written as (lo, hi) word pairs: the little-endian layout every typed array here has.
+      this.words = new Uint32Array(big.buffer);
+      this.storage = big;
+      return;
+    }
+    const lanes = new TYPED_ARRAYS[t.array as keyof typeof TYPED_ARRAYS](entries) as Lanes;
+    this.storage = this.lanes = lanes;
+    if (field === "float_data" || field === "double_data") this.bytes = new Uint8Array(lanes.buffer);
   }
-  return out;
+
+  /** A run of float_data / double_data bytes. */
+  fixed(chunk: Uint8Array): void {
+    this.bytes!.set(chunk, this.n);
+    this.n += chunk.length;
+  }
+
+  /** One int32_data, int64_data or uint64_data entry. */
+  varint(r: WireReader): void {
+    r.varint64();
+    if (this.words) {
+      this.words[2 * this.n] = r.lo;
+      this.words[2 * this.n + 1] = r.hi;
+    } else {
+      this.lanes![this.n] = this.t.kind === "bool" ? (r.lo !== 0 ? 1 : 0) : r.lo;
+    }
+    this.n++;
+  }
+
+  /** One string_data entry. */
+  string(bytes: Uint8Array): void {
+    this.strings!.push(decodeUtf8(bytes, `${this.label}: string_data[${this.n++}]`));
+  }
 }

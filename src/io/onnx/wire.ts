@@ -19,7 +19,8 @@ export const WIRE_START_GROUP = 3;
 export const WIRE_END_GROUP = 4;
 export const WIRE_FIXED32 = 5;
 
-const WIRE_NAMES = ["varint", "fixed64", "length-delimited", "start-group", "end-group", "fixed32"];
+/** Wire types in words, for error messages. */
+export const WIRE_NAMES: readonly string[] = ["varint", "fixed64", "length-delimited", "start-group", "end-group", "fixed32"];
 const TWO32 = 4294967296;
 
 // ES2022's lib has no TextDecoder (a Web and Node global, typed by the DOM or Node lib); declaring the
@@ -45,10 +46,76 @@ export function decodeUtf8(bytes: Uint8Array, what: string): string {
 }
 
 /**
+ * How deep messages and groups may nest below the outermost message: protobuf's default recursion
+ * limit, past which its parsers refuse the input (a message at depth 100 is read, 101 is not).
+ */
+export const MAX_NESTING = 100;
+
+/** What `varintAt` returns instead of a position when it cannot read a varint. */
+export const VARINT_INCOMPLETE = -1;
+export const VARINT_TOO_LONG = -2;
+export const VARINT_OVERFLOW = -3;
+
+/** The words a 64-bit varint is read into (unsigned 32-bit halves). */
+export interface VarintWords {
+  lo: number;
+  hi: number;
+}
+
+/**
+ * Reads the varint at `buf[pos]` into `out.lo` / `out.hi` without reading at or past `end`, and
+ * returns the position after it, or VARINT_INCOMPLETE when `end` comes first, VARINT_TOO_LONG
+ * (more than 10 bytes) or VARINT_OVERFLOW (bits above bit 63). Shared by the reader, which wants a
+ * whole message, and the validator, which gets a file in pieces and must tell "wait for more"
+ * from "bad".
+ */
+export function varintAt(buf: Uint8Array, pos: number, end: number, out: VarintWords): number {
+  let lo = 0;
+  let hi = 0;
+  let b: number;
+  // Bytes 0..3 fill bits 0..27.
+  for (let shift = 0; shift < 28; shift += 7) {
+    if (pos >= end) return VARINT_INCOMPLETE;
+    b = buf[pos++];
+    lo |= (b & 0x7f) << shift;
+    if (b < 0x80) return setWords(out, pos, lo, 0);
+  }
+  // Byte 4 fills bits 28..34: four go to lo, three to hi.
+  if (pos >= end) return VARINT_INCOMPLETE;
+  b = buf[pos++];
+  lo |= (b & 0x0f) << 28;
+  hi = (b & 0x7f) >>> 4;
+  if (b < 0x80) return setWords(out, pos, lo, hi);
+  // Bytes 5..8 fill bits 35..62.
+  for (let shift = 3; shift < 31; shift += 7) {
+    if (pos >= end) return VARINT_INCOMPLETE;
+    b = buf[pos++];
+    hi |= (b & 0x7f) << shift;
+    if (b < 0x80) return setWords(out, pos, lo, hi);
+  }
+  // Byte 9 holds bit 63 alone.
+  if (pos >= end) return VARINT_INCOMPLETE;
+  b = buf[pos++];
+  if (b > 1) return b >= 0x80 ? VARINT_TOO_LONG : VARINT_OVERFLOW;
+  return setWords(out, pos, lo, hi | (b << 31));
+}
+
+function setWords(out: VarintWords, pos: number, lo: number, hi: number): number {
+  out.lo = lo >>> 0;
+  out.hi = hi >>> 0;
+  return pos;
+}
+
+/** Words for VARINT_TOO_LONG / VARINT_OVERFLOW, to follow "varint at byte N". */
+export function varintProblem(code: number): string {
+  return code === VARINT_TOO_LONG ? "is longer than 10 bytes" : "overflows 64 bits";
+}
+
+/**
  * Reads one protobuf message (or, through `message()`, a nested one) from `bytes[start, end)`.
  * Subarrays returned by `bytes()` share the input's memory.
  */
-export class WireReader {
+export class WireReader implements VarintWords {
   readonly buf: Uint8Array;
   /** The next byte to read. */
   pos: number;
@@ -62,6 +129,8 @@ export class WireReader {
   /** The low and high 32-bit words (unsigned) of the last `varint64()` or `fixed64()`. */
   lo = 0;
   hi = 0;
+  /** How deep this message is nested: 0 for the outermost, +1 per `message()`. */
+  depth = 0;
   private view: DataView | undefined;
 
   constructor(bytes: Uint8Array, context = "message", start = 0, end = bytes.length) {
@@ -111,47 +180,12 @@ export class WireReader {
    * bits above bit 63, is rejected: no valid encoder writes either.
    */
   varint64(): void {
-    const buf = this.buf;
-    const end = this.end;
-    let pos = this.pos;
-    let lo = 0;
-    let hi = 0;
-    let b: number;
-    // Bytes 0..3 fill bits 0..27.
-    for (let shift = 0; shift < 28; shift += 7) {
-      if (pos >= end) this.truncated("varint", pos);
-      b = buf[pos++];
-      lo |= (b & 0x7f) << shift;
-      if (b < 0x80) return this.setVarint(pos, lo, 0);
+    const next = varintAt(this.buf, this.pos, this.end, this);
+    if (next < 0) {
+      if (next === VARINT_INCOMPLETE) this.truncated("varint", this.pos);
+      throw new TensorcastError("INVALID_DATA", `${this.context}: varint at byte ${this.pos} ${varintProblem(next)}`);
     }
-    // Byte 4 fills bits 28..34: four go to lo, three to hi.
-    if (pos >= end) this.truncated("varint", pos);
-    b = buf[pos++];
-    lo |= (b & 0x0f) << 28;
-    hi = (b & 0x7f) >>> 4;
-    if (b < 0x80) return this.setVarint(pos, lo, hi);
-    // Bytes 5..8 fill bits 35..62.
-    for (let shift = 3; shift < 31; shift += 7) {
-      if (pos >= end) this.truncated("varint", pos);
-      b = buf[pos++];
-      hi |= (b & 0x7f) << shift;
-      if (b < 0x80) return this.setVarint(pos, lo, hi);
-    }
-    // Byte 9 holds bit 63 alone.
-    if (pos >= end) this.truncated("varint", pos);
-    b = buf[pos++];
-    if (b > 1) {
-      const why = b >= 0x80 ? "is longer than 10 bytes" : "overflows 64 bits";
-      throw new TensorcastError("INVALID_DATA", `${this.context}: varint at byte ${this.pos} ${why}`);
-    }
-    hi |= b << 31;
-    this.setVarint(pos, lo, hi);
-  }
-
-  private setVarint(pos: number, lo: number, hi: number): void {
-    this.pos = pos;
-    this.lo = lo >>> 0;
-    this.hi = hi >>> 0;
+    this.pos = next;
   }
 
   /** An int32 or enum: a varint cut to its low 32 bits (negative values are 10-byte varints). */
@@ -253,8 +287,10 @@ export class WireReader {
 
   /** A reader over an embedded message; this reader moves past it. */
   message(context: string): WireReader {
+    if (this.depth >= MAX_NESTING) this.tooDeep(this.depth + 1);
     const n = this.length();
     const sub = new WireReader(this.buf, context, this.pos, this.pos + n);
+    sub.depth = this.depth + 1;
     this.pos += n;
     return sub;
   }
@@ -340,28 +376,48 @@ export class WireReader {
     }
   }
 
+  /**
+   * Skips to the end-group tag that closes `field`, through any groups nested inside. A loop with
+   * its own stack of open groups, not recursion: 20,000 nested start-group tags must fail on
+   * protobuf's depth limit, not on the JavaScript call stack.
+   */
   private skipGroup(field: number): void {
     const at = this.pos;
-    for (;;) {
-      if (this.pos >= this.end) this.truncated(`group ${field}`, at);
+    const open = [field];
+    if (this.depth + open.length > MAX_NESTING) this.tooDeep(this.depth + open.length);
+    while (open.length > 0) {
+      const inside = open[open.length - 1];
+      if (this.pos >= this.end) this.truncated(`group ${inside}`, at);
       this.varint64();
       const wire = this.lo & 7;
       const inner = this.lo >>> 3;
       if (this.hi !== 0 || inner === 0 || wire > 5) {
-        throw new TensorcastError("INVALID_DATA", `${this.context}: invalid tag inside group ${field}`);
+        throw new TensorcastError("INVALID_DATA", `${this.context}: invalid tag inside group ${inside}`);
       }
       if (wire === WIRE_END_GROUP) {
-        if (inner !== field) {
-          throw new TensorcastError("INVALID_DATA", `${this.context}: group ${field} closed by end-group ${inner}`);
+        if (inner !== inside) {
+          throw new TensorcastError("INVALID_DATA", `${this.context}: group ${inside} closed by end-group ${inner}`);
         }
-        this.field = field;
-        this.wireType = WIRE_START_GROUP;
-        return;
+        open.pop();
+      } else if (wire === WIRE_START_GROUP) {
+        open.push(inner);
+        if (this.depth + open.length > MAX_NESTING) this.tooDeep(this.depth + open.length);
+      } else {
+        this.field = inner;
+        this.wireType = wire as WireType;
+        this.skip();
       }
-      this.field = inner;
-      this.wireType = wire as WireType;
-      this.skip();
     }
+    this.field = field;
+    this.wireType = WIRE_START_GROUP;
+  }
+
+  private tooDeep(depth: number): never {
+    throw new TensorcastError(
+      "INVALID_DATA",
+      `${this.context}: messages and groups nested ${depth} levels deep at byte ${this.pos}; ` +
+        `protobuf's limit (its default recursion limit) is ${MAX_NESTING}`,
+    );
   }
 
   private need(n: number, what: string): void {

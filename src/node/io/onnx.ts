@@ -1,9 +1,16 @@
 /**
  * ONNX files read in place: a serialized TensorProto (.pb) or the initializers of a ModelProto
- * (.onnx), found by walking the protobuf tags on disk. Only tags, lengths and small fields (dims,
- * data_type, name) are read; raw_data is located, not loaded, so a tensor's bytes are read when
- * and as far as they are needed. A tensor in the typed fields (float_data, int32_data, ...) is
- * loaded whole and decoded by the library's own `readTensorProto` when it is read.
+ * (.onnx), found by walking the protobuf tags on disk.
+ *
+ * A file is first validated whole (io/onnx/validate.ts, reading it in windows and jumping over
+ * raw_data), so that corrupt bytes anywhere, nesting past protobuf's limit, non-UTF-8 strings and
+ * tensors whose data disagrees with their dims are refused up front, not copied into an output.
+ * Then only tags, lengths and small fields (dims, data_type, name) of the graph's initializers are
+ * read; raw_data is located, not loaded, so a tensor's bytes are read when and as far as they are
+ * needed, and so is float_data / double_data written as one packed run (the usual case), whose
+ * bytes are the raw layout of float32, complex64, float64 and complex128. Any other typed tensor
+ * (int32_data, int64_data, ...) is loaded whole and decoded by the library's own `readTensorProto`
+ * when it is first read, and dropped once all of its elements have been read.
  *
  * The walk records where each initializer's message lies, so writer.ts can rewrite a model with
  * some initializers converted and every other byte copied as it was.
@@ -15,13 +22,18 @@
  */
 import { dtype, TensorcastError, type DType } from "../../index.js";
 import { readTensorProto } from "../../io/onnx/tensorproto.js";
-import { decodeUtf8, WireReader } from "../../io/onnx/wire.js";
-import { fileError, type RandomAccessFile } from "./file.js";
+import { MessageValidator, type OnnxRoot } from "../../io/onnx/validate.js";
+import { decodeUtf8, varintAt, WireReader } from "../../io/onnx/wire.js";
+import { fileError, RandomAccessFile } from "./file.js";
 import { checkedSize, rawByteLength, type FileTensor } from "./tensors.js";
 
 const WINDOW = 64 * 1024;
+/** The validator reads a file in windows of this size, and jumps over opaque values at least this long. */
+const VALIDATE_WINDOW = 1 << 20;
 /** Small fields (dims, name) longer than this are refused rather than read. */
 const MAX_SMALL_FIELD = 1 << 20;
+/** A tensor with more dims than this is refused rather than listed. */
+const MAX_DIMS = 1 << 16;
 
 /** A TensorProto found in a file. */
 export interface ScannedTensor {
@@ -36,6 +48,11 @@ export interface ScannedTensor {
   readonly end: number;
   /** Where raw_data's bytes are, when the tensor uses raw_data. */
   readonly raw?: { readonly offset: number; readonly length: number };
+  /**
+   * Where the elements are when they are typed but already in the raw layout: float32 / complex64
+   * in float_data, float64 / complex128 in double_data, written as one packed run (or one value).
+   */
+  readonly inPlace?: { readonly offset: number; readonly length: number };
   /** Where its data is, when not raw_data. */
   readonly storage: "raw" | "typed" | "external" | "segment";
   /**
@@ -90,6 +107,14 @@ class Walker {
     throw this.fail(pos, `${what} is a malformed varint`, tensor);
   }
 
+  /** An int32 or enum field: a varint cut to its low 32 bits, as protobuf reads it. */
+  async int32(pos: number, end: number, what: string, tensor?: string): Promise<number> {
+    const b = await this.bytes(pos, Math.min(10, end - pos), end, what, tensor);
+    const words = { lo: 0, hi: 0 };
+    if (varintAt(b, 0, b.length, words) < 0) throw this.fail(pos, `${what} is a malformed varint`, tensor);
+    return words.lo | 0;
+  }
+
   /**
    * The next field of the message ending at `end`: its number, wire type, where its value starts
    * and where it ends. LEN values start after their length.
@@ -117,9 +142,31 @@ class Walker {
         }
         return { field, wire, value: start, next: start + length };
       }
+      case 3:
+        // An unknown group, which protobuf skips and so the validator let through (its nesting
+        // is within protobuf's limit, since the file passed).
+        return { field, wire, value: afterTag, next: await this.groupEnd(field, afterTag, end, context, tensor) };
       default:
         throw this.fail(pos, `${context} field ${field} has wire type ${wire}, which ONNX never uses`, tensor);
     }
+  }
+
+  /** Where the group of `field` whose contents start at `pos` ends, after its end-group tag. */
+  private async groupEnd(field: number, pos: number, end: number, context: string, tensor?: string): Promise<number> {
+    const open = [field];
+    while (open.length > 0) {
+      const [tag, afterTag] = await this.varint(pos, end, `a tag inside group ${open[open.length - 1]}`, tensor);
+      if (tag % 8 === 4) {
+        if (Math.floor(tag / 8) !== open.pop()) throw this.fail(pos, `${context} has a group closed by the wrong end-group tag`, tensor);
+        pos = afterTag;
+      } else if (tag % 8 === 3) {
+        open.push(Math.floor(tag / 8));
+        pos = afterTag;
+      } else {
+        pos = (await this.field(pos, end, context, tensor)).next;
+      }
+    }
+    return pos;
   }
 }
 
@@ -129,7 +176,8 @@ async function scanTensor(w: Walker, start: number, end: number, fieldStart: num
   let dataType = 0;
   const dims: number[] = [];
   let raw: { offset: number; length: number } | undefined;
-  let typed = false;
+  let typed = 0;
+  let lastTyped: { field: number; offset: number; length: number } | undefined;
   let external = false;
   let segment = false;
   const extras: [number, number][] = [];
@@ -138,26 +186,27 @@ async function scanTensor(w: Walker, start: number, end: number, fieldStart: num
     const f = await w.field(pos, end, "TensorProto", name || undefined);
     switch (f.field) {
       case 1:
-        if (f.wire === 0) dims.push(await dimension(w, f.value, end, label()));
+        if (f.wire === 0) await dimension(w, f.value, end, label(), dims);
         else if (f.wire === 2) {
           if (f.next - f.value > MAX_SMALL_FIELD) throw w.fail(pos, "dims has over a million entries", label());
           for (let p = f.value; p < f.next;) {
             const [, next] = await w.varint(p, f.next, "a dimension", label());
-            dims.push(await dimension(w, p, f.next, label()));
+            await dimension(w, p, f.next, label(), dims);
             p = next;
           }
         } else throw w.fail(pos, `dims has wire type ${f.wire}`, label());
         break;
       case 2: {
         if (f.wire !== 0) throw w.fail(pos, `data_type has wire type ${f.wire}`, label());
-        [dataType] = await w.varint(f.value, end, "data_type", label());
+        dataType = await w.int32(f.value, end, "data_type", label());
         break;
       }
       case 3:
         segment = true;
         break;
       case 4: case 5: case 6: case 7: case 10: case 11:
-        typed = true;
+        typed++;
+        lastTyped = { field: f.field, offset: f.value, length: f.next - f.value };
         break;
       case 8: {
         if (f.wire !== 2) throw w.fail(pos, `name has wire type ${f.wire}`, label());
@@ -174,8 +223,7 @@ async function scanTensor(w: Walker, start: number, end: number, fieldStart: num
         external = true;
         break;
       case 14: {
-        const [location] = await w.varint(f.value, end, "data_location", label());
-        if (location === 1) external = true;
+        if ((await w.int32(f.value, end, "data_location", label())) === 1) external = true;
         break;
       }
       default:
@@ -183,43 +231,99 @@ async function scanTensor(w: Walker, start: number, end: number, fieldStart: num
     }
     pos = f.next;
   }
-  const path = w.file.path;
-  if (dataType === 0) throw fileError("INVALID_DATA", path, "data_type is missing or 0 (UNDEFINED)", label());
-  let t: DType;
-  try {
-    t = dtype(dataType);
-  } catch {
-    throw fileError("UNKNOWN_DTYPE", path, `data_type ${dataType} is not an ONNX type tensorcast knows (1..28)`, label());
-  }
-  const size = checkedSize(dims);
-  if (size === undefined) throw fileError("INVALID_SHAPE", path, `dims [${dims.join(", ")}] have more than 2^53 - 1 elements`, label());
+  // The validator checked data_type, dims and the data against them; what is left is to say
+  // where the data is.
+  const t = dtype(dataType);
+  const size = checkedSize(dims)!;
   const storage = external ? "external" : segment ? "segment" : raw ? "raw" : "typed";
-  if (raw && typed) throw fileError("INVALID_DATA", path, "has both raw_data and a typed data field", label());
-  if (storage === "raw" && t.kind === "string") throw fileError("INVALID_DATA", path, "a STRING tensor stores string_data, never raw_data", label());
-  if (storage === "raw" && raw!.length !== rawByteLength(t, size)) {
-    throw fileError(
-      "SHAPE_MISMATCH", path,
-      `raw_data has ${raw!.length} bytes; dims [${dims.join(", ")}] of ${t.onnxName} need ${rawByteLength(t, size)}`, label(),
-    );
-  }
-  return { name: label(), dtype: t, shape: dims, size, fieldStart, start, end, raw, storage, extras };
+  const inPlace = storage === "typed" && typed === 1 && lastTyped && inPlaceField(t) === lastTyped.field
+    ? { offset: lastTyped.offset, length: lastTyped.length } : undefined;
+  return { name: label(), dtype: t, shape: dims, size, fieldStart, start, end, raw, inPlace, storage, extras };
 }
 
-async function dimension(w: Walker, pos: number, end: number, tensor: string): Promise<number> {
-  const [d] = await w.varint(pos, end, "a dimension", tensor);
-  if (!Number.isSafeInteger(d) || d >= 2 ** 63) {
-    throw fileError("INVALID_SHAPE", w.file.path, "has a negative or huge dimension in dims", tensor);
+/** The typed field whose packed bytes are `t`'s raw layout, if there is one. */
+function inPlaceField(t: DType): number | undefined {
+  switch (t.name) {
+    case "float32":
+    case "complex64":
+      return 4;
+    case "float64":
+    case "complex128":
+      return 10;
+    default:
+      return undefined;
   }
-  return d;
+}
+
+async function dimension(w: Walker, pos: number, end: number, tensor: string, dims: number[]): Promise<void> {
+  if (dims.length >= MAX_DIMS) throw fileError("INVALID_SHAPE", w.file.path, `has more than ${MAX_DIMS} dims`, tensor);
+  const [d] = await w.varint(pos, end, "a dimension", tensor);
+  dims.push(d);
+}
+
+/**
+ * Validates the whole file as one `root` message (see io/onnx/validate.ts), reading it in windows
+ * and jumping over long values the validator need not see (raw_data, packed float_data, ...).
+ * Errors name the file as `name`.
+ */
+async function validateFile(file: RandomAccessFile, root: OnnxRoot, name: string): Promise<void> {
+  const v = new MessageValidator(root, file.size);
+  const window = new Uint8Array(Math.min(VALIDATE_WINDOW, file.size));
+  const check = (step: () => void): void => {
+    try {
+      step();
+    } catch (e) {
+      if (e instanceof TensorcastError) throw fileError(e.code, name, e.message);
+      throw e;
+    }
+  };
+  while (v.position < file.size) {
+    const skip = v.skippable;
+    if (skip >= VALIDATE_WINDOW) {
+      check(() => v.skip(skip));
+      continue;
+    }
+    const n = Math.min(window.length, file.size - v.position);
+    const piece = await file.read(v.position, n, window.subarray(0, n));
+    check(() => v.push(piece));
+  }
+  check(() => v.finish());
+}
+
+/**
+ * Checks that a whole .onnx (ModelProto) or .pb (TensorProto) file is one protobuf and onnx would
+ * accept: the wire format, nesting within protobuf's 100 levels, every field of onnx.proto with its
+ * wire type, UTF-8 strings, and every tensor's data against its dims. Memory stays bounded (a
+ * 1 MiB window) whatever the file's size. The converter runs it on what it wrote before renaming.
+ *
+ * @param file a path, or an open file (left open).
+ * @param name how errors name the file (default: its path), e.g. the final name of a temporary.
+ * @throws TensorcastError INVALID_DATA, UNKNOWN_DTYPE, INVALID_SHAPE or SHAPE_MISMATCH, the message
+ *         starting with the file's name.
+ */
+export async function verifyOnnxFile(file: RandomAccessFile | string, format: "onnx" | "pb", name?: string): Promise<void> {
+  if (format !== "onnx" && format !== "pb") {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `verifyOnnxFile: format ${JSON.stringify(format)} is not "onnx" or "pb"`);
+  }
+  const root = format === "onnx" ? "ModelProto" : "TensorProto";
+  if (typeof file !== "string") return validateFile(file, root, name ?? file.path);
+  const opened = await RandomAccessFile.open(file);
+  try {
+    await validateFile(opened, root, name ?? file);
+  } finally {
+    await opened.close();
+  }
 }
 
 /** Walks a .pb file holding one TensorProto. */
 export async function scanTensorProtoFile(file: RandomAccessFile): Promise<ScannedTensor> {
+  await validateFile(file, "TensorProto", file.path);
   return scanTensor(new Walker(file), 0, file.size, 0, 0);
 }
 
 /** Walks a .onnx file: finds the graph and walks each of its initializers. */
 export async function scanModelFile(file: RandomAccessFile): Promise<ScannedModel> {
+  await validateFile(file, "ModelProto", file.path);
   const w = new Walker(file);
   let graph: ScannedModel["graph"] | undefined;
   for (let pos = 0; pos < file.size;) {
@@ -249,10 +353,26 @@ export async function scanModelFile(file: RandomAccessFile): Promise<ScannedMode
   return { graph, initializers };
 }
 
-/** A FileTensor over a scanned TensorProto: raw_data read in place, typed data loaded whole. */
+/**
+ * A FileTensor over a scanned TensorProto: raw_data, and float_data / double_data in one run, read
+ * in place; other typed data decoded whole on the first read and dropped once every element has
+ * been read (a later read decodes it again), so a model of many typed tensors never holds more
+ * than the ones being converted.
+ */
 export function onnxFileTensor(file: RandomAccessFile, s: ScannedTensor): FileTensor {
-  let loaded: Uint8Array | undefined;
+  let decoded: Promise<Uint8Array> | undefined;
+  let unread = s.size;
   const byteLength = s.dtype.kind === "string" ? s.end - s.start : rawByteLength(s.dtype, s.size);
+  const decode = async (): Promise<Uint8Array> => {
+    // The message is garbage once decoded: only the decoded bytes outlive this call.
+    const message = await file.read(s.start, s.end - s.start);
+    try {
+      return readTensorProto(new WireReader(message, "TensorProto"), { copy: false }).tensor.bytes();
+    } catch (e) {
+      if (e instanceof TensorcastError) throw fileError(e.code, file.path, e.message, s.name);
+      throw e;
+    }
+  };
   return {
     name: s.name, dtype: s.dtype, shape: s.shape, size: s.size, byteLength,
     async read(start: number, count: number): Promise<Uint8Array> {
@@ -264,16 +384,23 @@ export function onnxFileTensor(file: RandomAccessFile, s: ScannedTensor): FileTe
         throw fileError("NOT_IMPLEMENTED", file.path, "its data is in an external file (data_location EXTERNAL), which tensorcast does not read yet", s.name);
       }
       if (s.storage === "segment") throw fileError("NOT_IMPLEMENTED", file.path, "is a segmented tensor, which tensorcast does not read", s.name);
-      if (!loaded) {
-        const message = await file.read(s.start, s.end - s.start);
-        try {
-          loaded = readTensorProto(new WireReader(message, "TensorProto"), { copy: false }).tensor.bytes();
-        } catch (e) {
-          if (e instanceof TensorcastError) throw fileError(e.code, file.path, e.message, s.name);
-          throw e;
-        }
+      if (s.inPlace) return file.read(s.inPlace.offset + from, to - from);
+      // Concurrent reads of one tensor share one decoding.
+      const pending = (decoded ??= decode());
+      let bytes: Uint8Array;
+      try {
+        bytes = await pending;
+      } catch (e) {
+        if (decoded === pending) decoded = undefined;
+        throw e;
       }
-      return loaded.slice(from, to);
+      const out = bytes.slice(from, to);
+      unread -= count;
+      if (unread <= 0 && decoded === pending) {
+        decoded = undefined;
+        unread = s.size;
+      }
+      return out;
     },
   };
 }
