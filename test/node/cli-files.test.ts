@@ -62,21 +62,21 @@ test("usage errors exit 2 and say what is accepted", async () => {
   assert.ok(!existsSync(join(dir, "x.safetensors")));
 });
 
-test("bad input exits 1 naming the file and the tensor; nothing is written", async () => {
+test("bad input exits 1 (a missing file 74, IO_ERROR) naming the file and the tensor; nothing is written", async () => {
   const truncated = join(dir, "truncated.safetensors");
   writeFileSync(truncated, exampleCheckpoint().subarray(0, 1000));
   const lying = join(dir, "lying.safetensors");
   writeFileSync(lying, rawSafetensors('{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}', new Uint8Array(8)));
-  const cases: [string, RegExp][] = [
-    [join(dir, "missing.safetensors"), /missing\.safetensors: cannot open it: no such file or directory \(code INVALID_DATA\)/],
-    [truncated, /truncated\.safetensors: tensor "[^"]+": data_offsets \[\d+, \d+\] reach past the end of the data/],
-    [lying, /lying\.safetensors: tensor "w": data_offsets \[0, 16\] reach past the end of the data \(8 bytes\)/],
+  const cases: [string, RegExp, number][] = [
+    [join(dir, "missing.safetensors"), /missing\.safetensors: cannot open it: no such file or directory \(code IO_ERROR\)/, 74],
+    [truncated, /truncated\.safetensors: tensor "[^"]+": data_offsets \[\d+, \d+\] reach past the end of the data/, 1],
+    [lying, /lying\.safetensors: tensor "w": data_offsets \[0, 16\] reach past the end of the data \(8 bytes\)/, 1],
   ];
-  for (const [path, pattern] of cases) {
+  for (const [path, pattern, code] of cases) {
     const out = join(dir, "never.safetensors");
     for (const argv of [["convert", path, "--to", "bfloat16", "-o", out], ["inspect", path], ["diff", path, example]]) {
       const r = await cli(argv);
-      assert.equal(r.code, 1, `${argv.join(" ")}: ${r.err}`);
+      assert.equal(r.code, code, `${argv.join(" ")}: ${r.err}`);
       assert.match(r.err, pattern);
       assert.ok(!existsSync(out));
     }
