@@ -30,7 +30,7 @@ export async function verifyOutput(plan: OutputPlan, temporary: string, output: 
   try {
     const file = await RandomAccessFile.open(temporary);
     try {
-      problem = file.size !== plan.size ? `it has ${file.size} bytes, not the ${plan.size} planned` : compare(plan, await listed(plan, file));
+      problem = compare(plan, await listed(plan, file)) ?? (file.size !== plan.size ? `it has ${file.size} bytes, not the ${plan.size} planned` : undefined);
     } finally {
       await file.close();
     }
