@@ -9,6 +9,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { exampleCheckpoint } from "../../src/node/index.js";
 import type { ConvertReport, DiffReport, InspectReport } from "../../src/node/index.js";
+import { WireWriter } from "../../src/io/onnx/wire-writer.js";
 import { cli, rawSafetensors, scratch } from "./helpers.js";
 
 const dir = scratch();
@@ -80,6 +81,20 @@ test("bad input exits 1 (a missing file 74, IO_ERROR) naming the file and the te
       assert.match(r.err, pattern);
       assert.ok(!existsSync(out));
     }
+  }
+});
+
+test("a tensor is named once in a message (it read tensor \"t\": tensor \"t\": before)", async () => {
+  // A .pb TensorProto "t" of FLOAT [4] whose float_data holds 3 entries: the core's decoder names
+  // the tensor itself, and neither the file reader nor the converter may name it again.
+  const w = new WireWriter();
+  w.int64Field(1, 4).uint32Field(2, 1).stringField(8, "t").tag(4, 2).lengthPrefix(12).raw(new Uint8Array(12));
+  const path = join(dir, "short-floats.pb");
+  writeFileSync(path, w.finish());
+  const message = `error: ${path}: tensor "t": float_data holds 3 entries; shape [4] of FLOAT needs 4 elements (code SHAPE_MISMATCH)\n`;
+  for (const argv of [["convert", path, "--to", "float16", "-o", join(dir, "short-floats.f16.pb")], ["inspect", path]]) {
+    const r = await cli(argv);
+    assert.deepEqual([r.code, r.err], [1, message], argv.join(" "));
   }
 });
 
