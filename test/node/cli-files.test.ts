@@ -5,12 +5,13 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { exampleCheckpoint } from "../../src/node/index.js";
 import type { ConvertReport, DiffReport, InspectReport } from "../../src/node/index.js";
 import { WireWriter } from "../../src/io/onnx/wire-writer.js";
-import { cli, rawSafetensors, scratch } from "./helpers.js";
+import { cli, rawSafetensors, ROOT, scratch } from "./helpers.js";
 
 const dir = scratch();
 const example = join(dir, "example.safetensors");
@@ -96,6 +97,19 @@ test("a tensor is named once in a message (it read tensor \"t\": tensor \"t\": b
     const r = await cli(argv);
     assert.deepEqual([r.code, r.err], [1, message], argv.join(" "));
   }
+});
+
+test("a FIFO given as IN is refused at once (opening it used to wait forever for a writer)", { timeout: 60_000 }, () => {
+  const fifo = join(dir, "in.fifo.safetensors");
+  execFileSync("mkfifo", [fifo]);
+  const bin = join(ROOT, "bin", "tensorcast.js");
+  for (const argv of [["inspect", fifo], ["convert", fifo, "--to", "float16", "-o", join(dir, "from-fifo.safetensors")]]) {
+    // A child process, killed outright if it hangs: a blocked open() would also hang this process.
+    const r = spawnSync(process.execPath, [bin, ...argv], { encoding: "utf8", timeout: 20_000, killSignal: "SIGKILL" });
+    assert.equal(r.signal, null, `${argv[0]} hung on a FIFO`);
+    assert.deepEqual([r.status, r.stderr], [1, `error: ${fifo}: is not a regular file (code INVALID_DATA)\n`]);
+  }
+  assert.ok(!existsSync(join(dir, "from-fifo.safetensors")));
 });
 
 test("inspect: a table with statistics, --json, --no-stats", async () => {

@@ -123,7 +123,10 @@ export class RandomAccessFile {
   static async open(path: string): Promise<RandomAccessFile> {
     let handle: fsp.FileHandle;
     try {
-      handle = await fsp.open(path, "r");
+      // O_NONBLOCK: opening a FIFO for reading would otherwise wait, forever, for a writer (and
+      // no signal can interrupt it); it now opens at once and is refused below. Regular files
+      // ignore the flag.
+      handle = await fsp.open(path, constants.O_RDONLY | constants.O_NONBLOCK);
     } catch (e) {
       throw systemError(path, "open it", e);
     }
