@@ -30,7 +30,17 @@ export type ErrorCode =
   /** A castAsync worker did not start (its script did not load) or stopped while it had work. */
   | "WORKER_FAILED"
   /** Something the spec defines that tensorcast does not do yet. */
-  | "NOT_IMPLEMENTED";
+  | "NOT_IMPLEMENTED"
+  /**
+   * The operating system refused a file operation: no such file or folder, permission denied, no
+   * space left on the device, a read-only file system. The message names the file and the reason.
+   */
+  | "IO_ERROR"
+  /**
+   * A check tensorcast makes on its own work failed, such as an output file that does not read back
+   * as it was planned. A bug in tensorcast, not in the input: please report it.
+   */
+  | "INTERNAL";
 
 /**
  * The one error class tensorcast throws for bad input. `code` is stable; `message` names what was

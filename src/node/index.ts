@@ -5,7 +5,7 @@
 export { main, COMMANDS } from "./cli/main.js";
 export type { CliIO, Output } from "./cli/io.js";
 export type { Command } from "./cli/command.js";
-export { UsageError, EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE } from "./cli/usage.js";
+export { UsageError, EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE, EXIT_INTERNAL, EXIT_IO } from "./cli/usage.js";
 export { castValues, type CastFlag, type CastReport, type CastRequest, type CastRow } from "./cli/castReport.js";
 export { renderCastReport } from "./cli/commands/cast.js";
 export { typeRows, renderTypes, type TypeRow } from "./cli/commands/types.js";

@@ -1,11 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { runCli as run } from "../support/cli.js";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { castValues, type CastReport, type CastRow, type TypeRow } from "../../src/node/index.js";
+import { castValues, main, packageVersion, type CastReport, type CastRow, type TypeRow } from "../../src/node/index.js";
 
 
 async function castJson(...argv: string[]): Promise<CastReport> {
@@ -180,6 +180,36 @@ test("library errors exit 1 with the message and its code on stderr", async () =
   assert.match(opset.err, /INVALID_OPSET/);
 });
 
+test("an internal error exits 70 with one line asking for a report; the stack only with TENSORCAST_DEBUG=1", async () => {
+  // A bug stand-in: the output stream throws something that is not a TensorcastError.
+  const broken = async (): Promise<{ code: number; err: string }> => {
+    let err = "";
+    const code = await main(["types"], {
+      stdout: { write: () => { throw new TypeError("stdout broke"); } },
+      stderr: { write: (s: string) => (err += s) },
+    });
+    return { code, err };
+  };
+  const saved = process.env.TENSORCAST_DEBUG;
+  try {
+    delete process.env.TENSORCAST_DEBUG;
+    const line =
+      `internal error: TypeError: stdout broke. This is a bug in tensorcast ${packageVersion()}: please report it ` +
+      "with the command you ran (TENSORCAST_DEBUG=1 prints the stack trace).\n";
+    assert.deepEqual(await broken(), { code: 70, err: line });
+    process.env.TENSORCAST_DEBUG = "1";
+    const debug = await broken();
+    assert.equal(debug.code, 70);
+    assert.ok(debug.err.startsWith(`${line}TypeError: stdout broke\n    at `), debug.err);
+  } finally {
+    if (saved === undefined) delete process.env.TENSORCAST_DEBUG;
+    else process.env.TENSORCAST_DEBUG = saved;
+  }
+  // Every exit code is listed in the overview.
+  const help = await run("--help");
+  assert.match(help.out, /Exit codes: 0 success; 1 input the library rejects .*; 2 usage error;\n  70 internal error .*; 74 file system error \(code IO_ERROR[^)]*\n[^)]*\); 129, 130, 143 stopped by SIGHUP, SIGINT, SIGTERM\.\n/);
+});
+
 test("usage errors exit 2 and name what was given and what is allowed", async () => {
   const cases: [argv: string[], message: RegExp][] = [
     [["frobnicate"], /unknown command "frobnicate"; the commands are cast, types, example, conformance, promote, convert, inspect, diff, help/],
@@ -297,4 +327,14 @@ test("bin/tensorcast.js runs the built CLI", {
   const out = execFileSync(process.execPath, [BIN, "types"], { encoding: "utf8" });
   assert.match(out, /^name\s+onnx/);
   assert.match(out, /^float6e3m2\s+28\s/m);
+});
+
+test("bin/tensorcast.js: an exception no command caught is reported like any bug, exit 70", {
+  skip: existsSync(DIST_MAIN) ? false : "dist/ is not built (run npm run build); the shim imports dist/node/cli/main.js",
+}, () => {
+  // A listener that throws once the command is done stands in for a bug in a callback.
+  const late = 'data:text/javascript,process.once("beforeExit", () => { throw new RangeError("late"); })';
+  const r = spawnSync(process.execPath, ["--import", late, BIN, "types"], { encoding: "utf8", env: { ...process.env, TENSORCAST_DEBUG: "" } });
+  assert.equal(r.status, 70, r.stderr);
+  assert.match(r.stderr, /^internal error: RangeError: late\. This is a bug in tensorcast \S+: please report it with the command you ran \(TENSORCAST_DEBUG=1 prints the stack trace\)\.\n$/);
 });

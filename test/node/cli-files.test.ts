@@ -5,11 +5,13 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { exampleCheckpoint } from "../../src/node/index.js";
 import type { ConvertReport, DiffReport, InspectReport } from "../../src/node/index.js";
-import { cli, rawSafetensors, scratch } from "./helpers.js";
+import { WireWriter } from "../../src/io/onnx/wire-writer.js";
+import { cli, rawSafetensors, ROOT, scratch } from "./helpers.js";
 
 const dir = scratch();
 const example = join(dir, "example.safetensors");
@@ -62,25 +64,52 @@ test("usage errors exit 2 and say what is accepted", async () => {
   assert.ok(!existsSync(join(dir, "x.safetensors")));
 });
 
-test("bad input exits 1 naming the file and the tensor; nothing is written", async () => {
+test("bad input exits 1 (a missing file 74, IO_ERROR) naming the file and the tensor; nothing is written", async () => {
   const truncated = join(dir, "truncated.safetensors");
   writeFileSync(truncated, exampleCheckpoint().subarray(0, 1000));
   const lying = join(dir, "lying.safetensors");
   writeFileSync(lying, rawSafetensors('{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}', new Uint8Array(8)));
-  const cases: [string, RegExp][] = [
-    [join(dir, "missing.safetensors"), /missing\.safetensors: cannot open it: no such file or directory \(code INVALID_DATA\)/],
-    [truncated, /truncated\.safetensors: tensor "[^"]+": data_offsets \[\d+, \d+\] reach past the end of the data/],
-    [lying, /lying\.safetensors: tensor "w": data_offsets \[0, 16\] reach past the end of the data \(8 bytes\)/],
+  const cases: [string, RegExp, number][] = [
+    [join(dir, "missing.safetensors"), /missing\.safetensors: cannot open it: no such file or directory \(code IO_ERROR\)/, 74],
+    [truncated, /truncated\.safetensors: tensor "[^"]+": data_offsets \[\d+, \d+\] reach past the end of the data/, 1],
+    [lying, /lying\.safetensors: tensor "w": data_offsets \[0, 16\] reach past the end of the data \(8 bytes\)/, 1],
   ];
-  for (const [path, pattern] of cases) {
+  for (const [path, pattern, code] of cases) {
     const out = join(dir, "never.safetensors");
     for (const argv of [["convert", path, "--to", "bfloat16", "-o", out], ["inspect", path], ["diff", path, example]]) {
       const r = await cli(argv);
-      assert.equal(r.code, 1, `${argv.join(" ")}: ${r.err}`);
+      assert.equal(r.code, code, `${argv.join(" ")}: ${r.err}`);
       assert.match(r.err, pattern);
       assert.ok(!existsSync(out));
     }
   }
+});
+
+test("a tensor is named once in a message (it read tensor \"t\": tensor \"t\": before)", async () => {
+  // A .pb TensorProto "t" of FLOAT [4] whose float_data holds 3 entries: the core's decoder names
+  // the tensor itself, and neither the file reader nor the converter may name it again.
+  const w = new WireWriter();
+  w.int64Field(1, 4).uint32Field(2, 1).stringField(8, "t").tag(4, 2).lengthPrefix(12).raw(new Uint8Array(12));
+  const path = join(dir, "short-floats.pb");
+  writeFileSync(path, w.finish());
+  const message = `error: ${path}: tensor "t": float_data holds 3 entries; shape [4] of FLOAT needs 4 elements (code SHAPE_MISMATCH)\n`;
+  for (const argv of [["convert", path, "--to", "float16", "-o", join(dir, "short-floats.f16.pb")], ["inspect", path]]) {
+    const r = await cli(argv);
+    assert.deepEqual([r.code, r.err], [1, message], argv.join(" "));
+  }
+});
+
+test("a FIFO given as IN is refused at once (opening it used to wait forever for a writer)", { timeout: 60_000 }, () => {
+  const fifo = join(dir, "in.fifo.safetensors");
+  execFileSync("mkfifo", [fifo]);
+  const bin = join(ROOT, "bin", "tensorcast.js");
+  for (const argv of [["inspect", fifo], ["convert", fifo, "--to", "float16", "-o", join(dir, "from-fifo.safetensors")]]) {
+    // A child process, killed outright if it hangs: a blocked open() would also hang this process.
+    const r = spawnSync(process.execPath, [bin, ...argv], { encoding: "utf8", timeout: 20_000, killSignal: "SIGKILL" });
+    assert.equal(r.signal, null, `${argv[0]} hung on a FIFO`);
+    assert.deepEqual([r.status, r.stderr], [1, `error: ${fifo}: is not a regular file (code INVALID_DATA)\n`]);
+  }
+  assert.ok(!existsSync(join(dir, "from-fifo.safetensors")));
 });
 
 test("inspect: a table with statistics, --json, --no-stats", async () => {

@@ -78,18 +78,22 @@ test("SIGKILL mid-way: no OUT, IN unchanged, and the leftover temporary is remov
   assert.deepEqual(temporaries(dir), []);
 });
 
-test("SIGINT mid-way: exit 130, no OUT, no temporary", { skip: !built && "dist/ is not built (npm run build)", timeout: 120_000 }, async () => {
-  const input = join(dir, "mid.safetensors");
-  bigFile(input, 4, 32);
-  const out = join(dir, "mid.f16.safetensors");
-  const child = spawn(process.execPath, [BIN, "convert", input, "--to", "float16", "-o", out, "--jobs", "1"], { stdio: ["ignore", "ignore", "pipe"] });
-  let err = "";
-  child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
-  const done = exited(child);
-  await whenWriting(dir, child, 4 * 1024 * 1024);
-  child.kill("SIGINT");
-  assert.deepEqual(await done, { code: 130, signal: null });
-  assert.match(err, /interrupted: .*mid\.f16\.safetensors was not written \(.*mid\.safetensors is unchanged\)/);
-  assert.ok(!existsSync(out));
-  assert.deepEqual(temporaries(dir), []);
-});
+const STOPS: [NodeJS.Signals, number][] = [["SIGINT", 130], ["SIGTERM", 143], ["SIGHUP", 129]];
+const stopInput = built ? join(dir, "mid.safetensors") : "";
+
+for (const [signal, code] of STOPS) {
+  test(`${signal} mid-way: exit ${code}, no OUT, no temporary`, { skip: !built && "dist/ is not built (npm run build)", timeout: 120_000 }, async () => {
+    if (!existsSync(stopInput)) bigFile(stopInput, 4, 32);
+    const out = join(dir, `mid.${signal}.f16.safetensors`);
+    const child = spawn(process.execPath, [BIN, "convert", stopInput, "--to", "float16", "-o", out, "--jobs", "1"], { stdio: ["ignore", "ignore", "pipe"] });
+    let err = "";
+    child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+    const done = exited(child);
+    await whenWriting(dir, child, 4 * 1024 * 1024);
+    child.kill(signal);
+    assert.deepEqual(await done, { code, signal: null });
+    assert.equal(err, `interrupted by ${signal}: ${out} was not written (${stopInput} is unchanged)\n`);
+    assert.ok(!existsSync(out));
+    assert.deepEqual(temporaries(dir), []);
+  });
+}

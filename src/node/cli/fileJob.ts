@@ -1,14 +1,14 @@
 /**
- * How `inspect` and `diff` run their file job and print its report: Ctrl-C aborts the job cleanly
- * (workers stopped, no stack trace), and a progress bar is drawn on a terminal unless --quiet.
- * `convert` has its own variant, since it also listens for SIGTERM and must say that its output
- * was not written.
+ * How `inspect` and `diff` run their file job and print its report: Ctrl-C, SIGTERM and SIGHUP
+ * abort the job cleanly (workers stopped, no stack trace, exit 128 + the signal's number), and a
+ * progress bar is drawn on a terminal unless --quiet. `convert` has its own variant, since it must
+ * say that its output was not written.
  */
 import { ProgressBar, progressWanted } from "../convert/progress.js";
 import { Interrupted } from "../convert/schedule.js";
-import { EXIT_INTERRUPTED } from "./commands/convert.js";
 import type { OptionSpecs } from "./args.js";
 import type { CliIO } from "./io.js";
+import { exitCodeOf, listenForStop, type StopSignal } from "./signals.js";
 import { EXIT_OK } from "./usage.js";
 
 /** The options `inspect` and `diff` both take for reading files and running the job. */
@@ -26,34 +26,33 @@ export interface FileJobHooks {
 
 /**
  * Runs `job` (see runFileJob), then prints its report as JSON or as `render` spells it.
- * @returns the exit code: EXIT_OK, or EXIT_INTERRUPTED after Ctrl-C.
+ * @returns the exit code: EXIT_OK, or 128 + the signal's number after a stop signal.
  */
 export async function runFileCommand<T>(
   io: CliIO, o: { readonly json?: boolean; readonly quiet?: boolean }, label: string,
   job: (hooks: FileJobHooks) => Promise<T>, render: (report: T) => string,
 ): Promise<number> {
-  const report = await runFileJob(io, o.quiet === true, label, job);
-  if (report === undefined) return EXIT_INTERRUPTED;
+  const result = await runFileJob(io, o.quiet === true, label, job);
+  if ("stopped" in result) return exitCodeOf(result.stopped);
+  const { report } = result;
   io.stdout.write(o.json ? `${JSON.stringify(report, null, 2)}\n` : render(report));
   return EXIT_OK;
 }
 
 /**
- * Runs `job` with an abort signal tied to SIGINT and, when a bar is wanted, a progress callback
- * drawing it with `label`.
- * @returns the job's result, or undefined once an interrupt was reported on stderr.
+ * Runs `job` with an abort signal tied to the stop signals and, when a bar is wanted, a progress
+ * callback drawing it with `label`.
+ * @returns the job's result, or the signal that stopped it once that was reported on stderr.
  */
 async function runFileJob<T>(
   io: CliIO, quiet: boolean, label: string, job: (hooks: FileJobHooks) => Promise<T>,
-): Promise<T | undefined> {
+): Promise<{ report: T } | { stopped: StopSignal }> {
   const wantBar = progressWanted(io.stderr, quiet);
   let bar: ProgressBar | undefined;
-  const controller = new AbortController();
-  const onSignal = (): void => controller.abort();
-  process.once("SIGINT", onSignal);
+  const stop = listenForStop();
   try {
-    return await job({
-      signal: controller.signal,
+    const report = await job({
+      signal: stop.signal,
       onProgress: wantBar
         ? (done, total) => {
             bar ??= new ProgressBar(io.stderr, total, label);
@@ -61,14 +60,16 @@ async function runFileJob<T>(
           }
         : undefined,
     });
+    return { report };
   } catch (e) {
     if (e instanceof Interrupted) {
-      io.stderr.write("interrupted\n");
-      return undefined;
+      const stopped = stop.received() ?? "SIGINT";
+      io.stderr.write(`interrupted by ${stopped}\n`);
+      return { stopped };
     }
     throw e;
   } finally {
     bar?.finish();
-    process.removeListener("SIGINT", onSignal);
+    stop.dispose();
   }
 }

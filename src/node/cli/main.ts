@@ -14,7 +14,7 @@ import { promoteCommand } from "./commands/promote.js";
 import { typesCommand } from "./commands/types.js";
 import { renderTable } from "./format.js";
 import { processIO, type CliIO } from "./io.js";
-import { EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError } from "./usage.js";
+import { EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_IO, EXIT_OK, EXIT_USAGE, UsageError } from "./usage.js";
 import { packageVersion } from "./version.js";
 
 export const COMMANDS: readonly Command[] = [castCommand, typesCommand, exampleCommand, conformanceCommand, promoteCommand, convertCommand, inspectCommand, diffCommand];
@@ -40,13 +40,17 @@ Options:
   -h, --help   show this help
   --version    print the version
 
-Exit codes: 0 success; 1 input the library rejects (its error code is printed); 2 usage error.
+Exit codes: 0 success; 1 input the library rejects (its error code is printed); 2 usage error;
+  70 internal error (a bug: please report it); 74 file system error (code IO_ERROR: a missing
+  file or folder, permission denied, a full disk); 129, 130, 143 stopped by SIGHUP, SIGINT, SIGTERM.
 `;
 }
 
 /**
  * Runs the CLI with `argv` (the arguments after the program name) and returns the exit code:
- * 0 success, 1 a TensorcastError (bad input), 2 a usage error. Anything else is a bug and is thrown.
+ * 0 success, 1 a TensorcastError (bad input), 2 a usage error, 70 a bug (INTERNAL, or any other
+ * exception: one line asking for a report, the stack only with TENSORCAST_DEBUG=1), 74 IO_ERROR,
+ * 128 + N after signal N (convert, inspect, diff).
  */
 export async function main(argv: readonly string[], io: CliIO = processIO()): Promise<number> {
   try {
@@ -56,12 +60,31 @@ export async function main(argv: readonly string[], io: CliIO = processIO()): Pr
       io.stderr.write(`error: ${e.message}\nRun "tensorcast help${e.command ? ` ${e.command}` : ""}" for usage.\n`);
       return EXIT_USAGE;
     }
-    if (e instanceof TensorcastError) {
+    if (e instanceof TensorcastError && e.code !== "INTERNAL") {
       io.stderr.write(`error: ${e.message} (code ${e.code})\n`);
-      return EXIT_BAD_INPUT;
+      return e.code === "IO_ERROR" ? EXIT_IO : EXIT_BAD_INPUT;
     }
-    throw e;
+    io.stderr.write(internalErrorReport(e));
+    return EXIT_INTERNAL;
   }
+}
+
+/**
+ * What the CLI prints for a bug: one line saying so and asking for a report, and the stack trace
+ * only when TENSORCAST_DEBUG=1 asks (a stack means nothing to most users and hides the message).
+ */
+export function internalErrorReport(e: unknown): string {
+  const message = e instanceof TensorcastError ? `${e.message} (code ${e.code})` : e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  let version: string;
+  try {
+    version = ` ${packageVersion()}`;
+  } catch {
+    version = ""; // The install itself is broken; the report must still come out.
+  }
+  const line =
+    `internal error: ${message.replace(/\s*\n\s*/g, " ")}. This is a bug in tensorcast${version}: please report it ` +
+    "with the command you ran (TENSORCAST_DEBUG=1 prints the stack trace).\n";
+  return process.env.TENSORCAST_DEBUG === "1" && e instanceof Error && e.stack ? `${line}${e.stack}\n` : line;
 }
 
 async function dispatch(argv: readonly string[], io: CliIO): Promise<number> {

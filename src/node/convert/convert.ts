@@ -7,20 +7,24 @@
  *    under a hidden temporary name beside it.
  * 3. Each tensor is read in chunks, converted by `cast` in a pool of worker threads, measured, and
  *    written at its final position; at most a few chunks are in memory at once.
- * 4. OUT is flushed and renamed into place. On any error or interruption the temporary file is
- *    removed and OUT is not created; IN is only ever opened for reading.
+ * 4. OUT is flushed, read back and checked against the plan (verify.ts), and renamed into place.
+ *    On any error or interruption the temporary file is removed and OUT is not created; IN is only
+ *    ever opened for reading.
+ *
+ * Everything wrong with OUT's path (a directory, a device, a missing folder, ...) is found before
+ * IN is opened, so a bad -o never costs a conversion.
  */
 import { availableParallelism } from "node:os";
-import { promises as fsp } from "node:fs";
 import { cast, dtype, Tensor, TensorcastError, type DType, type DTypeLike, type DTypeName } from "../../index.js";
-import { AtomicOutput, removeStaleTemporaries, sameFile } from "../io/file.js";
+import { AtomicOutput, checkOutput, removeStaleTemporaries } from "../io/file.js";
 import { rawToNpy, type NpyOptions } from "../io/npy.js";
 import { formatOfPath, openTensorFile, type OnnxModelFile } from "../io/reader.js";
 import { rawByteLength, type FileFormat, type FileTensor, type TensorFile } from "../io/tensors.js";
+import { verifyOutput } from "../io/verify.js";
 import { encodedLength, planOutput, type OutputTensor } from "../io/writer.js";
 import { emptyConvertStats, mergeConvertStats, type ConvertStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
-import { chunkElements, chunksOf, DEFAULT_CHUNK_BYTES, inTensor, runBounded, type Chunk } from "./schedule.js";
+import { chunkElements, chunksOf, DEFAULT_CHUNK_BYTES, inTensor, Interrupted, runBounded, type Chunk } from "./schedule.js";
 
 export interface ConvertOptions {
   /** The target type of the converted tensors. */
@@ -40,7 +44,10 @@ export interface ConvertOptions {
   /** OUT's format; default: from OUT's extension, else IN's format. */
   outputFormat?: FileFormat;
   npy?: NpyOptions;
-  /** Replace an existing OUT. IN itself is never replaced. */
+  /**
+   * Replace an existing OUT (a regular file, or a symbolic link: the link itself, never its target).
+   * IN itself, directories, devices, FIFOs and sockets are never replaced.
+   */
   force?: boolean;
   /** Worker threads; default: up to the number of cores when there is enough work, else none. */
   jobs?: number;
@@ -120,7 +127,9 @@ export function selectTensors(file: TensorFile, to: DType, opts: Pick<ConvertOpt
 
 /**
  * Converts IN to OUT. See the file comment for the steps.
- * @throws TensorcastError naming the file and tensor for bad input; `Interrupted` when `signal` aborts.
+ * @throws TensorcastError naming the file and tensor for bad input (INVALID_ATTRIBUTE or IO_ERROR
+ *         for OUT's path, before IN is opened; IO_ERROR when the disk is full); INTERNAL when OUT
+ *         does not read back as planned; `Interrupted` when `signal` aborts.
  */
 export async function convertFile(input: string, output: string, opts: ConvertOptions): Promise<ConvertReport> {
   const started = performance.now();
@@ -130,13 +139,7 @@ export async function convertFile(input: string, output: string, opts: ConvertOp
   }
   // Cast-28 accepts every other pair; this also checks the options once, before any file work.
   cast(Tensor.zeros("float32", [0]), to, { saturate: opts.saturate ?? true });
-  if (await sameFile(input, output)) {
-    throw new TensorcastError("INVALID_ATTRIBUTE", `${output}: is the input file; tensorcast never overwrites its input`);
-  }
-  const exists = await fsp.stat(output).then(() => true, () => false);
-  if (exists && !opts.force) {
-    throw new TensorcastError("INVALID_ATTRIBUTE", `${output}: already exists; pass --force to replace it`);
-  }
+  await checkOutput(output, { input, force: opts.force });
   const saturate = opts.saturate ?? true;
   const file = await openTensorFile(input, { format: opts.inputFormat, npy: opts.npy });
   let out: AtomicOutput | undefined;
@@ -195,16 +198,17 @@ export async function convertFile(input: string, output: string, opts: ConvertOp
     await runBounded(jobList(), Math.max(2, 2 * jobs), async (job) => {
       if (job.kind === "bytes") return target.write(job.data, job.at);
       if (job.kind === "copy") {
-        if (!modelFile) throw new TensorcastError("INVALID_DATA", "internal: a copy from a file that is not a model");
+        if (!modelFile) throw new TensorcastError("INTERNAL", "a copy from a file that is not a model");
         await target.write(await modelFile.read(job.from, job.length), job.at);
         return progress(job.length);
       }
       const t = job.tensor;
       const { start, count } = job.chunk;
+      let bytes: Uint8Array;
+      let inBytes: number;
       try {
         const raw = await t.source.read(start, count);
-        const inBytes = raw.length;
-        let bytes: Uint8Array;
+        inBytes = raw.length;
         if (t.dtype === t.source.dtype) {
           bytes = t.encoding === "npy" ? rawToNpy(t.dtype, raw, count) : raw;
         } else {
@@ -213,14 +217,19 @@ export async function convertFile(input: string, output: string, opts: ConvertOp
           bytes = result.bytes;
           mergeConvertStats(stats.get(t)!, result.stats);
         }
-        await target.write(bytes, t.offset + encodedLength(t.dtype, start, t.encoding));
-        progress(inBytes);
       } catch (e) {
         throw inTensor(e, input, t.name);
       }
+      // Not inside the try: a write error is about OUT (a full disk), not about IN's tensor.
+      await target.write(bytes, t.offset + encodedLength(t.dtype, start, t.encoding));
+      progress(inBytes);
     }, opts.signal);
 
-    await out.commit(plan.size, opts.force ?? false);
+    await out.finish(plan.size);
+    await verifyOutput(plan, out.temporary, output);
+    // A signal that came while the file was flushed and checked still means "do not write OUT".
+    if (opts.signal?.aborted) throw new Interrupted();
+    await out.commit(opts.force ?? false);
     out = undefined;
 
     const written = new Map(plan.tensors.map((t) => [t.source, t]));

@@ -3,6 +3,7 @@
  * stays bounded by (jobs in flight) x (chunk size) however large a file or a tensor is.
  */
 import { TensorcastError, type DType } from "../../index.js";
+import { fileError } from "../io/file.js";
 
 /** Default chunk size: input bytes per job. */
 export const DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024;
@@ -74,10 +75,11 @@ export function parseSize(text: string): number | undefined {
   return Number.isSafeInteger(n) && n > 0 ? n : undefined;
 }
 
-/** Rewrites an error from converting a chunk so that it names the file and the tensor. */
+/**
+ * Rewrites an error from reading or converting a chunk so that it names the file and the tensor
+ * (once: a message that already names them is left as it is).
+ */
 export function inTensor(e: unknown, file: string, tensor: string): unknown {
-  if (e instanceof TensorcastError && !e.message.startsWith(`${file}:`)) {
-    return new TensorcastError(e.code, `${file}: tensor ${JSON.stringify(tensor)}: ${e.message}`);
-  }
+  if (e instanceof TensorcastError && !e.message.startsWith(`${file}:`)) return fileError(e.code, file, e.message, tensor);
   return e;
 }

@@ -3,28 +3,108 @@
  * is shorter than its header says, and an output file that only appears under its final name once
  * it is complete (written under a temporary name, flushed, then renamed).
  *
- * Every error is a TensorcastError whose message starts with the file's path.
+ * Every error is a TensorcastError whose message starts with the file's path; what the operating
+ * system refused (a missing folder, a full disk) is IO_ERROR, never INVALID_DATA.
  */
 import { randomBytes } from "node:crypto";
-import { constants, promises as fsp } from "node:fs";
+import { constants, promises as fsp, type Stats } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { TensorcastError, type ErrorCode } from "../../index.js";
 
 /** A TensorcastError about `file` (and, when given, one of its tensors). */
 export function fileError(code: ErrorCode, file: string, message: string, tensor?: string): TensorcastError {
-  return new TensorcastError(code, `${file}: ${tensor === undefined ? "" : `tensor ${JSON.stringify(tensor)}: `}${message}`);
+  return new TensorcastError(code, `${file}: ${tensor === undefined ? "" : tensorLabel(tensor, message)}${message}`);
+}
+
+/**
+ * `tensor "t": `, unless `message` already starts with it: the core's decoders name the tensor
+ * themselves (in their own quoting), and a second label would read `tensor "t": tensor "t":`.
+ */
+function tensorLabel(tensor: string, message: string): string {
+  const quoted = JSON.stringify(tensor);
+  const named = message.startsWith(`tensor ${quoted}: `) || message.startsWith(`tensor "${tensor}": `);
+  return named ? "" : `tensor ${quoted}: `;
 }
 
 /** What a system error means, in words, for the file it happened to. */
-function systemError(file: string, doing: string, e: unknown): TensorcastError {
+export function systemError(file: string, doing: string, e: unknown): TensorcastError {
   const err = e as NodeJS.ErrnoException;
   const why =
     err.code === "ENOENT" ? "no such file or directory"
     : err.code === "EACCES" || err.code === "EPERM" ? "permission denied"
     : err.code === "EISDIR" ? "is a directory, not a file"
-    : err.code === "ENOSPC" ? "no space left on the device"
+    : err.code === "ENOTDIR" ? "a part of its path is not a directory"
+    : err.code === "ENOSPC" ? "no space left on the device (ENOSPC)"
+    : err.code === "EDQUOT" ? "the disk quota is exhausted (EDQUOT)"
+    : err.code === "EROFS" ? "the file system is read-only (EROFS)"
+    : err.code === "EIO" ? "the device reported an input/output error (EIO)"
     : err.message;
-  return fileError("INVALID_DATA", file, `cannot ${doing}: ${why}`);
+  return fileError("IO_ERROR", file, `cannot ${doing}: ${why}`);
+}
+
+/** "a FIFO (named pipe)", "a character device", ...: what a non-regular file is, for messages. */
+function kindOf(stat: Stats): string {
+  return stat.isDirectory() ? "a directory"
+    : stat.isSymbolicLink() ? "a symbolic link"
+    : stat.isFIFO() ? "a FIFO (named pipe)"
+    : stat.isCharacterDevice() ? "a character device"
+    : stat.isBlockDevice() ? "a block device"
+    : stat.isSocket() ? "a socket"
+    : "not a regular file";
+}
+
+/** lstat, or undefined when nothing is there. */
+async function lstatOrNothing(path: string): Promise<Stats | undefined> {
+  try {
+    return await fsp.lstat(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw systemError(path, "look at it", e);
+  }
+}
+
+/**
+ * Refuses an output path before anything is read, so a bad `-o` costs nothing: an empty path or one
+ * ending in a slash, the input itself (even through a link), a directory, a device, FIFO or socket
+ * (never replaced, even with `force`: writing a regular file over /dev/null would break the system),
+ * an existing file or symbolic link without `force` (with it, the link itself is replaced and its
+ * target left alone), and a folder that is missing or not writable.
+ * @throws TensorcastError INVALID_ATTRIBUTE for what the caller asked wrongly; IO_ERROR for what the
+ *         file system refuses (a missing folder, permission denied, a read-only file system).
+ */
+export async function checkOutput(output: string, opts: { input?: string; force?: boolean }): Promise<void> {
+  if (output === "") throw new TensorcastError("INVALID_ATTRIBUTE", "the output path is empty; name the file to write");
+  if (output.endsWith("/")) {
+    throw fileError("INVALID_ATTRIBUTE", output, "ends with a slash, so it names a directory; name the file to write");
+  }
+  if (opts.input !== undefined && (await sameFile(opts.input, output))) {
+    throw fileError("INVALID_ATTRIBUTE", output, "is the input file; tensorcast never overwrites its input");
+  }
+  const stat = await lstatOrNothing(output);
+  if (stat?.isDirectory()) throw fileError("INVALID_ATTRIBUTE", output, "is a directory; name the file to write (inside it or elsewhere)");
+  if (stat && !stat.isFile() && !stat.isSymbolicLink()) {
+    throw fileError(
+      "INVALID_ATTRIBUTE", output,
+      `is ${kindOf(stat)}; tensorcast writes only regular files and never replaces anything else, even with --force`,
+    );
+  }
+  if (stat && !opts.force) {
+    throw fileError("INVALID_ATTRIBUTE", output, `already exists${stat.isSymbolicLink() ? " (a symbolic link)" : ""}; pass --force to replace it`);
+  }
+  const folder = dirname(output);
+  let folderStat: Stats;
+  try {
+    folderStat = await fsp.stat(folder);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") throw fileError("IO_ERROR", output, `cannot write it: its directory ${folder} does not exist`);
+    throw systemError(output, `write in its directory ${folder}`, e);
+  }
+  if (!folderStat.isDirectory()) throw fileError("IO_ERROR", output, `cannot write it: ${folder} is ${kindOf(folderStat)}, not a directory`);
+  try {
+    await fsp.access(folder, constants.W_OK | constants.X_OK);
+  } catch (e) {
+    throw systemError(output, `write in its directory ${folder}`, e);
+  }
 }
 
 /** An open file read at explicit positions; its size is taken once, when it is opened. */
@@ -39,11 +119,14 @@ export class RandomAccessFile {
     this.size = size;
   }
 
-  /** @throws TensorcastError INVALID_DATA when the file cannot be opened or is not a regular file. */
+  /** @throws TensorcastError IO_ERROR when the file cannot be opened; INVALID_DATA when it is not a regular file. */
   static async open(path: string): Promise<RandomAccessFile> {
     let handle: fsp.FileHandle;
     try {
-      handle = await fsp.open(path, "r");
+      // O_NONBLOCK: opening a FIFO for reading would otherwise wait, forever, for a writer (and
+      // no signal can interrupt it); it now opens at once and is refused below. Regular files
+      // ignore the flag.
+      handle = await fsp.open(path, constants.O_RDONLY | constants.O_NONBLOCK);
     } catch (e) {
       throw systemError(path, "open it", e);
     }
@@ -154,7 +237,7 @@ export async function sameFile(a: string, b: string): Promise<boolean> {
 
 /**
  * An output file written at explicit positions under a temporary name, and renamed to its final
- * name only by `commit()`, after its bytes reached the disk. `abort()` removes it. Either way no
+ * name only by `commit()`, after `finish()` flushed its bytes to the disk (and its writer verified them). `abort()` removes it. Either way no
  * partial file ever carries the final name; a process killed mid-way leaves only the hidden
  * temporary, which `removeStaleTemporaries` deletes on the next run.
  */
@@ -197,16 +280,31 @@ export class AtomicOutput {
   }
 
   /**
-   * Sets the final size, flushes the data to the disk, and renames the temporary to the final
-   * name (replacing an existing file there only when `replace` is set), then flushes the directory.
+   * Sets the final size and flushes the data to the disk, then closes the temporary, which can now
+   * be read back (and verified) before `commit` gives it its final name.
    */
-  async commit(size: number, replace: boolean): Promise<void> {
+  async finish(size: number): Promise<void> {
     const handle = this.opened();
     try {
       await handle.truncate(size);
       await handle.sync();
-      await handle.close();
-      this.handle = undefined;
+    } catch (e) {
+      await this.abort();
+      throw systemError(this.path, "write it", e);
+    }
+    this.handle = undefined;
+    await handle.close().catch(() => undefined);
+  }
+
+  /**
+   * Renames the finished temporary to the final name (replacing an existing regular file or
+   * symbolic link there only when `replace` is set; the link itself, never its target), then
+   * flushes the directory. Whatever else took the final name meanwhile (a FIFO, a device, a
+   * directory) is left alone and the temporary removed.
+   */
+  async commit(replace: boolean): Promise<void> {
+    if (this.handle) throw fileError("INTERNAL", this.path, "commit() before finish()");
+    try {
       if (!replace) {
         // link() fails when the target exists, so an output that appeared meanwhile is not lost.
         try {
@@ -215,18 +313,23 @@ export class AtomicOutput {
         } catch (e) {
           if ((e as NodeJS.ErrnoException).code === "EEXIST") throw e;
           // A file system without hard links: check, then rename (a narrow race, not a lost file).
-          if (await fsp.access(this.path).then(() => true, () => false)) {
-            throw Object.assign(new Error("exists"), { code: "EEXIST" });
-          }
+          if (await lstatOrNothing(this.path)) throw Object.assign(new Error("exists"), { code: "EEXIST" });
           await fsp.rename(this.temporary, this.path);
         }
       } else {
+        // rename() would replace a FIFO or a device as readily as a file: look first (a narrow
+        // race remains between the look and the rename; the checks before converting close most of it).
+        const there = await lstatOrNothing(this.path);
+        if (there && !there.isFile() && !there.isSymbolicLink()) {
+          throw fileError("INVALID_ATTRIBUTE", this.path, `became ${kindOf(there)} while converting; it was left alone and nothing was written`);
+        }
         await fsp.rename(this.temporary, this.path);
       }
     } catch (e) {
       await this.abort();
+      if (e instanceof TensorcastError) throw e;
       if ((e as NodeJS.ErrnoException).code === "EEXIST") {
-        throw fileError("INVALID_DATA", this.path, "appeared while converting; nothing was written (use --force to replace it)");
+        throw fileError("INVALID_ATTRIBUTE", this.path, "appeared while converting; nothing was written (use --force to replace it)");
       }
       throw systemError(this.path, "finish writing it", e);
     }
@@ -252,7 +355,7 @@ export class AtomicOutput {
   }
 
   private opened(): fsp.FileHandle {
-    if (!this.handle) throw fileError("INVALID_DATA", this.path, "output is already closed");
+    if (!this.handle) throw fileError("INTERNAL", this.path, "the output is already closed");
     return this.handle;
   }
 }

@@ -28,6 +28,13 @@ export interface OutputTensor {
   readonly offset: number;
 }
 
+/** A tensor as a file's header or message lists it. */
+export interface TensorEntry {
+  readonly name: string;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+}
+
 export type Segment =
   | { readonly kind: "bytes"; readonly data: Uint8Array }
   | { readonly kind: "copy"; readonly from: number; readonly length: number }
@@ -38,6 +45,11 @@ export interface OutputPlan {
   readonly segments: readonly Segment[];
   /** Every tensor whose bytes the converter writes (for ONNX models: the converted initializers only). */
   readonly tensors: readonly OutputTensor[];
+  /**
+   * Every tensor the output lists, in file order, as reading it back must find it (for ONNX models
+   * every initializer, converted or copied). verify.ts checks the written file against this.
+   */
+  readonly lists: readonly TensorEntry[];
   /** The output's total size in bytes. */
   readonly size: number;
 }
@@ -94,7 +106,7 @@ function sequential(format: FileFormat, header: Uint8Array, tensors: [FileTensor
     outputs.push(tensor);
     offset += byteLength;
   }
-  return { format, segments, tensors: outputs, size: offset };
+  return { format, segments, tensors: outputs, lists: outputs, size: offset };
 }
 
 /**
@@ -176,5 +188,6 @@ async function planModel(input: TensorFile, targets: ReadonlyMap<FileTensor, DTy
   copy(at, graph.end);
   copy(graph.end, model.size);
   if (!Number.isSafeInteger(offset)) throw new TensorcastError("INVALID_DATA", `${outPath}: the output would be too large`);
-  return { format: "onnx", segments, tensors: outputs, size: offset };
+  const lists = model.tensors.map((t): TensorEntry => ({ name: t.name, dtype: targets.get(t) ?? t.dtype, shape: t.shape }));
+  return { format: "onnx", segments, tensors: outputs, lists, size: offset };
 }

@@ -12,7 +12,7 @@ import { exampleCheckpoint } from "../../convert/example.js";
 import { formatOption, formatStat, jobsOption, npyOptions, regexOption, sizeOption } from "../../convert/options.js";
 import { ProgressBar, progressWanted } from "../../convert/progress.js";
 import { Interrupted } from "../../convert/schedule.js";
-import { sameFile } from "../../io/file.js";
+import { checkOutput } from "../../io/file.js";
 import { formatOfPath } from "../../io/reader.js";
 import { formatBytes } from "../../io/tensors.js";
 import { parseCommandArgs, type OptionSpecs } from "../args.js";
@@ -20,10 +20,8 @@ import type { Command } from "../command.js";
 import { formatError } from "../../../explain/format.js";
 import { renderTable } from "../format.js";
 import type { CliIO } from "../io.js";
+import { exitCodeOf, listenForStop } from "../signals.js";
 import { EXIT_OK, UsageError } from "../usage.js";
-
-/** The exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells report it. */
-export const EXIT_INTERRUPTED = 130;
 
 const OPTIONS = {
   to: { type: "string", expects: "a data type such as bfloat16 or float8e4m3fn" },
@@ -62,7 +60,8 @@ copied as they are. OUT's format follows its extension (.safetensors, .npy, .onn
 
 Options:
   --to TYPE              the new type: bfloat16, float16, float32, float8e4m3fn, float8e5m2, ...
-  -o, --output OUT       the file to write (refused if it is IN; replaced only with --force)
+  -o, --output OUT       the file to write: refused if it is IN, a directory, a device or a FIFO;
+                         an existing file or symbolic link is replaced only with --force
   --only REGEX           convert only tensors whose name matches
   --skip REGEX           never convert tensors whose name matches
   --include-int          convert integer and bool tensors too
@@ -88,7 +87,9 @@ Examples:
   tensorcast convert weights.npy --to float16 -o weights.f16.npy
   tensorcast convert model.onnx --to float16 --initializers w1,w2 -o model.w16.onnx
 
-Exit code: 0 done, 1 bad input (nothing written), 2 usage error, 130 interrupted (nothing written).
+Exit code: 0 done; 1 bad input, 2 usage error (including a bad -o), 70 internal error, 74 file
+system error (a missing folder, a full disk); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP.
+Whenever it is not 0, OUT was not written and no temporary file is left.
 `;
 
 function requireType(value: string | undefined): DType {
@@ -141,11 +142,13 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     input = positionals[0];
     if (o.output === undefined) throw new UsageError("convert needs an output file: -o OUT", "convert");
     output = o.output;
-    if (await sameFile(input, output)) {
-      throw new UsageError(`-o ${output} is the input file; tensorcast never overwrites its input: choose another output`, "convert");
-    }
-    if (!o.force && (await fsp.stat(output).then(() => true, () => false))) {
-      throw new UsageError(`${output} already exists; pass --force to replace it`, "convert");
+    try {
+      await checkOutput(output, { input, force: o.force === true });
+    } catch (e) {
+      // An -o that can never work (IN itself, a directory, a device, an existing file without
+      // --force) is a usage error; a folder the file system refuses stays IO_ERROR.
+      if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE") throw new UsageError(`-o: ${e.message}`, "convert");
+      throw e;
     }
     const inFormat = inputFormat ?? formatOfPath(input);
     const outFormat = outputFormat ?? formatOfPath(output) ?? inFormat;
@@ -158,17 +161,14 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     }
   }
 
-  const controller = new AbortController();
-  const onSignal = (): void => controller.abort();
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+  const stop = listenForStop();
   const wantBar = progressWanted(io.stderr, o.quiet === true);
   let bar: ProgressBar | undefined;
   let report: ConvertReport;
   try {
     report = await convertFile(input, output, {
       to, saturate: !o["no-saturate"], only, skip, names, includeIntegers: o["include-int"] === true,
-      inputFormat, outputFormat, npy, force: o.force === true, jobs, chunkBytes, signal: controller.signal,
+      inputFormat, outputFormat, npy, force: o.force === true, jobs, chunkBytes, signal: stop.signal,
       onProgress: wantBar
         ? (done, total) => {
             bar ??= new ProgressBar(io.stderr, total, "converting");
@@ -179,14 +179,14 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
   } catch (e) {
     if (e instanceof Interrupted) {
       bar?.finish();
-      io.stderr.write(`interrupted: ${output} was not written (${input} is unchanged)\n`);
-      return EXIT_INTERRUPTED;
+      const signal = stop.received() ?? "SIGINT";
+      io.stderr.write(`interrupted by ${signal}: ${output} was not written (${input} is unchanged)\n`);
+      return exitCodeOf(signal);
     }
     throw e;
   } finally {
     bar?.finish();
-    process.removeListener("SIGINT", onSignal);
-    process.removeListener("SIGTERM", onSignal);
+    stop.dispose();
   }
   if (o.json) {
     io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

@@ -1,0 +1,93 @@
+/**
+ * `verifyOutput(plan, temporary, output)`: reads a written file back before it is renamed into
+ * place, so a writer bug never reaches the final name with exit code 0. The readers' own header
+ * and protobuf walks re-parse it (for .onnx every top-level and graph field, and every initializer)
+ * and each tensor must be listed as the plan says: name, type, shape, and where its bytes lie.
+ * Only headers and tags are read, not tensor data, so this costs little even for large files.
+ *
+ * One function on purpose: a full ONNX schema check can replace the model branch without the
+ * converter changing.
+ */
+import { TensorcastError } from "../../index.js";
+import { fileError, RandomAccessFile } from "./file.js";
+import { npyPrefix, parseNpyHeader } from "./npy.js";
+import { scanModelFile, scanTensorProtoFile, type ScannedTensor } from "./onnx.js";
+import { parseSafetensorsHeader, readHeaderLength } from "./safetensors.js";
+import type { OutputPlan, OutputTensor, TensorEntry } from "./writer.js";
+
+/** A tensor as the written file lists it, and where its bytes lie when the check needs that. */
+interface Found extends TensorEntry {
+  readonly bytes?: { readonly offset: number; readonly length: number };
+}
+
+/**
+ * Checks the file at `temporary` against `plan`.
+ * @throws TensorcastError INTERNAL (a writer bug: the input was accepted, so the fault is
+ *         tensorcast's) naming `output` and what differs; the caller removes the file.
+ */
+export async function verifyOutput(plan: OutputPlan, temporary: string, output: string): Promise<void> {
+  let problem: string | undefined;
+  try {
+    const file = await RandomAccessFile.open(temporary);
+    try {
+      problem = compare(plan, await listed(plan, file)) ?? (file.size !== plan.size ? `it has ${file.size} bytes, not the ${plan.size} planned` : undefined);
+    } finally {
+      await file.close();
+    }
+  } catch (e) {
+    if (!(e instanceof TensorcastError)) throw e;
+    problem = e.message.startsWith(`${temporary}: `) ? e.message.slice(temporary.length + 2) : e.message;
+  }
+  if (problem !== undefined) {
+    throw fileError(
+      "INTERNAL", output,
+      `the ${plan.format} file written does not read back as planned (${problem}), so it was removed and nothing was written`,
+    );
+  }
+}
+
+/** The tensors the written file lists, read by the same code that reads inputs. */
+async function listed(plan: OutputPlan, file: RandomAccessFile): Promise<Found[]> {
+  switch (plan.format) {
+    case "onnx":
+      return (await scanModelFile(file)).initializers.map(fromProto);
+    case "pb":
+      return [fromProto(await scanTensorProtoFile(file))];
+    case "safetensors": {
+      const n = readHeaderLength(await file.read(0, Math.min(8, file.size)), file.size, file.path);
+      const header = parseSafetensorsHeader(await file.read(8, n), file.size, file.path);
+      return header.tensors.map((t) => ({ ...t, bytes: { offset: header.dataStart + t.begin, length: t.end - t.begin } }));
+    }
+    case "npy": {
+      const prefix = npyPrefix(await file.read(0, Math.min(12, file.size)), file.size, file.path);
+      // A .npy file holds no name: the one tensor is the plan's, whatever the file is called.
+      const h = parseNpyHeader(await file.read(prefix.headerStart, prefix.headerLength), prefix, file.size, file.path, plan.lists[0]?.name ?? "");
+      return [{ ...h, bytes: { offset: h.dataStart, length: h.size * h.itemSize } }];
+    }
+  }
+}
+
+function fromProto(s: ScannedTensor): Found {
+  return { name: s.name, dtype: s.dtype, shape: s.shape, bytes: s.raw };
+}
+
+/** What differs between the plan and what the file lists, or undefined. */
+function compare(plan: OutputPlan, found: readonly Found[]): string | undefined {
+  if (found.length !== plan.lists.length) return `it lists ${found.length} tensors, not ${plan.lists.length}`;
+  const byName = new Map(found.map((f) => [f.name, f]));
+  const written = new Map<string, OutputTensor>(plan.tensors.map((t) => [t.name, t]));
+  for (const want of plan.lists) {
+    const got = byName.get(want.name);
+    const label = `tensor ${JSON.stringify(want.name)}`;
+    if (!got) return `${label} is missing`;
+    if (got.dtype !== want.dtype || got.shape.join() !== want.shape.join() || got.shape.length !== want.shape.length) {
+      return `${label} reads back as ${got.dtype.name} [${got.shape.join(", ")}], not ${want.dtype.name} [${want.shape.join(", ")}]`;
+    }
+    const t = written.get(want.name);
+    if (t && (got.bytes?.offset !== t.offset || got.bytes.length !== t.byteLength)) {
+      const where = got.bytes ? `${got.bytes.length} bytes at ${got.bytes.offset}` : "no raw bytes";
+      return `${label} has ${where}, not ${t.byteLength} bytes at ${t.offset}`;
+    }
+  }
+  return undefined;
+}
