@@ -27,7 +27,7 @@ function tensorLabel(tensor: string, message: string): string {
 }
 
 /** What a system error means, in words, for the file it happened to. */
-export function systemError(file: string, doing: string, e: unknown): TensorcastError {
+function systemError(file: string, doing: string, e: unknown): TensorcastError {
   const err = e as NodeJS.ErrnoException;
   const why =
     err.code === "ENOENT" ? "no such file or directory"
@@ -237,9 +237,10 @@ export async function sameFile(a: string, b: string): Promise<boolean> {
 
 /**
  * An output file written at explicit positions under a temporary name, and renamed to its final
- * name only by `commit()`, after `finish()` flushed its bytes to the disk (and its writer verified them). `abort()` removes it. Either way no
- * partial file ever carries the final name; a process killed mid-way leaves only the hidden
- * temporary, which `removeStaleTemporaries` deletes on the next run.
+ * name only by `commit()`, after `finish()` flushed its bytes to the disk (and its writer read them
+ * back). `abort()` removes it. Either way no partial file ever carries the final name; a process
+ * killed mid-way leaves only the hidden temporary, which `removeStaleTemporaries` deletes on the
+ * next run.
  */
 export class AtomicOutput {
   readonly path: string;
