@@ -80,12 +80,14 @@ test("protobuf's limit exactly: 100 nested groups or messages are read, 101 are 
   assert.deepEqual(verdicts, [true, false, true, false, true, false]);
 });
 
-test("subgraphs nested 2,000 deep through If attributes are refused, as protobuf refuses them", (t) => {
+test("subgraphs nested 2,000 (and 7,000) deep through If attributes are refused, as protobuf refuses them", (t) => {
   const deep = model(nestedIfs(2000));
   const e = refusal(() => decodeModel(deep));
   assert.equal(e.code, "INVALID_DATA");
   assert.match(e.message, /^ModelProto\.graph\.node\.\.\.\.96 more\.\.\.\.attribute\.g\.node \(NodeProto at byte \d+\): messages and groups nested 101 levels deep/);
   throwsCode(() => validateMessage("ModelProto", deep), "INVALID_DATA", /nested 101 levels deep/);
+  // 7,000 Ifs: 21,000 levels of messages.
+  throwsCode(() => decodeModel(model(nestedIfs(7000))), "INVALID_DATA", /nested 101 levels deep/);
   if (peerSkip) return t.skip(peerSkip);
   const [v] = askPeer([["model", deep]]);
   assert.match(v.parse, /DecodeError/);

@@ -438,7 +438,8 @@ export class MessageValidator {
       try {
         top.tensor.check();
       } catch (e) {
-        if (e instanceof TensorcastError) this.fail(e.message, e.code);
+        // The tensor's label says which tensor; a path adds to it only inside a model.
+        if (e instanceof TensorcastError && this.stack.length > 1) this.fail(e.message, e.code);
         throw e;
       }
     }
