@@ -77,9 +77,11 @@ export function castInto<N extends DTypeName>(x: Tensor, out: Tensor<N>, opts: C
   const resolved = checkCastInto(x, out, opts);
   const from = x.dtype;
   const to = out.dtype;
-  if (from === to && x.data === out.data) return out;
-  if (to.kind === "string" || from.kind === "string" || from === to) {
-    copyStorage(from === to ? x.data : convertStorage(x, to, opts, resolved), out.data);
+  if (from === to) {
+    if (x.data !== out.data) copyStorage(x.data, out.data);
+    saturateInfinities(out.data, to, resolved);
+  } else if (to.kind === "string" || from.kind === "string") {
+    copyStorage(convertStorage(x, to, opts, resolved), out.data);
   } else {
     prepareOutput(out);
     convert(x.data, from, out.data, to, x.size, resolved);
@@ -167,8 +169,9 @@ function run<N extends DTypeName>(version: OperatorVersion, x: Tensor, to: DType
   const from = x.dtype;
   let data: Storage;
   if (from === to) {
-    // Same type: the bytes are the answer (NaN payloads included).
+    // Same type: the bytes are the answer (NaN payloads included), but for the saturate rule.
     data = x.data.slice();
+    saturateInfinities(data, to, resolved);
   } else if (to.kind === "string" || from.kind === "string") {
     data = convertStorage(x, to, opts, resolved);
   } else {
@@ -176,6 +179,24 @@ function run<N extends DTypeName>(version: OperatorVersion, x: Tensor, to: DType
     convert(x.data, from, data, to, x.size, resolved);
   }
   return Tensor.fromStorage(data as StorageOf<N>, to, x.shape);
+}
+
+/**
+ * A same-type cast is a conversion like any other (DECISIONS.md, "same type"): the only rule that
+ * can change a value of a type into itself is saturate=1 mapping +/-Inf to +/-max, which exists
+ * only for float8 formats with an Inf code (float8e5m2: 0x7C -> 0x7B, 0xFC -> 0xFB). Every other
+ * code, NaN payloads included, is kept.
+ */
+function saturateInfinities(data: Storage, t: DType, resolved: Resolved): void {
+  const f = t.format;
+  if (!f || !f.inf || f.overflow !== "saturable" || !resolved.saturate || t.bits !== 8) return;
+  const codes = data as Uint8Array;
+  const inf = f.maxCode + 1;
+  const sign = 1 << (t.bits - 1);
+  for (let i = 0; i < codes.length; i++) {
+    const c = codes[i];
+    if ((c & ~sign) === inf) codes[i] = (c & sign) | f.maxCode;
+  }
 }
 
 function checkOptions(opts: CastOptions): number {

@@ -210,3 +210,43 @@ test("float8e8m0: onnxruntime's value table for every round mode and saturate se
   assert.deepEqual(run("nearest", true), [0x00, 0x00, 0xfe, 0x00, 0x80, 0x7f, 0x00, 0x00, 0x00, 0xfe, 0xfe]);
   assert.deepEqual(codes([NaN], "float32", "float8e8m0"), [0xff]);
 });
+
+test("same type: a conversion like any other; e5m2 +/-Inf saturates to +/-57344, every other code is kept", async () => {
+  const { DTYPES, castInto, castLike, decodeFloat } = await import("../../src/index.js");
+  // The known answer first: 0x7C / 0xFC are +/-Inf, 0x7B / 0xFB are +/-57344; NaN payloads stay.
+  const e5m2 = Tensor.fromBytes(new Uint8Array([0x7c, 0xfc, 0x7d, 0xfe, 0x7b, 0x01, 0x80]), "float8e5m2", [7]);
+  assert.deepEqual(Array.from(cast(e5m2, "float8e5m2").bytes()), [0x7b, 0xfb, 0x7d, 0xfe, 0x7b, 0x01, 0x80]);
+  assert.deepEqual(cast(e5m2, "float8e5m2").toValues().slice(0, 2), [57344, -57344]);
+  assert.deepEqual(Array.from(cast(e5m2, "float8e5m2", { saturate: false }).bytes()), Array.from(e5m2.bytes()));
+  assert.deepEqual(Array.from(castLike(e5m2, e5m2).bytes().subarray(0, 2)), [0x7b, 0xfb]);
+  const into = Tensor.zeros("float8e5m2", [7]);
+  assert.deepEqual(Array.from(castInto(e5m2, into).bytes().subarray(0, 2)), [0x7b, 0xfb]);
+  // In place (out is x): the same rule, applied to the caller's storage.
+  const inPlace = Tensor.fromBytes(new Uint8Array([0x7c, 0x3c]), "float8e5m2", [2]);
+  assert.deepEqual(Array.from(castInto(inPlace, inPlace).bytes()), [0x7b, 0x3c]);
+
+  // Every code of every 8-bit type, both saturate settings, against the rule stated
+  // from values: a code whose value is +/-Inf becomes the code of +/-max when the type saturates
+  // (saturate=1 and a float8 overflow rule); any other code (NaN payloads too) comes back unchanged.
+  for (const t of DTYPES.filter((d) => d.bits === 8)) {
+    const n = 256;
+    const x = Tensor.fromBytes(Uint8Array.from({ length: n }, (_, c) => c), t, [n]);
+    for (const saturate of [true, false]) {
+      const opts = t.name.startsWith("float8") ? { saturate } : {};
+      const got = cast(x, t, opts).bytes();
+      for (let c = 0; c < n; c++) {
+        const v = t.format ? decodeFloat(t.format, c) : 0;
+        const saturates = saturate && t.format?.overflow === "saturable" && Math.abs(v) === Infinity;
+        const want = saturates ? (v < 0 ? 0x80 : 0) | t.format!.maxCode : c;
+        assert.equal(got[c], want, `${t.name} code 0x${c.toString(16)} saturate=${saturate}`);
+      }
+    }
+  }
+  // Packed sub-byte types have no Inf: a same-type cast is byte-identical.
+  for (const t of DTYPES.filter((d) => d.packed)) {
+    const bytes = Uint8Array.from({ length: 64 }, (_, i) => (i * 37 + 11) & 0xff);
+    const size = Math.floor((64 * 8) / t.bits);
+    const x = Tensor.fromBytes(bytes, t, [size]);
+    assert.deepEqual(Array.from(cast(x, t).bytes()), Array.from(x.bytes()), t.name);
+  }
+});
