@@ -4,14 +4,16 @@
  */
 export { TensorcastError, type ErrorCode } from "./errors.js";
 export {
-  dtype, DTYPES, isCodedFloat,
+  dtype, DTYPES,
   type DType, type DTypeName, type DTypeKind, type DTypeLike, type StorageMap, type StorageOf, type Storage,
 } from "./dtype/table.js";
+export type { FloatFormat, NanEncoding, OverflowRule, RoundMode } from "./dtype/minifloat.js";
+// The building blocks below check their arguments here (src/checked.ts); the kernels call them unchecked.
 export {
-  decodeFloat, encodeFloat, encodeE8M0, nanCode, isNegativeCode, overflowThreshold, roundsPastMax,
-  type FloatFormat, type NanEncoding, type OverflowRule, type RoundMode,
-} from "./dtype/minifloat.js";
-export { packedByteLength } from "./dtype/packing.js";
+  decodeFloat, encodeFloat, encodeE8M0, nanCode, isNegativeCode, overflowThreshold, roundsPastMax, packedByteLength, isCodedFloat,
+  bitFields, elementCode, readElement, formatHex, formatBinary, splitBits, formatError, parseValue,
+  storeValue, changedByStoring, roundingError, classifyCast,
+} from "./checked.js";
 export { Tensor, type ValueOf, type InputOf } from "./tensor.js";
 export { cast, castInto, castLike, type CastOptions } from "./ops/cast.js";
 export { reshape, reshapeVersion, LATEST_RESHAPE, type ReshapeOptions, type ShapeLike } from "./ops/reshape.js";
@@ -36,10 +38,7 @@ export {
   type TensorLayout, type EncodeTensorOptions, type EncodeModelOptions,
 } from "./io/onnx/encode.js";
 // What a cast does to one typed-in value, as `tensorcast cast` and the playground show it.
-export { parseValue, VALUE_SYNTAX, type InputValue } from "./explain/value.js";
-export { formatNumber, formatError } from "./explain/format.js";
-export {
-  bitFields, elementCode, readElement, formatHex, formatBinary, splitBits,
-  type BitFields, type BitField, type Element,
-} from "./explain/element.js";
-export { storeValue, changedByStoring, roundingError, classifyCast, type CastFlag } from "./explain/outcome.js";
+export { VALUE_SYNTAX, type InputValue } from "./explain/value.js";
+export { formatNumber } from "./explain/format.js";
+export type { BitFields, BitField, Element } from "./explain/element.js";
+export type { CastFlag } from "./explain/outcome.js";

@@ -1,6 +1,7 @@
 /**
  * Tensor: a data type, a shape and the storage that holds its elements in row-major order.
  */
+import { describe } from "./args.js";
 import { TensorcastError } from "./errors.js";
 import { roundsPastMax } from "./dtype/minifloat.js";
 import { packedByteLength } from "./dtype/packing.js";
@@ -31,18 +32,48 @@ export function shapeSize(shape: readonly number[]): number {
   let size = 1;
   for (let i = 0; i < shape.length; i++) {
     const d = shape[i];
-    if (typeof d !== "number" || !Number.isInteger(d) || d < 0) {
+    // Safe integers only: 2^1000 is an integer to JS, but no dimension, and [0, 2^1000] would pass
+    // a product test.
+    if (typeof d !== "number" || !Number.isSafeInteger(d) || d < 0) {
       throw new TensorcastError(
         "INVALID_SHAPE",
-        `dimension ${i} of shape [${shape.join(", ")}] is ${String(d)}; dimensions must be integers >= 0`,
+        `dimension ${i} of shape ${shapeText(shape)} is ${describe(d)}; dimensions must be integers in [0, 2^53 - 1]`,
       );
     }
     size *= d;
   }
   if (size > MAX_ELEMENTS) {
-    throw new TensorcastError("INVALID_SHAPE", `shape [${shape.join(", ")}] has more than 2^53 - 1 elements`);
+    throw new TensorcastError("INVALID_SHAPE", `shape ${shapeText(shape)} has more than 2^53 - 1 elements`);
   }
   return size;
+}
+
+/** A shape for a message: at most 16 dimensions spelled out, each bounded. */
+export function shapeText(shape: readonly unknown[]): string {
+  const dims = shape.slice(0, 16).map((d) => (typeof d === "number" ? String(d) : describe(d)));
+  return `[${dims.join(", ")}${shape.length > 16 ? `, ... (${shape.length} dimensions)` : ""}]`;
+}
+
+/** `x` must be a Tensor; `what` names the argument ("cast's input"). */
+export function expectTensor(x: unknown, what: string): asserts x is Tensor {
+  if (!(x instanceof Tensor)) throw new TensorcastError("INVALID_DATA", `${what} must be a Tensor, got ${describe(x)}`);
+}
+
+/**
+ * A typed array of `length` entries, or INVALID_SHAPE when the platform cannot allocate it (V8
+ * refuses typed arrays beyond 2^32 or so entries and any allocation the memory cannot hold, with
+ * a RangeError).
+ */
+function allocate<T>(make: () => T, t: DType, length: number): T {
+  try {
+    return make();
+  } catch (e) {
+    if (!(e instanceof RangeError)) throw e;
+    throw new TensorcastError(
+      "INVALID_SHAPE",
+      `${length} storage entries of ${t.name} are more than this platform can allocate (${e.message})`,
+    );
+  }
 }
 
 /** Entries a storage holds for `size` elements of type `t`: bytes when packed, pairs for complex. */
@@ -65,8 +96,9 @@ export const TYPED_ARRAYS: Readonly<Record<Exclude<DType["array"], "Array">, Typ
 /** A zero-filled storage for `size` elements of type `t`. */
 export function allocateStorage<N extends DTypeName>(t: DType<N>, size: number): StorageOf<N> {
   const length = storageLength(t, size);
-  if (t.array === "Array") return new Array<string>(length).fill("") as StorageOf<N>;
-  return new TYPED_ARRAYS[t.array](length) as StorageOf<N>;
+  if (t.array === "Array") return allocate(() => new Array<string>(length).fill(""), t, length) as StorageOf<N>;
+  const ctor = TYPED_ARRAYS[t.array];
+  return allocate(() => new ctor(length), t, length) as StorageOf<N>;
 }
 
 /**
@@ -97,17 +129,23 @@ export class Tensor<N extends DTypeName = DTypeName> {
     const t = dtype(type);
     const size = shapeSize(shape);
     const expected = storageLength(t, size);
+    data = float16Bits(t, data);
     const container = t.array === "Array" ? Array : TYPED_ARRAYS[t.array];
     const ok = t.array === "Array" ? Array.isArray(data) : data instanceof (container as TypedArrayCtor);
     if (!ok) {
-      const got = Array.isArray(data) ? "Array" : (data as object)?.constructor?.name ?? typeof data;
-      throw new TensorcastError("INVALID_DATA", `${t.name} is stored in a ${t.array}, got a ${got}`);
+      throw new TensorcastError("INVALID_DATA", `${t.name} is stored in a ${t.array}${t.name === "float16" ? " (or a Float16Array)" : ""}, got ${describe(data)}`);
     }
     if (data.length !== expected) {
       throw new TensorcastError(
         "SHAPE_MISMATCH",
-        `shape [${shape.join(", ")}] of ${t.name} needs ${expected} storage entries, got ${data.length}`,
+        `shape ${shapeText(shape)} of ${t.name} needs ${expected} storage entries, got ${data.length}`,
       );
+    }
+    if (t.array === "Array") {
+      const strings = data as string[];
+      for (let i = 0; i < strings.length; i++) {
+        if (typeof strings[i] !== "string") throw new TensorcastError("INVALID_DATA", `string storage entry ${i} is ${describe(strings[i])}, not a string`);
+      }
     }
     return new Tensor(t, shape, size, data);
   }
@@ -131,10 +169,14 @@ export class Tensor<N extends DTypeName = DTypeName> {
    */
   static fromValues<N extends DTypeName>(values: ArrayLike<InputOf<N>>, type: DTypeLike<N>, shape?: readonly number[]): Tensor<N> {
     const t = dtype(type);
-    const dims = shape ?? [values.length];
+    const length = typeof values === "object" && values !== null ? (values as { length?: unknown }).length : undefined;
+    if (typeof length !== "number" || !Number.isSafeInteger(length) || length < 0) {
+      throw new TensorcastError("INVALID_DATA", `values must be an array (or array-like) of values, got ${describe(values)}`);
+    }
+    const dims = shape ?? [length];
     const size = shapeSize(dims);
-    if (values.length !== size) {
-      throw new TensorcastError("SHAPE_MISMATCH", `shape [${dims.join(", ")}] needs ${size} values, got ${values.length}`);
+    if (length !== size) {
+      throw new TensorcastError("SHAPE_MISMATCH", `shape ${shapeText(dims)} needs ${size} values, got ${length}`);
     }
     return new Tensor(t, dims, size, storageFromValues(t, values as ArrayLike<unknown>) as StorageOf<N>);
   }
@@ -144,20 +186,20 @@ export class Tensor<N extends DTypeName = DTypeName> {
    * from the low bits). Shares `bytes`' memory when its offset is aligned for the element type,
    * copies otherwise. Strings have no raw layout.
    */
-  static fromBytes<N extends DTypeName>(bytes: Uint8Array | ArrayBuffer, type: DTypeLike<N>, shape: readonly number[]): Tensor<N> {
+  static fromBytes<N extends DTypeName>(bytes: ArrayBufferView | ArrayBufferLike, type: DTypeLike<N>, shape: readonly number[]): Tensor<N> {
     const t = dtype(type);
     const size = shapeSize(shape);
     if (t.array === "Array") {
       throw new TensorcastError("UNSUPPORTED_TYPE", "string tensors have no raw byte layout; use fromValues");
     }
-    const view = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+    const view = byteView(bytes);
     const length = storageLength(t, size);
     const ctor = TYPED_ARRAYS[t.array];
     const expected = length * ctor.BYTES_PER_ELEMENT;
     if (view.byteLength !== expected) {
       throw new TensorcastError(
         "SHAPE_MISMATCH",
-        `shape [${shape.join(", ")}] of ${t.name} needs ${expected} bytes, got ${view.byteLength}`,
+        `shape ${shapeText(shape)} of ${t.name} needs ${expected} bytes, got ${view.byteLength}`,
       );
     }
     // A copy, not `view.slice()`: on a Node Buffer slice() shares memory and stays unaligned.
@@ -203,6 +245,30 @@ export class Tensor<N extends DTypeName = DTypeName> {
 
 const FLOAT64 = dtype("float64");
 
+/**
+ * fromBytes takes any typed array, DataView or (Shared)ArrayBuffer as the bytes it holds, never as
+ * values: `fromBytes(new Float32Array([1.5]), "uint8", [4])` is the four bytes of 1.5.
+ */
+function byteView(bytes: unknown): Uint8Array {
+  if (bytes instanceof Uint8Array) return bytes;
+  if (ArrayBuffer.isView(bytes)) return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (bytes instanceof ArrayBuffer || (typeof SharedArrayBuffer === "function" && bytes instanceof SharedArrayBuffer)) {
+    return new Uint8Array(bytes);
+  }
+  throw new TensorcastError("INVALID_DATA", `bytes must be a Uint8Array, another typed array, a DataView or an ArrayBuffer, got ${describe(bytes)}`);
+}
+
+/**
+ * A Float16Array (Node 24+, current browsers; what WebGPU read-backs and onnxruntime-web hand
+ * out) is float16 storage too: it is viewed as the Uint16Array of its bit patterns, no copy.
+ */
+function float16Bits<T>(t: DType, data: T): T {
+  const F16 = (globalThis as { Float16Array?: abstract new (...a: never[]) => unknown }).Float16Array;
+  if (t.name !== "float16" || F16 === undefined || !(data instanceof F16)) return data;
+  const view = data as unknown as Uint16Array;
+  return new Uint16Array(view.buffer, view.byteOffset, view.length) as T;
+}
+
 function storageFromValues(t: DType, values: ArrayLike<unknown>): Storage {
   const n = values.length;
   const out = allocateStorage(t, n);
@@ -243,7 +309,7 @@ function storageFromValues(t: DType, values: ArrayLike<unknown>): Storage {
       return b;
     }
     case "float": {
-      const f64 = new Float64Array(n);
+      const f64 = allocate(() => new Float64Array(n), FLOAT64, n);
       for (let i = 0; i < n; i++) {
         const v = values[i];
         if (typeof v !== "number") bad(i, `is not a number for ${t.name}`);
@@ -251,7 +317,7 @@ function storageFromValues(t: DType, values: ArrayLike<unknown>): Storage {
       }
       if (t.array === "Float64Array") return f64;
       convert(f64, FLOAT64, out, t, n, { saturate: false, roundMode: "nearest" });
-      const back = new Float64Array(n);
+      const back = allocate(() => new Float64Array(n), FLOAT64, n);
       convert(out, t, back, FLOAT64, n, { saturate: false, roundMode: "nearest" });
       for (let i = 0; i < n; i++) {
         const why = lostValue(t, f64[i], back[i]);
@@ -276,7 +342,7 @@ function storageFromValues(t: DType, values: ArrayLike<unknown>): Storage {
         }
         return w;
       }
-      const f64 = new Float64Array(n);
+      const f64 = allocate(() => new Float64Array(n), FLOAT64, n);
       for (let i = 0; i < n; i++) {
         const v = values[i];
         if (typeof v !== "number" || !Number.isInteger(v)) bad(i, `is not an integer for ${t.name}`);

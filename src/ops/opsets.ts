@@ -98,7 +98,10 @@ const VERSIONS: Readonly<Record<OperatorName, readonly OperatorVersion[]>> = {
  * @throws TensorcastError INVALID_OPSET below the operator's first version or for a non-integer.
  */
 export function operatorVersion(op: OperatorName, opset: number): OperatorVersion {
-  const versions = VERSIONS[op];
+  const versions = Object.hasOwn(VERSIONS, op as PropertyKey) ? VERSIONS[op] : undefined;
+  if (!versions) {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `operatorVersion knows ${Object.keys(VERSIONS).join(", ")}; got ${typeof op === "string" ? JSON.stringify(op.slice(0, 40)) : typeof op}`);
+  }
   if (!Number.isInteger(opset) || opset < versions[0].version) {
     throw new TensorcastError(
       "INVALID_OPSET",

@@ -355,7 +355,7 @@ test("strings: non-ASCII, astral, NUL, long, empty; names likewise; lone surroga
 
 test("encodeTensorProto input errors", () => {
   throwsCode(() => encodeTensorProto({ dtype: "float32" } as unknown as Tensor), "INVALID_DATA", /expected a Tensor/);
-  throwsCode(() => encodeTensorProto(Tensor.fromValues([1], "float32"), { layout: "packed" as TensorLayout }), "INVALID_ATTRIBUTE", /"packed" is neither "raw" nor "typed"/);
+  throwsCode(() => encodeTensorProto(Tensor.fromValues([1], "float32"), { layout: "packed" as TensorLayout }), "INVALID_ATTRIBUTE", /option layout must be "raw" or "typed", got "packed"/);
 });
 
 test("a tensor whose storage is a view into a larger buffer encodes only its own bytes", () => {

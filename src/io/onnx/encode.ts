@@ -13,10 +13,12 @@
  * onnx.proto declares them (`repeated int64 dims = 1;` has no `[packed = true]`). So a tensor that
  * the onnx Python package serialised with raw_data comes out byte for byte the same.
  */
+import { describe, expectOptions, isString } from "../../args.js";
 import { TensorcastError } from "../../errors.js";
 import type { DType } from "../../dtype/table.js";
 import { Tensor } from "../../tensor.js";
 import type { OnnxAttribute, OnnxGraph, OnnxModel, OnnxNode, OpsetImport, ValueInfo } from "./model.js";
+import { checkModel } from "./model-check.js";
 import { WireWriter } from "./wire-writer.js";
 import { ATTRIBUTE_TYPE, TENSOR_FIELD } from "./fields.js";
 
@@ -47,6 +49,7 @@ export interface EncodeTensorOptions {
  */
 export function encodeTensorProto(tensor: Tensor, opts: EncodeTensorOptions = {}): Uint8Array {
   assertTensor(tensor);
+  expectOptions(opts, "encodeTensorProto", { name: isString, layout: isLayout }, { name: "a string", layout: '"raw" or "typed"' });
   const w = new WireWriter(sizeHint(tensor, opts.name));
   writeTensorProto(w, tensor, opts);
   return w.finish();
@@ -163,11 +166,6 @@ function assertTensor(x: unknown): void {
   }
 }
 
-function describe(x: unknown): string {
-  if (x === null) return "null";
-  if (typeof x === "object") return `a ${(x as object).constructor?.name ?? "object"}`;
-  return typeof x;
-}
 
 // ---- ModelProto --------------------------------------------------------------------------------
 
@@ -191,6 +189,8 @@ export interface EncodeModelOptions {
  *         lone surrogate in a string; the errors of `encodeTensorProto`.
  */
 export function encodeModel(model: OnnxModel, opts: EncodeModelOptions = {}): Uint8Array {
+  checkModel(model);
+  expectOptions(opts, "encodeModel", { producerName: isString, layout: isLayout }, { producerName: "a string", layout: '"raw" or "typed"' });
   // Room for the initializers up front, so large weights are not copied by the buffer's growth.
   let hint = 64 * 1024;
   for (const init of model.graph.initializers) hint += sizeHint(init.tensor, init.name);
@@ -307,3 +307,5 @@ function writeValueInfo(w: WireWriter, field: number, v: ValueInfo): void {
   }
   w.join();
 }
+
+const isLayout = (v: unknown): boolean => v === "raw" || v === "typed";

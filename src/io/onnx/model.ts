@@ -4,9 +4,10 @@
  * value_info, local functions, training info) are skipped, not rejected, so newer models still load.
  * Field numbers are those of onnx/onnx.in.proto.
  */
+import { describe, expectArray, expectBytes, expectObject, expectOptions } from "../../args.js";
 import { TensorcastError } from "../../errors.js";
 import type { Tensor } from "../../tensor.js";
-import { readTensorProto, type NamedTensor, type TensorProtoOptions } from "./tensorproto.js";
+import { checkTensorProtoOptions, readTensorProto, type NamedTensor, type TensorProtoOptions } from "./tensorproto.js";
 import { ATTRIBUTE_TYPE } from "./fields.js";
 import { WIRE_FIXED32, WIRE_LEN, WIRE_VARINT, WireReader, decodeUtf8 } from "./wire.js";
 import { validateMessage } from "./validate.js";
@@ -81,6 +82,9 @@ export interface ModelOptions {
  *         TensorProto in it.
  */
 export function decodeModel(bytes: Uint8Array, opts: ModelOptions = {}): OnnxModel {
+  expectBytes(bytes, "decodeModel's input");
+  expectOptions(opts, "decodeModel", { tensor: (v) => typeof v === "object" && v !== null }, { tensor: "an object of decodeTensorProto's options" });
+  if (opts.tensor !== undefined) checkTensorProtoOptions(opts.tensor, "decodeModel's tensor option");
   const r = new WireReader(bytes, "ModelProto");
 
   // All of it, not only the parts read below: a model protobuf or onnx.checker would refuse
@@ -117,12 +121,18 @@ export function decodeModel(bytes: Uint8Array, opts: ModelOptions = {}): OnnxMod
  * undefined when it imports none.
  */
 export function opsetVersion(model: OnnxModel, domain = ""): number | undefined {
+  expectObject(model, "opsetVersion's model");
+  expectArray(model.opsetImports, "model.opsetImports");
+  if (typeof domain !== "string") throw new TensorcastError("INVALID_ATTRIBUTE", `opsetVersion's domain must be a string, got ${describe(domain)}`);
   const canonical = (d: string): string => (d === "ai.onnx" ? "" : d);
   return model.opsetImports.find((o) => canonical(o.domain) === canonical(domain))?.version;
 }
 
 /** A node's attribute by name, or undefined. */
 export function findAttribute(node: OnnxNode, name: string): OnnxAttribute | undefined {
+  expectObject(node, "findAttribute's node");
+  expectArray(node.attributes, "node.attributes");
+  if (typeof name !== "string") throw new TensorcastError("INVALID_ATTRIBUTE", `findAttribute's name must be a string, got ${describe(name)}`);
   return node.attributes.find((a) => a.name === name);
 }
 

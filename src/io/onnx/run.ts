@@ -3,13 +3,15 @@
  * Cast, CastLike, Reshape, BitCast and Constant. Nodes run in file order, which ONNX requires to be
  * topological; a value used before it is computed is an error, not a silent undefined.
  */
+import { describe as describeValue } from "../../args.js";
 import { TensorcastError } from "../../errors.js";
 import { dtype, type DType } from "../../dtype/table.js";
 import type { RoundMode } from "../../dtype/minifloat.js";
 import { cast, castLike, type CastOptions } from "../../ops/cast.js";
 import { reshape, type ReshapeOptions } from "../../ops/reshape.js";
 import { bitcast } from "../../ops/bitcast.js";
-import type { Tensor } from "../../tensor.js";
+import { expectTensor, type Tensor } from "../../tensor.js";
+import { checkModel } from "./model-check.js";
 import { opsetVersion, type OnnxAttribute, type OnnxModel, type OnnxNode } from "./model.js";
 
 /** An operator the runner knows, given the node, its inputs and the model's default-domain opset. */
@@ -32,6 +34,11 @@ const KERNELS = new Map<string, Kernel>([
  *         graph that uses a value before computing it, and every error of the operators themselves.
  */
 export function runModel(model: OnnxModel, inputs: readonly Tensor[] | Readonly<Record<string, Tensor>>): Tensor[] {
+  checkModel(model);
+  if (typeof inputs !== "object" || inputs === null) {
+    throw new TensorcastError("INVALID_DATA", `runModel's inputs must be an array of Tensors or an object of named Tensors, got ${describeValue(inputs)}`);
+  }
+  for (const [key, t] of Object.entries(inputs)) expectTensor(t, `runModel's input ${describeValue(key)}`);
   const g = model.graph;
   const opset = opsetVersion(model, "");
   if (opset === undefined) throw new TensorcastError("INVALID_DATA", "the model imports no default-domain (ai.onnx) opset");

@@ -12,9 +12,10 @@
  * Segmented and external tensors are refused: neither appears in test vectors, and external data
  * needs file access that a browser-safe module does not have.
  */
+import { expectBytes, expectOptions, isBoolean } from "../../args.js";
 import { TensorcastError } from "../../errors.js";
 import { dtype, type DType, type DTypeLike, type Storage } from "../../dtype/table.js";
-import { storageLength, Tensor, TYPED_ARRAYS } from "../../tensor.js";
+import { expectTensor, storageLength, Tensor, TYPED_ARRAYS } from "../../tensor.js";
 import { WIRE_VARINT, WireReader, decodeUtf8 } from "./wire.js";
 import { TENSOR_FIELD } from "./fields.js";
 import { typedFieldOf } from "./tensor-data.js";
@@ -56,6 +57,8 @@ interface Fields {
  *         UNKNOWN_DTYPE for an unknown data_type; NOT_IMPLEMENTED for external or segmented data.
  */
 export function decodeTensorProto(bytes: Uint8Array, opts: TensorProtoOptions = {}): NamedTensor {
+  expectBytes(bytes, "decodeTensorProto's input");
+  checkTensorProtoOptions(opts, "decodeTensorProto");
   return readTensorProto(new WireReader(bytes, "TensorProto"), opts);
 }
 
@@ -90,6 +93,7 @@ export function readTensorProto(reader: WireReader, opts: TensorProtoOptions = {
  * @throws TensorcastError UNSUPPORTED_TYPE when the widths differ or either type is string.
  */
 export function retag(tensor: Tensor, to: DTypeLike): Tensor {
+  expectTensor(tensor, "retag's input");
   const t = dtype(to);
   const from = tensor.dtype;
   if (t === from) return tensor;
@@ -203,4 +207,11 @@ class ElementSink {
   string(bytes: Uint8Array): void {
     this.strings!.push(decodeUtf8(bytes, `${this.label}: string_data[${this.n++}]`));
   }
+}
+
+/** decodeTensorProto's options (also decodeModel's `tensor` option): retag and copy only. */
+export function checkTensorProtoOptions(opts: unknown, fn: string): void {
+  expectOptions(opts, fn, { retag: (v) => typeof v === "string" || typeof v === "number" || typeof v === "object", copy: isBoolean }, {
+    retag: "a data type", copy: "true or false",
+  });
 }

@@ -1,0 +1,70 @@
+/**
+ * Argument checks for the public functions, made before anything is allocated, so that a wrong
+ * argument from JavaScript (no type checker) is a TensorcastError with a stable code naming what
+ * was given, never a TypeError or RangeError from deep inside. Internal callers, whose arguments
+ * TypeScript has checked, call the unchecked functions directly.
+ */
+import { TensorcastError } from "./errors.js";
+
+/** A short, bounded description of any value, for error messages (never JSON.stringify of input). */
+export function describe(x: unknown): string {
+  if (x === null) return "null";
+  if (x === undefined) return "undefined";
+  if (typeof x === "string") return x.length > 40 ? `a string of ${x.length} characters` : JSON.stringify(x);
+  if (typeof x === "number" || typeof x === "boolean") return String(x);
+  if (typeof x === "bigint") return `${x}n`;
+  if (typeof x === "symbol" || typeof x === "function") return `a ${typeof x}`;
+  if (Array.isArray(x)) return `an Array of ${x.length}`;
+  return `a ${(x as object).constructor?.name ?? "object"}`;
+}
+
+/** `x` must be a non-null object (not an array). */
+export function expectObject(x: unknown, what: string, code: "INVALID_DATA" | "INVALID_ATTRIBUTE" = "INVALID_DATA"): asserts x is Record<string, unknown> {
+  if (typeof x !== "object" || x === null || Array.isArray(x)) {
+    throw new TensorcastError(code, `${what} must be an object, got ${describe(x)}`);
+  }
+}
+
+/**
+ * `opts` must be undefined or an object whose keys are all in `allowed`, each value passing its
+ * check (undefined always passes). Unknown keys are refused, as cast, reshape and bitcast do.
+ */
+export function expectOptions(
+  opts: unknown, fn: string, allowed: Readonly<Record<string, (v: unknown) => boolean>>, expected: Readonly<Record<string, string>> = {},
+): void {
+  if (opts === undefined) return;
+  expectObject(opts, `${fn}'s options`, "INVALID_ATTRIBUTE");
+  for (const key of Object.keys(opts)) {
+    const check = allowed[key];
+    if (!check) {
+      const names = Object.keys(allowed);
+      throw new TensorcastError("INVALID_ATTRIBUTE", `${fn}: unknown option ${describe(key)}; it accepts ${names.length ? names.join(", ") : "no options"}`);
+    }
+    const v = opts[key];
+    if (v !== undefined && !check(v)) {
+      throw new TensorcastError("INVALID_ATTRIBUTE", `${fn}: option ${key} must be ${expected[key] ?? "valid"}, got ${describe(v)}`);
+    }
+  }
+}
+
+export const isString = (v: unknown): boolean => typeof v === "string";
+export const isBoolean = (v: unknown): boolean => typeof v === "boolean";
+
+/** `bytes` must be a Uint8Array (a Node Buffer is one). */
+export function expectBytes(bytes: unknown, what: string): asserts bytes is Uint8Array {
+  if (!(bytes instanceof Uint8Array)) {
+    throw new TensorcastError("INVALID_DATA", `${what} must be a Uint8Array, got ${describe(bytes)}`);
+  }
+}
+
+/** `x` must be an integer in [min, max]. */
+export function expectInteger(x: unknown, what: string, min: number, max: number, code: "INVALID_ATTRIBUTE" | "INVALID_DATA" = "INVALID_ATTRIBUTE"): asserts x is number {
+  if (typeof x !== "number" || !Number.isInteger(x) || x < min || x > max) {
+    throw new TensorcastError(code, `${what} must be an integer in [${min}, ${max}], got ${describe(x)}`);
+  }
+}
+
+/** `x` must be an array; `what` names it. */
+export function expectArray(x: unknown, what: string): asserts x is unknown[] {
+  if (!Array.isArray(x)) throw new TensorcastError("INVALID_DATA", `${what} must be an array, got ${describe(x)}`);
+}
