@@ -9,7 +9,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { copyFile, mkdir, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
@@ -37,11 +37,13 @@ let prepared: Promise<{ dir: string; inNode: Promise<CodecChecks> }> | undefined
 
 function prepare(): Promise<{ dir: string; inNode: Promise<CodecChecks> }> {
   prepared ??= (async () => {
-    const { file } = await bundleCodecChecks();
+    const { code } = await bundleCodecChecks();
     const dir = join(OUTPUT, "codec-page");
     await mkdir(dir, { recursive: true });
-    // .js: the page server gives .mjs no JavaScript MIME type, and a module script needs one.
-    await copyFile(file, join(dir, "codec-checks.js"));
+    // The file both the page and Node load. .js: the page server gives .mjs no JavaScript MIME type,
+    // and a module script needs one (test-output/ is inside this "type": "module" package).
+    const file = join(dir, "codec-checks.js");
+    await writeFile(file, code);
     await writeFile(join(dir, "index.html"),
       `<!doctype html><meta charset="utf-8"><title>codec checks</title>\n<script>${RECORD_PAGE_ERRORS}</script>\n` +
       `<script type="module">import "./codec-checks.js"; document.body.dataset.ready = "true";</script>\n<body></body>\n`);

@@ -43,10 +43,12 @@ const SETTINGS: ExplorerSetting[] = [
 /** The playground, built once for this file's tests. */
 let site: ReturnType<PlaygroundScript["buildPlayground"]> | undefined;
 
-async function buildSite(): ReturnType<PlaygroundScript["buildPlayground"]> {
-  const script = await playgroundScript();
-  await mkdir(OUTPUT, { recursive: true });
-  site ??= script.buildPlayground({ out: join(OUTPUT, "playground-site") });
+function buildSite(): ReturnType<PlaygroundScript["buildPlayground"]> {
+  site ??= (async () => {
+    const script = await playgroundScript();
+    await mkdir(OUTPUT, { recursive: true });
+    return script.buildPlayground({ out: join(OUTPUT, "playground-site") });
+  })();
   return site;
 }
 
