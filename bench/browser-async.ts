@@ -16,7 +16,8 @@ import os from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 import type { DTypeName } from "../src/dtype/table.js";
-import { chromiumMissing, launchOptions, playgroundScript, ROOT } from "../test/browser/support.js";
+import { chromiumLaunchOptions, engineMissing } from "../test/browser/engines.js";
+import { playgroundScript, ROOT } from "../test/browser/support.js";
 import { CONTENDERS, type AsyncBenchOptions, type runAsyncBench } from "./browser-async-page.js";
 
 const PAIRS: [DTypeName, DTypeName][] = [
@@ -43,7 +44,7 @@ function parseArgs(argv: string[]): AsyncBenchOptions & { isolated: boolean } {
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
-  const missing = chromiumMissing();
+  const missing = engineMissing("chromium");
   if (missing) throw new Error(missing);
   const script = await playgroundScript();
   const dir = join(ROOT, "build");
@@ -51,7 +52,7 @@ async function main(): Promise<void> {
   await writeFile(join(dir, pagePath), `<!doctype html><meta charset="utf-8"><title>castAsync bench</title>\n` +
     `<script type="module">import { runAsyncBench } from "./browser-async-page.js"; globalThis.runAsyncBench = runAsyncBench;</script>\n`);
   const { server, url } = await script.servePlayground({ dir, port: 0, isolated: o.isolated });
-  const browser = await chromium.launch(launchOptions({ exposeGc: true }));
+  const browser = await chromium.launch(chromiumLaunchOptions({ exposeGc: true }));
   try {
     const page = await browser.newPage();
     page.on("pageerror", (e) => console.error(`  [page] ${e.message}`));

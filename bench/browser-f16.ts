@@ -19,7 +19,8 @@ import { join } from "node:path";
 import * as esbuild from "esbuild";
 import { chromium } from "playwright-core";
 import type { BenchOptions, BenchResult } from "./browser-f16-page.js";
-import { chromiumMissing, launchOptions, playgroundScript, ROOT } from "../test/browser/support.js";
+import { chromiumLaunchOptions, engineMissing } from "../test/browser/engines.js";
+import { playgroundScript, ROOT } from "../test/browser/support.js";
 
 function parseArgs(argv: string[]): BenchOptions {
   const o = { n: 16 * 1024 * 1024, reps: 7, warmup: 2, only: [] as string[] };
@@ -73,10 +74,10 @@ function table(r: BenchResult): string[] {
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
-  const missing = chromiumMissing();
+  const missing = engineMissing("chromium");
   if (missing) throw new Error(missing);
   const code = await bundle();
-  const browser = await chromium.launch(launchOptions({ exposeGc: true }));
+  const browser = await chromium.launch(chromiumLaunchOptions({ exposeGc: true }));
   try {
     const page = await browser.newPage();
     page.on("console", (m) => console.error(`  [page] ${m.text()}`));

@@ -1,50 +1,18 @@
 /**
- * Node-side helpers of the browser tests: where things are, the playground script's API, the
- * Chromium launch options that work on this project's machines, and the bundle of the exhaustive
- * codec tests that runs in both Node and Chromium.
+ * Node-side helpers of the browser tests: where things are, the playground script's API, and the
+ * bundle of the exhaustive codec tests that runs in Node, in each browser engine, and in Bun and
+ * Deno. Launching the engines is engines.ts's.
  */
-import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import type { Server } from "node:http";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import * as esbuild from "esbuild";
-import type { LaunchOptions } from "playwright-core";
 
 /** The repository root (this file runs from build/test/browser/). */
 export const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 /** Screenshots and bundles the tests write; not committed. */
 export const OUTPUT = join(ROOT, "test-output");
-
-/** Debian's chromium package; CHROMIUM_PATH overrides. */
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-
-/**
- * Headless Debian Chromium as root, on a machine without network: no sandbox (root), and no
- * background connections (refused here, and slow to fail). `exposeGc` gives pages `gc()`, for the
- * benchmarks' collection before each timed run.
- */
-export function launchOptions({ exposeGc = false }: { exposeGc?: boolean } = {}): LaunchOptions {
-  return {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync", ...(exposeGc ? ["--js-flags=--expose-gc"] : []),
-    ],
-  };
-}
-
-/**
- * Why the browser tests cannot run here, or undefined when they can. Under CI (CI=true) a missing
- * Chromium is an error, not a skip: .ci/run installs it, so its absence means the install broke.
- */
-export function chromiumMissing(): string | undefined {
-  if (existsSync(CHROMIUM)) return undefined;
-  const reason = `${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) to run the browser tests; .ci/run does`;
-  if (process.env.CI) throw new Error(`CI=${process.env.CI} and ${reason}`);
-  return reason;
-}
 
 /** What scripts/playground.mjs exports. */
 export interface PlaygroundScript {
@@ -61,7 +29,7 @@ export async function playgroundScript(): Promise<PlaygroundScript> {
   return (await import(pathToFileURL(join(ROOT, "scripts", "playground.mjs")).href)) as PlaygroundScript;
 }
 
-/** The exhaustive codec test files that also run in Chromium, compiled (build/test/...). */
+/** The exhaustive codec test files that also run in the browsers, compiled (build/test/...). */
 export const CODEC_TEST_FILES = [
   "test/dtype/minifloat.test.js", "test/ops/cast-exhaustive.test.js", "test/kernels/native-float16.test.js", "test/kernels/wasm.test.js",
   "test/kernels/fast.test.js",

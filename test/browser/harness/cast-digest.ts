@@ -1,6 +1,6 @@
 /**
- * A fingerprint of the cast kernel's output, computed the same way in Node and in Chromium so the
- * two can be compared bit for bit: every code of every type of 16 bits or fewer cast to float64,
+ * A fingerprint of the cast kernel's output, computed the same way in Node and in each browser so
+ * the two can be compared bit for bit: every code of every type of 16 bits or fewer cast to float64,
  * and every float16 and bfloat16 code cast to every 8-, 6-, 4- and 2-bit type under every
  * saturate / round_mode setting (what test/ops/cast-exhaustive.test.ts checks against its oracle).
  * One FNV-1a hash of the output bytes per conversion, so a difference names the conversion.

@@ -1,7 +1,7 @@
 /**
- * Runs inside Chromium (test/browser/cast-async.test.ts serves it): tensorcast/web's castAsync and
- * castIntoAsync against `cast` in the same page, on Web Workers. Returns what it found rather than
- * throwing, so the Node side can report every difference at once.
+ * Runs inside each browser engine (test/browser/cast-async.test.ts serves it): tensorcast/web's
+ * castAsync and castIntoAsync against `cast` in the same page, on Web Workers. Returns what it found
+ * rather than throwing, so the Node side can report every difference at once.
  */
 import { cast, DTYPES, Tensor, TensorcastError, type CastOptions, type DType } from "../../../src/index.js";
 import {

@@ -1,0 +1,319 @@
+/**
+ * One page in one of the three browser engines, driven the same way whatever the engine, so every
+ * engine-neutral browser test is written once and run in each:
+ *
+ * - chromium: Debian's chromium through playwright-core (as the Chromium-only tests do);
+ * - firefox: Debian's firefox-esr through puppeteer-core over WebDriver BiDi (no extra driver);
+ * - webkit: WebKitGTK (Safari's engine), Debian's WebKitWebDriver spoken to directly over the W3C
+ *   WebDriver HTTP protocol; it opens a real window (MiniBrowser has no headless mode), so it runs
+ *   on an Xvfb display of its own.
+ *
+ * Results cross from the page as JSON (`evaluate` stringifies in the page and parses here), so each
+ * protocol's own serialisation of values (-0, undefined, typed arrays) never matters.
+ */
+import { spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
+import { existsSync } from "node:fs";
+import { createServer } from "node:net";
+import { chromium, type LaunchOptions as PlaywrightLaunchOptions } from "playwright-core";
+import puppeteer from "puppeteer-core";
+
+export type EngineName = "chromium" | "firefox" | "webkit";
+const ALL_ENGINES: readonly EngineName[] = ["chromium", "firefox", "webkit"];
+/**
+ * The engines the browser tests run in: all three, or those TENSORCAST_ENGINES lists
+ * ("firefox,webkit"), to rerun one engine while working on it. Under CI always all three.
+ */
+export const ENGINES: readonly EngineName[] = selectedEngines(process.env.CI ? undefined : process.env.TENSORCAST_ENGINES);
+
+function selectedEngines(list: string | undefined): readonly EngineName[] {
+  if (!list) return ALL_ENGINES;
+  const names = list.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const unknown = names.filter((n) => !(ALL_ENGINES as readonly string[]).includes(n));
+  if (unknown.length > 0) throw new Error(`TENSORCAST_ENGINES=${list}: ${unknown.join(", ")} is not one of ${ALL_ENGINES.join(", ")}`);
+  return ALL_ENGINES.filter((e) => names.includes(e));
+}
+
+/** How test names and messages spell each engine. */
+export const ENGINE_LABEL: Readonly<Record<EngineName, string>> = { chromium: "Chromium", firefox: "Firefox", webkit: "WebKit" };
+
+/** Debian's chromium; CHROMIUM_PATH overrides. */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+/** Debian's firefox-esr; FIREFOX_PATH overrides. */
+export const FIREFOX = process.env.FIREFOX_PATH ?? "/usr/bin/firefox-esr";
+/** Debian's webkit2gtk-driver; WEBKIT_WEBDRIVER_PATH overrides. */
+export const WEBKIT_WEBDRIVER = process.env.WEBKIT_WEBDRIVER_PATH ?? "/usr/bin/WebKitWebDriver";
+/** Debian's xvfb (the display WebKitGTK draws on); XVFB_PATH overrides. */
+export const XVFB = process.env.XVFB_PATH ?? "/usr/bin/Xvfb";
+
+/** What each engine needs on disk, and the Debian package that installs it. */
+const NEEDS: Record<EngineName, [path: string, debianPackage: string][]> = {
+  chromium: [[CHROMIUM, "chromium"]],
+  firefox: [[FIREFOX, "firefox-esr"]],
+  webkit: [[WEBKIT_WEBDRIVER, "webkit2gtk-driver"], [XVFB, "xvfb"]],
+};
+
+/**
+ * Why `engine` cannot run here, or undefined when it can. Under CI (CI set) a missing engine is an
+ * error, not a skip: .ci/run installs all three, so an absent one means the install broke.
+ */
+export function engineMissing(engine: EngineName): string | undefined {
+  const missing = NEEDS[engine].filter(([path]) => !existsSync(path));
+  if (missing.length === 0) return undefined;
+  const reason = `${engine}: ${missing.map(([p]) => p).join(" and ")} missing: install Debian's ` +
+    `${missing.map(([, pkg]) => pkg).join(" and ")} (apt-get install) to run the browser tests in ${engine}; .ci/run does`;
+  if (process.env.CI) throw new Error(`CI=${process.env.CI} and ${reason}`);
+  return reason;
+}
+
+/** A function run in the page: it gets `arg` (JSON) and its result, awaited, must be JSON-able. */
+export type InPage<A, R> = (arg: A) => R | Promise<R>;
+
+export interface EnginePage {
+  readonly engine: EngineName;
+  /** The browser's own name and version, for the log. */
+  readonly version: string;
+  /** Loads `url` in the page, a new document, and returns once its load event fired. */
+  goto(url: string): Promise<void>;
+  /**
+   * Runs `fn` (serialised with toString: it must not close over anything) or a source expression in
+   * the page and resolves to its JSON round-tripped result, awaited if a promise.
+   */
+  evaluate<R, A = undefined>(fn: InPage<A, R> | string, arg?: A): Promise<R>;
+  /**
+   * The page's uncaught errors and unhandled rejections so far, as RECORD_PAGE_ERRORS records them
+   * (goto installs it once the page has loaded; pages the tests write run it first).
+   */
+  errors(): Promise<string[]>;
+  /** Polls `fn` in the page until it returns a truthy value; rejects after `ms`. */
+  waitFor<A = undefined>(fn: InPage<A, unknown> | string, arg?: A, ms?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * A classic script (an expression) that records the page's uncaught errors and unhandled rejections
+ * in globalThis.pageErrors. One mechanism for all three engines: classic WebDriver (WebKit) has no
+ * event for them.
+ */
+export const RECORD_PAGE_ERRORS = `(() => {
+  if (globalThis.pageErrors) return;
+  const errors = globalThis.pageErrors = [];
+  addEventListener("error", (e) => errors.push("page error: " + e.message));
+  addEventListener("unhandledrejection", (e) => errors.push("unhandled rejection: " + (e.reason instanceof Error ? e.reason.message : String(e.reason))));
+})()`;
+
+/** The expression that runs `fn(arg)` in the page and gives `{ v: result }` as a JSON string. */
+function inPageSource(fn: InPage<never, unknown> | string, arg: unknown): string {
+  const call = typeof fn === "string" ? `(${fn})` : `(${fn.toString()})(${JSON.stringify(arg ?? null)})`;
+  return `(async () => JSON.stringify({ v: await ${call} }))()`;
+}
+
+function parseResult<R>(json: unknown): R {
+  if (typeof json !== "string") throw new Error(`the page returned ${typeof json}, not the JSON string evaluate asked for`);
+  return (JSON.parse(json) as { v: R }).v;
+}
+
+/** Turns a page driver's `evaluateSource` into the full EnginePage. */
+function enginePage(engine: EngineName, version: string, d: { goto(url: string): Promise<void>; evaluateSource(src: string): Promise<unknown>; close(): Promise<void> }): EnginePage {
+  const evaluate = async <R, A = undefined>(fn: InPage<A, R> | string, arg?: A): Promise<R> =>
+    parseResult<R>(await d.evaluateSource(inPageSource(fn as InPage<never, unknown>, arg)));
+  return {
+    engine, version, evaluate, close: d.close,
+    async goto(url) {
+      await d.goto(url);
+      await evaluate(RECORD_PAGE_ERRORS);
+    },
+    errors: () => evaluate<string[]>("globalThis.pageErrors"),
+    async waitFor(fn, arg, ms = 60_000) {
+      const end = Date.now() + ms;
+      while (!(await evaluate(fn, arg))) {
+        if (Date.now() > end) throw new Error(`${engine}: still false after ${ms} ms: ${typeof fn === "string" ? fn : fn.toString()}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+  };
+}
+
+/**
+ * Headless Debian Chromium as root, on a machine without network: no sandbox (root), and no
+ * background connections (refused here, and slow to fail). `exposeGc` gives pages `gc()`, for the
+ * benchmarks' collection before each timed run.
+ */
+export function chromiumLaunchOptions({ exposeGc = false }: { exposeGc?: boolean } = {}): PlaywrightLaunchOptions {
+  return {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync", ...(exposeGc ? ["--js-flags=--expose-gc"] : []),
+    ],
+  };
+}
+
+export interface EngineOptions {
+  /** Added to the browser's environment (WebKit: the driver's, which MiniBrowser and its web processes inherit). */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+/** Starts `engine` (see engineMissing first) with one blank page. */
+export async function launch(engine: EngineName, options: EngineOptions = {}): Promise<EnginePage> {
+  const env = { ...process.env, ...options.env };
+  switch (engine) {
+    case "chromium": return launchChromium(env);
+    case "firefox": return launchFirefox(env);
+    case "webkit": return launchWebKit(env);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+async function launchChromium(env: Env): Promise<EnginePage> {
+  const browser = await chromium.launch({ ...chromiumLaunchOptions(), env });
+  try {
+    const page = await browser.newPage();
+    return enginePage("chromium", `Chromium ${browser.version()}`, {
+      goto: async (url) => { await page.goto(url); },
+      evaluateSource: (src) => page.evaluate(src),
+      close: () => browser.close(),
+    });
+  } catch (e) {
+    await browser.close();
+    throw e;
+  }
+}
+
+async function launchFirefox(env: Env): Promise<EnginePage> {
+  // puppeteer writes a fresh profile with its preferences (no first-run pages, updates, telemetry
+  // or other background connections, which this machine would refuse) and deletes it on close.
+  const browser = await puppeteer.launch({
+    browser: "firefox", executablePath: FIREFOX, headless: true, env,
+    // An evaluate (the exhaustive codec checks) can take minutes on a loaded machine; puppeteer's
+    // default protocol timeout (180 s) would cut it.
+    protocolTimeout: 20 * 60_000,
+  });
+  try {
+    const page = await browser.newPage();
+    return enginePage("firefox", `Firefox ${(await browser.version()).replace(/^firefox\//, "")}`, {
+      goto: async (url) => { await page.goto(url, { waitUntil: "load" }); },
+      evaluateSource: (src) => page.evaluate(src),
+      close: () => browser.close(),
+    });
+  } catch (e) {
+    await browser.close();
+    throw e;
+  }
+}
+
+// ---- WebKitGTK over W3C WebDriver --------------------------------------------------------------
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** The Xvfb and WebKitWebDriver processes running; killed if this process exits first (a test timed out). */
+const running = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const p of running) p.kill("SIGKILL");
+});
+
+/** Spawns `command`, kept in `running` until it exits; `gone` settles when it exits or fails to start. */
+function start(command: string, args: string[], options: SpawnOptions): { child: ChildProcess; gone: Promise<string> } {
+  const child = spawn(command, args, options);
+  running.add(child);
+  const gone = new Promise<string>((resolve) => {
+    child.once("exit", (code, signal) => resolve(`exited (${signal ?? code})`));
+    child.once("error", (e) => resolve(`failed to start: ${e.message}`));
+  });
+  void gone.then(() => running.delete(child));
+  return { child, gone };
+}
+
+/** SIGTERM, then SIGKILL if it is still there after 5 s. */
+async function stop(p: { child: ChildProcess; gone: Promise<string> } | undefined): Promise<void> {
+  if (!p) return;
+  p.child.kill("SIGTERM");
+  const timer = setTimeout(() => p.child.kill("SIGKILL"), 5000);
+  await p.gone;
+  clearTimeout(timer);
+}
+
+/**
+ * An Xvfb display of its own: `-displayfd` makes Xvfb pick a free display number and write it,
+ * so parallel runs (or a developer's own X server) never collide, as `xvfb-run -a`'s guess can.
+ */
+async function startXvfb(): Promise<{ xvfb: ReturnType<typeof start>; display: string }> {
+  const xvfb = start(XVFB, ["-displayfd", "3", "-screen", "0", "1280x1024x24", "-nolisten", "tcp"], { stdio: ["ignore", "ignore", "pipe", "pipe"] });
+  let stderr = "";
+  xvfb.child.stderr!.on("data", (b: Buffer) => { stderr = (stderr + b).slice(-2000); });
+  let out = "";
+  const display = await Promise.race([
+    new Promise<string>((resolve) => xvfb.child.stdio[3]!.on("data", (b: Buffer) => {
+      out += b;
+      if (out.includes("\n")) resolve(`:${out.trim()}`);
+    })),
+    xvfb.gone.then((how) => { throw new Error(`Xvfb ${how} before it had a display: ${stderr}`); }),
+  ]);
+  return { xvfb, display };
+}
+
+async function launchWebKit(env: Env): Promise<EnginePage> {
+  let xvfb: ReturnType<typeof start> | undefined;
+  let driver: ReturnType<typeof start> | undefined;
+  let session: string | undefined;
+  let base = "";
+  const request = async (method: string, path: string, body?: unknown): Promise<unknown> => {
+    const r = await fetch(base + path, {
+      method, headers: { "content-type": "application/json; charset=utf-8" }, body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const { value } = (await r.json()) as { value: unknown };
+    if (!r.ok) {
+      const e = value as { error?: string; message?: string };
+      throw new Error(`WebKitWebDriver ${method} ${path.replace(/^\/session\/[^/]+/, "")}: ${e.error}: ${e.message}`);
+    }
+    return value;
+  };
+  const close = async (): Promise<void> => {
+    // Deleting the session closes MiniBrowser; then the driver and the display go.
+    if (session) await request("DELETE", `/session/${session}`).catch(() => undefined);
+    session = undefined;
+    await stop(driver);
+    await stop(xvfb);
+  };
+  try {
+    const x = await startXvfb();
+    xvfb = x.xvfb;
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    let log = "";
+    driver = start(WEBKIT_WEBDRIVER, [`--port=${port}`], { env: { ...env, DISPLAY: x.display }, stdio: ["ignore", "pipe", "pipe"] });
+    for (const s of [driver.child.stdout!, driver.child.stderr!]) s.on("data", (b: Buffer) => { log = (log + b).slice(-2000); });
+    let gone: string | undefined;
+    void driver.gone.then((how) => { gone = how; });
+    for (let ready = false, end = Date.now() + 30_000; !ready;) {
+      if (gone || Date.now() > end) throw new Error(`WebKitWebDriver did not start on port ${port}${gone ? ` (${gone})` : ""}: ${log}`);
+      ready = await request("GET", "/status").then((v) => (v as { ready?: boolean }).ready === true, () => false);
+      if (!ready) await new Promise((r) => setTimeout(r, 100));
+    }
+    // The driver's default browser: MiniBrowser --automation, an ephemeral session (nothing kept on disk).
+    const created = (await request("POST", "/session", { capabilities: { alwaysMatch: {} } })) as { sessionId: string; capabilities: { browserName: string; browserVersion: string } };
+    session = created.sessionId;
+    // Scripts may run for minutes (the exhaustive codec checks); WebDriver's default is 30 s.
+    await request("POST", `/session/${session}/timeouts`, { script: 20 * 60_000, pageLoad: 120_000 });
+    const s = `/session/${session}`;
+    return enginePage("webkit", `WebKitGTK ${created.capabilities.browserVersion} (${created.capabilities.browserName})`, {
+      goto: async (url) => { await request("POST", `${s}/url`, { url }); },
+      // WebDriver's Execute Script awaits a returned promise.
+      evaluateSource: (src) => request("POST", `${s}/execute/sync`, { script: `return ${src};`, args: [] }),
+      close,
+    });
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
