@@ -8,6 +8,7 @@ import { ProgressBar, progressWanted } from "../convert/progress.js";
 import { Interrupted } from "../convert/schedule.js";
 import { EXIT_INTERRUPTED } from "./commands/convert.js";
 import type { OptionSpecs } from "./args.js";
+import { jsonText, writeText, type Text } from "./format.js";
 import type { CliIO } from "./io.js";
 import { EXIT_OK } from "./usage.js";
 
@@ -30,11 +31,11 @@ export interface FileJobHooks {
  */
 export async function runFileCommand<T>(
   io: CliIO, o: { readonly json?: boolean; readonly quiet?: boolean }, label: string,
-  job: (hooks: FileJobHooks) => Promise<T>, render: (report: T) => string,
+  job: (hooks: FileJobHooks) => Promise<T>, render: (report: T) => Text,
 ): Promise<number> {
   const report = await runFileJob(io, o.quiet === true, label, job);
   if (report === undefined) return EXIT_INTERRUPTED;
-  io.stdout.write(o.json ? `${JSON.stringify(report, null, 2)}\n` : render(report));
+  writeText(io.stdout, o.json ? jsonText(report) : render(report));
   return EXIT_OK;
 }
 

@@ -28,8 +28,9 @@ export interface TensorDiff {
   nameB?: string;
   dtypeA: DTypeName;
   dtypeB: DTypeName;
-  shapeA: number[];
-  shapeB: number[];
+  /** The files' own arrays, not copies (a file can list millions of tensors). */
+  shapeA: readonly number[];
+  shapeB: readonly number[];
   /** Why no statistics: shapes differ, or a type without values. */
   problem?: string;
   stats?: DiffStats;
@@ -77,7 +78,7 @@ export async function diffFiles(pathA: string, pathB: string, opts: DiffOptions 
     const work: [FileTensor, FileTensor, DiffStats][] = [];
     for (const [ta, tb] of matched) {
       const row: TensorDiff = {
-        name: ta.name, dtypeA: ta.dtype.name, dtypeB: tb.dtype.name, shapeA: [...ta.shape], shapeB: [...tb.shape],
+        name: ta.name, dtypeA: ta.dtype.name, dtypeB: tb.dtype.name, shapeA: ta.shape, shapeB: tb.shape,
       };
       if (tb.name !== ta.name) row.nameB = tb.name;
       if (!sameShape(ta.shape, tb.shape)) row.problem = "shapes differ";

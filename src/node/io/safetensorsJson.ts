@@ -404,7 +404,10 @@ class HeaderReader<T> {
     const code: ErrorCode = where === "shape" ? "INVALID_SHAPE" : "INVALID_DATA";
     if (c === RBRACKET) throw this.syntax("a trailing comma");
     // A value of another kind is a header of the wrong structure, not a bad dimension.
-    if (c !== MINUS && !isDigit(c)) throw this.inTensor(name, `${where} must be a list of unsigned integers; it has ${this.kindOf(c)}`);
+    if (c !== MINUS && !isDigit(c)) {
+      const kind = this.kindOf(c);
+      throw where === "shape" ? this.inTensor(name, `shape must be a list of unsigned integers; it has ${kind}`) : this.wrongOffsets(name);
+    }
     this.scanNumber();
     if (this.numNegative || this.fracStart >= 0 || this.expStart >= 0) {
       throw this.inTensor(
