@@ -24,6 +24,7 @@
  * JSON.parse tree, and error messages quote at most a bounded prefix of anything the file says.
  */
 import { TensorcastError, type ErrorCode } from "../../index.js";
+import { NameIndex } from "./nameIndex.js";
 
 /** serde_json's recursion limit: its 128th nested array or object is an error. */
 export const MAX_JSON_DEPTH = 127;
@@ -81,47 +82,6 @@ function describe(c: number): string {
 let rawDecoder: InstanceType<typeof TextDecoder> | undefined;
 
 /**
- * Which entry holds each tensor name: open addressing over FNV-1a hashes of the names, in typed
- * arrays (a Map of a million names took four times as long and more memory).
- */
-class NameIndex {
-  private slots = new Int32Array(1024).fill(-1);
-  private hashes = new Int32Array(512);
-
-  /** The entry named `name` among names[0, count), or -1 after recording that entry `count` has it. */
-  findOrAdd(name: string, names: readonly string[], count: number): number {
-    let h = 0x811c9dc5;
-    for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193);
-    if (2 * (count + 1) > this.slots.length) this.grow(count);
-    const mask = this.slots.length - 1;
-    let q = h & mask;
-    for (let j = this.slots[q]; j >= 0; j = this.slots[q]) {
-      if (this.hashes[j] === h && names[j] === name) return j;
-      q = (q + 1) & mask;
-    }
-    if (count >= this.hashes.length) {
-      const more = new Int32Array(2 * this.hashes.length);
-      more.set(this.hashes);
-      this.hashes = more;
-    }
-    this.hashes[count] = h;
-    this.slots[q] = count;
-    return -1;
-  }
-
-  private grow(count: number): void {
-    const slots = new Int32Array(2 * this.slots.length).fill(-1);
-    const mask = slots.length - 1;
-    for (let j = 0; j < count; j++) {
-      let q = this.hashes[j] & mask;
-      while (slots[q] >= 0) q = (q + 1) & mask;
-      slots[q] = j;
-    }
-    this.slots = slots;
-  }
-}
-
-/**
  * Reads the JSON of a header whose bytes are `bytes` (padding included), naming `file` in errors.
  * `dtypes` maps each dtype name safetensors defines to the caller's type.
  * @throws TensorcastError INVALID_DATA (bad UTF-8 or JSON, a value of the wrong kind), UNKNOWN_DTYPE,
@@ -173,7 +133,7 @@ class HeaderReader<T> {
     const shapes: number[][] = [];
     const begins: number[] = [];
     const ends: number[] = [];
-    const index = new NameIndex();
+    const index = new NameIndex(names);
     let metadata: Record<string, string> | undefined;
     let sawMetadata = false;
     c = this.ws();
@@ -187,9 +147,9 @@ class HeaderReader<T> {
           metadata = this.metadata();
         } else {
           this.tensor(name);
-          const at = index.findOrAdd(name, names, names.length);
+          const at = index.find(name);
           if (at < 0) {
-            names.push(name);
+            index.add(name);
             dtypes.push(this.dtype!);
             shapes.push(this.shape!);
             begins.push(this.begin);
