@@ -8,9 +8,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { dtype } from "../../src/index.js";
+import { dtype, TensorcastError } from "../../src/index.js";
 import { convertFile, exampleCheckpoint, exampleTensors, openTensorFile } from "../../src/node/index.js";
-import { MAX_HEADER_LENGTH, SAFETENSORS_DTYPES } from "../../src/node/io/safetensors.js";
+import { encodeSafetensorsHeader, MAX_HEADER_LENGTH, parseSafetensorsHeader, SAFETENSORS_DTYPES } from "../../src/node/io/safetensors.js";
 import { rawByteLength } from "../../src/node/io/tensors.js";
 import { FIXTURES, randomBytes, rawSafetensors, rejectsCode, safetensorsBytes, scratch } from "./helpers.js";
 
@@ -265,4 +265,14 @@ test("what the Rust reader also accepts is read: leading whitespace, ignored fie
   await refused("raw-control", rawSafetensors(`{"a\u0001":${F32_1}}`, new Uint8Array(4)), "INVALID_DATA", /a raw control character \(U\+0001\) in a string/);
   await refused("float-overflow", rawSafetensors(`{"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0],"x":1.7976931348623158e308}}`), "INVALID_DATA",
     /the number 1\.7976931348623158e308 is out of range \(serde_json refuses a float that overflows\)/);
+});
+
+test("the writer refuses what its reader would: a name or metadata with an unpaired surrogate", () => {
+  const t = { name: "a\ud800", dtype: dtype("float32"), shape: [1], size: 1, byteLength: 4 };
+  assert.throws(() => encodeSafetensorsHeader([t], undefined, "out"), (e: unknown) =>
+    e instanceof TensorcastError && e.code === "INVALID_DATA" && /out: tensor "a\\ud800": has an unpaired UTF-16 surrogate/.test(e.message));
+  assert.throws(() => encodeSafetensorsHeader([{ ...t, name: "a" }], { k: "\udc00" }, "out"), /__metadata__ "k" has an unpaired UTF-16 surrogate/);
+  // A pair is a character like any other.
+  const bytes = encodeSafetensorsHeader([{ ...t, name: "😀" }], { k: "😀" });
+  assert.equal(parseSafetensorsHeader(bytes.subarray(8), bytes.length + 4, "x").tensors[0].name, "😀");
 });

@@ -21,6 +21,7 @@
  * This file is pure (no Node built-ins): it parses and builds headers; reader.ts does the I/O.
  */
 import { dtype, TensorcastError, type DType } from "../../index.js";
+import { NameIndex } from "./nameIndex.js";
 import { quoteBounded, readHeaderJson } from "./safetensorsJson.js";
 import { rawByteLength, type TensorInfo } from "./tensors.js";
 
@@ -200,6 +201,8 @@ function checkTensor(name: string, t: DType, shape: readonly number[], begin: nu
 
 /** A surrogate code unit not part of a pair (a pair matches as one astral code point). */
 const LONE_SURROGATE = /\p{Cs}/u;
+/** Any surrogate code unit: the quick test before LONE_SURROGATE's. */
+const SURROGATE = /[\ud800-\udfff]/;
 
 /**
  * The first 8 + N bytes of a safetensors file holding `tensors` in this order (offsets are
@@ -221,7 +224,7 @@ export function encodeSafetensorsHeader(
     }
   }
   if (metadata !== undefined) parts.push(`"__metadata__":${JSON.stringify(metadata)}`);
-  const names = new Set<string>();
+  const names = new NameIndex();
   let offset = 0;
   for (const t of tensors) {
     const code = safetensorsCode(t.dtype);
@@ -229,13 +232,14 @@ export function encodeSafetensorsHeader(
       throw bad(file, `safetensors has no dtype for ${t.dtype.name}; it stores ${Object.values(SAFETENSORS_DTYPES).join(", ")}`, t.name, "UNSUPPORTED_TYPE");
     }
     if (t.name === "__metadata__") throw bad(file, "the name __metadata__ is reserved by the format", t.name);
-    if (LONE_SURROGATE.test(t.name)) throw bad(file, "has an unpaired UTF-16 surrogate, which safetensors readers refuse", t.name);
-    if (names.has(t.name)) throw bad(file, "appears twice; safetensors names must be unique", t.name);
+    if (SURROGATE.test(t.name) && LONE_SURROGATE.test(t.name)) throw bad(file, "has an unpaired UTF-16 surrogate, which safetensors readers refuse", t.name);
+    if (names.find(t.name) >= 0) throw bad(file, "appears twice; safetensors names must be unique", t.name);
     names.add(t.name);
     if (t.dtype.packed && (t.size * t.dtype.bits) % 8 !== 0) {
       throw bad(file, `${t.size} elements of ${code} do not fill whole bytes, which safetensors requires`, t.name, "SHAPE_MISMATCH");
     }
-    parts.push(`${JSON.stringify(t.name)}:${JSON.stringify({ dtype: code, shape: t.shape, data_offsets: [offset, offset + t.byteLength] })}`);
+    // What JSON.stringify({ dtype, shape, data_offsets }) writes, without an object per tensor.
+    parts.push(`${JSON.stringify(t.name)}:{"dtype":"${code}","shape":[${t.shape.join(",")}],"data_offsets":[${offset},${offset + t.byteLength}]}`);
     offset += t.byteLength;
   }
   const json = new TextEncoder().encode(`{${parts.join(",")}}`);
