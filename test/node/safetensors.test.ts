@@ -255,6 +255,12 @@ test("what the Rust reader also accepts is read: leading whitespace, ignored fie
     ` \t\r\n{"__metadata__":null,"a":["F32",[1],[0,4]],"b":{"x":[1,{"y":null}],"dtype":{"U8":null},"shape":[4],"data_offsets":[4,8],"z":"\\u00e9"}} \n`, data,
   ));
   assert.deepEqual(odd, { tensors: [["a", "float32", [1]], ["b", "uint8", [4]]], metadata: undefined });
+  // A file without an extension is still recognised by its first bytes.
+  const bare = join(dir, "leading-space-no-extension");
+  writeFileSync(bare, rawSafetensors(`  {"a":${F32_1}}`, new Uint8Array(4)));
+  const sniffed = await openTensorFile(bare);
+  assert.equal(sniffed.format, "safetensors");
+  await sniffed.close();
   // ... and what it refuses around them.
   await refused("list-of-4", rawSafetensors('{"a":["F32",[1],[0,4],1]}', new Uint8Array(4)), "INVALID_DATA",
     /a tensor written as a list has exactly 3 items: \[dtype, shape, data_offsets\]/);

@@ -67,7 +67,10 @@ export async function openTensorFile(path: string, opts: OpenOptions = {}): Prom
 async function sniff(file: RandomAccessFile): Promise<FileFormat> {
   const first = await file.read(0, Math.min(16, file.size));
   if (isNpy(first)) return "npy";
-  if (first.length >= 9 && first[8] === 0x7b /* { */ && first[6] === 0 && first[7] === 0) return "safetensors";
+  // A safetensors length (its top bytes 0: at most 100 MB), then "{" after any JSON whitespace.
+  let at = 8;
+  while (at < first.length && (first[at] === 0x20 || first[at] === 0x09 || first[at] === 0x0a || first[at] === 0x0d)) at++;
+  if (first[at] === 0x7b /* { */ && first[6] === 0 && first[7] === 0) return "safetensors";
   throw fileError(
     "INVALID_DATA", file.path,
     "is neither safetensors nor .npy by its first bytes, and its name does not end in .safetensors, .npy, .onnx or .pb; " +
