@@ -10,12 +10,13 @@
  *   60 bytes a tensor (the issue's 59 MB header);
  * - "list": the shortest form the Rust reader accepts, `"t0000000":["F32",[0],[0,0]]`, 27 bytes a
  *   tensor, so the most tensors per byte of header.
- * Each command runs as its own process under /usr/bin/time -v (wall time, peak resident memory of
- * the whole process), with its output sent to /dev/null.
+ * Each command runs as its own process under /usr/bin/time -v (wall time, CPU time, peak resident
+ * memory of the whole process), with its output sent to /dev/null. On a shared machine the CPU time
+ * says more than the wall time.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -39,7 +40,7 @@ function write(name: string, entry: (name: string) => string): string {
   return path;
 }
 
-function timed(argv: string[]): { seconds: number; peakMiB: number } {
+function timed(argv: string[]): { seconds: number; cpu: number; peakMiB: number } {
   const log = join(dir, "time.txt");
   try {
     // stdout "ignore" is /dev/null: the report is made and written, then thrown away.
@@ -50,8 +51,14 @@ function timed(argv: string[]): { seconds: number; peakMiB: number } {
   const report = readFileSync(log, "utf8");
   const wall = /Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)/.exec(report);
   const rss = /Maximum resident set size \(kbytes\): (\d+)/.exec(report);
-  if (!wall || !rss) throw new Error(`no /usr/bin/time report for ${argv.join(" ")}:\n${report}`);
-  return { seconds: Number(wall[1] ?? 0) * 3600 + Number(wall[2]) * 60 + Number(wall[3]), peakMiB: Number(rss[1]) / 1024 };
+  const user = /User time \(seconds\): ([\d.]+)/.exec(report);
+  const system = /System time \(seconds\): ([\d.]+)/.exec(report);
+  if (!wall || !rss || !user || !system) throw new Error(`no /usr/bin/time report for ${argv.join(" ")}:\n${report}`);
+  return {
+    seconds: Number(wall[1] ?? 0) * 3600 + Number(wall[2]) * 60 + Number(wall[3]),
+    cpu: Number(user[1]) + Number(system[1]),
+    peakMiB: Number(rss[1]) / 1024,
+  };
 }
 
 try {
@@ -70,12 +77,13 @@ try {
       ["convert --to bfloat16", ["convert", path, "--to", "bfloat16", "-o", out, "--force"]],
     ] as const) {
       const t = timed([...argv]);
-      rows.push([`${form} (${mb} MB)`, what, `${t.seconds.toFixed(1)} s`, `${t.peakMiB.toFixed(0)} MiB`]);
+      rows.push([`${form} (${mb} MB)`, what, `${t.seconds.toFixed(1)} s`, `${t.cpu.toFixed(1)} s`, `${t.peakMiB.toFixed(0)} MiB`]);
       console.error(rows.at(-1)!.join("  "));
     }
   }
   console.log(`\n${count} empty tensors per file\n`);
-  console.log("| header | command | wall time | peak RSS |\n| --- | --- | --- | --- |");
+  console.log(`load average at the end: ${loadavg().map((l) => l.toFixed(1)).join(" ")} (${cpus().length} cores)`);
+  console.log("| header | command | wall time | CPU time (user + system) | peak RSS |\n| --- | --- | --- | --- | --- |");
   for (const r of rows) console.log(`| ${r.join(" | ")} |`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
