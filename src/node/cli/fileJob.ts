@@ -7,6 +7,7 @@
 import { ProgressBar, progressWanted } from "../convert/progress.js";
 import { Interrupted } from "../convert/schedule.js";
 import type { OptionSpecs } from "./args.js";
+import { jsonText, writeText, type Text } from "./format.js";
 import type { CliIO } from "./io.js";
 import { exitCodeOf, listenForStop, type StopSignal } from "./signals.js";
 import { EXIT_OK } from "./usage.js";
@@ -30,12 +31,11 @@ export interface FileJobHooks {
  */
 export async function runFileCommand<T>(
   io: CliIO, o: { readonly json?: boolean; readonly quiet?: boolean }, label: string,
-  job: (hooks: FileJobHooks) => Promise<T>, render: (report: T) => string,
+  job: (hooks: FileJobHooks) => Promise<T>, render: (report: T) => Text,
 ): Promise<number> {
   const result = await runFileJob(io, o.quiet === true, label, job);
   if ("stopped" in result) return exitCodeOf(result.stopped);
-  const { report } = result;
-  io.stdout.write(o.json ? `${JSON.stringify(report, null, 2)}\n` : render(report));
+  writeText(io.stdout, o.json ? jsonText(result.report) : render(result.report));
   return EXIT_OK;
 }
 

@@ -6,6 +6,7 @@
 import { availableParallelism } from "node:os";
 import type { DTypeName } from "../../index.js";
 import type { NpyOptions } from "../io/npy.js";
+import { NameIndex } from "../io/nameIndex.js";
 import { openTensorFile } from "../io/reader.js";
 import type { FileFormat, FileTensor, TensorFile } from "../io/tensors.js";
 import { emptyDiffStats, hasValues, mergeDiffStats, type DiffStats } from "./kernel.js";
@@ -28,8 +29,9 @@ export interface TensorDiff {
   nameB?: string;
   dtypeA: DTypeName;
   dtypeB: DTypeName;
-  shapeA: number[];
-  shapeB: number[];
+  /** The files' own arrays, not copies (a file can list millions of tensors). */
+  shapeA: readonly number[];
+  shapeB: readonly number[];
   /** Why no statistics: shapes differ, or a type without values. */
   problem?: string;
   stats?: DiffStats;
@@ -53,16 +55,23 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
 
 function pairs(a: TensorFile, b: TensorFile): { matched: [FileTensor, FileTensor][]; onlyA: string[]; onlyB: string[] } {
   if (a.tensors.length === 1 && b.tensors.length === 1) return { matched: [[a.tensors[0], b.tensors[0]]], onlyA: [], onlyB: [] };
-  const byName = new Map(b.tensors.map((t) => [t.name, t]));
+  // A file can list millions of tensors: B's names in a NameIndex, not a Map, and no set of A's.
+  const names = new NameIndex(b.tensors.map((t) => t.name));
+  // Where a name repeats in B (ONNX allows it), its last tensor is the one compared.
+  const last = new Int32Array(names.names.length);
+  b.tensors.forEach((t, i) => (last[names.find(t.name)] = i));
+  const inA = new Uint8Array(names.names.length);
   const matched: [FileTensor, FileTensor][] = [];
   const onlyA: string[] = [];
   for (const t of a.tensors) {
-    const u = byName.get(t.name);
-    if (u) matched.push([t, u]);
-    else onlyA.push(t.name);
+    const j = names.find(t.name);
+    if (j < 0) onlyA.push(t.name);
+    else {
+      matched.push([t, b.tensors[last[j]]]);
+      inA[j] = 1;
+    }
   }
-  const inA = new Set(a.tensors.map((t) => t.name));
-  return { matched, onlyA, onlyB: b.tensors.filter((t) => !inA.has(t.name)).map((t) => t.name) };
+  return { matched, onlyA, onlyB: b.tensors.filter((t) => inA[names.find(t.name)] === 0).map((t) => t.name) };
 }
 
 /** Compares the tensors of `pathA` and `pathB`. */
@@ -77,14 +86,14 @@ export async function diffFiles(pathA: string, pathB: string, opts: DiffOptions 
     const work: [FileTensor, FileTensor, DiffStats][] = [];
     for (const [ta, tb] of matched) {
       const row: TensorDiff = {
-        name: ta.name, dtypeA: ta.dtype.name, dtypeB: tb.dtype.name, shapeA: [...ta.shape], shapeB: [...tb.shape],
+        name: ta.name, dtypeA: ta.dtype.name, dtypeB: tb.dtype.name, shapeA: ta.shape, shapeB: tb.shape,
       };
       if (tb.name !== ta.name) row.nameB = tb.name;
       if (!sameShape(ta.shape, tb.shape)) row.problem = "shapes differ";
       else if (!hasValues(ta.dtype) || !hasValues(tb.dtype)) row.problem = `${hasValues(ta.dtype) ? tb.dtype.name : ta.dtype.name} has no values to compare`;
       else {
         row.stats = emptyDiffStats();
-        work.push([ta, tb, row.stats]);
+        if (ta.size > 0) work.push([ta, tb, row.stats]);
       }
       rows.push(row);
     }

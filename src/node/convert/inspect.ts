@@ -25,7 +25,8 @@ export interface InspectOptions {
 export interface TensorSummary {
   name: string;
   dtype: DTypeName;
-  shape: number[];
+  /** The file's own array, not a copy (a file can list millions of tensors). */
+  shape: readonly number[];
   elements: number;
   bytes: number;
   /** Absent when statistics were not asked for or the type has none (string, complex). */
@@ -42,31 +43,45 @@ export interface InspectReport {
 
 const THREADS_FROM = 8 * 1024 * 1024;
 
+/** The statistics of a tensor without elements. */
+const NO_VALUES: Readonly<ValueStats> = emptyValueStats();
+
 /** Lists `path`'s tensors and, by default, their value statistics. */
 export async function inspectFile(path: string, opts: InspectOptions = {}): Promise<InspectReport> {
   const file = await openTensorFile(path, { format: opts.format, npy: opts.npy });
   let pool: TaskPool | undefined;
   try {
     const wanted = opts.stats ?? true;
-    const measured = wanted ? file.tensors.filter((t) => hasValues(t.dtype)) : [];
-    const stats = new Map<FileTensor, ValueStats>(measured.map((t) => [t, emptyValueStats()]));
+    // By tensor index, and only for tensors with elements: a header can list millions of empty ones.
+    const stats = new Array<ValueStats | undefined>(file.tensors.length).fill(undefined);
+    const measured: number[] = [];
+    for (let i = 0; i < file.tensors.length; i++) {
+      const t = file.tensors[i];
+      if (wanted && hasValues(t.dtype) && t.size > 0) {
+        stats[i] = emptyValueStats();
+        measured.push(i);
+      }
+    }
     if (measured.length > 0) {
-      const total = measured.reduce((n, t) => n + t.byteLength, 0);
+      const total = measured.reduce((n, i) => n + file.tensors[i].byteLength, 0);
       const jobs = opts.jobs ?? (total >= THREADS_FROM ? Math.min(2, availableParallelism()) : 0);
       pool = new TaskPool(jobs);
       const chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES;
       let done = 0;
-      const items = function* (): Generator<[FileTensor, Chunk]> {
-        for (const t of measured) for (const c of chunksOf(t.size, chunkElements(t.dtype, chunkBytes))) yield [t, c];
+      const items = function* (): Generator<[FileTensor, ValueStats, Chunk]> {
+        for (const i of measured) {
+          const t = file.tensors[i];
+          for (const c of chunksOf(t.size, chunkElements(t.dtype, chunkBytes))) yield [t, stats[i]!, c];
+        }
       };
       const active = pool;
-      await runBounded(items(), Math.max(2, 2 * jobs), async ([t, c]) => {
+      await runBounded(items(), Math.max(2, 2 * jobs), async ([t, s, c]) => {
         try {
           const raw = await t.read(c.start, c.count);
           const n = raw.length;
           const r = await active.run({ op: "values", raw, dtype: t.dtype.name, count: c.count });
           if (r.op !== "values") throw new Error("internal: wrong task result");
-          mergeValueStats(stats.get(t)!, r.stats);
+          mergeValueStats(s, r.stats);
           done += n;
           opts.onProgress?.(done, total);
         } catch (e) {
@@ -77,16 +92,24 @@ export async function inspectFile(path: string, opts: InspectOptions = {}): Prom
     return {
       file: path, format: file.format, size: file.size,
       metadata: file.metadata ? { ...file.metadata } : undefined,
-      tensors: file.tensors.map((t) => {
-        const s = stats.get(t);
-        return {
-          name: t.name, dtype: t.dtype.name, shape: [...t.shape], elements: t.size, bytes: t.byteLength,
-          stats: s ? { ...s, mean: s.finite > 0 ? s.sum / s.finite : null } : undefined,
-        };
-      }),
+      tensors: file.tensors.map((t, i) => ({
+        name: t.name, dtype: t.dtype.name, shape: t.shape, elements: t.size, bytes: t.byteLength,
+        stats: wanted && hasValues(t.dtype) ? withMean(stats[i] ?? NO_VALUES) : undefined,
+      })),
     };
   } finally {
     if (pool) await pool.close();
     await file.close();
   }
+}
+
+/**
+ * `s` and its mean, spelled out: an object spread ({ ...s, mean }) made a slow-mode object three
+ * times the size, which a million tensors notice.
+ */
+function withMean(s: Readonly<ValueStats>): ValueStats & { mean: number | null } {
+  return {
+    count: s.count, min: s.min, max: s.max, sum: s.sum, finite: s.finite, nan: s.nan, inf: s.inf,
+    mean: s.finite > 0 ? s.sum / s.finite : null,
+  };
 }

@@ -7,7 +7,8 @@ import { extname } from "node:path";
 import { fileError, RandomAccessFile } from "./file.js";
 import { isNpy, npyPrefix, npyToRaw, parseNpyHeader, type NpyOptions } from "./npy.js";
 import { onnxFileTensor, scanModelFile, scanTensorProtoFile, type ScannedModel } from "./onnx.js";
-import { parseSafetensorsHeader, readHeaderLength } from "./safetensors.js";
+import type { DType } from "../../index.js";
+import { readHeaderLength, readSafetensorsHeader, type SafetensorsTensor } from "./safetensors.js";
 import { FILE_FORMATS, rawByteLength, type FileFormat, type FileTensor, type TensorFile } from "./tensors.js";
 
 export interface OpenOptions {
@@ -66,7 +67,10 @@ export async function openTensorFile(path: string, opts: OpenOptions = {}): Prom
 async function sniff(file: RandomAccessFile): Promise<FileFormat> {
   const first = await file.read(0, Math.min(16, file.size));
   if (isNpy(first)) return "npy";
-  if (first.length >= 9 && first[8] === 0x7b /* { */ && first[6] === 0 && first[7] === 0) return "safetensors";
+  // A safetensors length (its top bytes 0: at most 100 MB), then "{" after any JSON whitespace.
+  let at = 8;
+  while (at < first.length && (first[at] === 0x20 || first[at] === 0x09 || first[at] === 0x0a || first[at] === 0x0d)) at++;
+  if (first[at] === 0x7b /* { */ && first[6] === 0 && first[7] === 0) return "safetensors";
   throw fileError(
     "INVALID_DATA", file.path,
     "is neither safetensors nor .npy by its first bytes, and its name does not end in .safetensors, .npy, .onnx or .pb; " +
@@ -78,18 +82,41 @@ function tensorFile(file: RandomAccessFile, format: FileFormat, tensors: FileTen
   return { path: file.path, format, size: file.size, tensors, metadata, close: () => file.close() };
 }
 
+/**
+ * A tensor of an open safetensors file. A class, so that `read` lives on the prototype: a header
+ * can list millions of tensors, and a closure each would double what they take.
+ */
+class SafetensorsFileTensor implements FileTensor {
+  readonly name: string;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly size: number;
+  readonly byteLength: number;
+  readonly #file: RandomAccessFile;
+  /** Where its bytes start in the file. */
+  readonly #at: number;
+
+  constructor(t: SafetensorsTensor, file: RandomAccessFile, dataStart: number) {
+    this.name = t.name;
+    this.dtype = t.dtype;
+    this.shape = t.shape;
+    this.size = t.size;
+    this.byteLength = t.byteLength;
+    this.#file = file;
+    this.#at = dataStart + t.begin;
+  }
+
+  read(start: number, count: number): Promise<Uint8Array> {
+    const from = rawByteLength(this.dtype, start);
+    const to = rawByteLength(this.dtype, start + count);
+    return this.#file.read(this.#at + from, to - from);
+  }
+}
+
 async function openSafetensors(file: RandomAccessFile): Promise<TensorFile> {
   const n = readHeaderLength(await file.read(0, Math.min(8, file.size)), file.size, file.path);
-  const header = parseSafetensorsHeader(await file.read(8, n), file.size, file.path);
-  const tensors = header.tensors.map((t): FileTensor => ({
-    name: t.name, dtype: t.dtype, shape: t.shape, size: t.size, byteLength: t.byteLength,
-    read(start: number, count: number): Promise<Uint8Array> {
-      const from = rawByteLength(t.dtype, start);
-      const to = rawByteLength(t.dtype, start + count);
-      return file.read(header.dataStart + t.begin + from, to - from);
-    },
-  }));
-  return tensorFile(file, "safetensors", tensors, header.metadata);
+  const header = readSafetensorsHeader(await file.read(8, n), file.size, file.path, (t) => new SafetensorsFileTensor(t, file, 8 + n));
+  return tensorFile(file, "safetensors", header.tensors, header.metadata);
 }
 
 async function openNpy(file: RandomAccessFile, opts: NpyOptions): Promise<TensorFile> {

@@ -2,12 +2,15 @@
  * The safetensors format (huggingface/safetensors, safetensors/src/tensor.rs):
  *
  *   8 bytes   N, the header length, a little-endian u64
- *   N bytes   a UTF-8 JSON object, starting with "{", possibly padded with trailing spaces:
+ *   N bytes   a UTF-8 JSON object, starting with "{" (the Rust reader also takes leading spaces), possibly
+ *             padded with trailing spaces:
  *             { "__metadata__": { "key": "value", ... },          (optional, strings only)
  *               "name": { "dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end] }, ... }
  *   the rest  the data buffer; each tensor's bytes are [begin, end) of it, little-endian, row-major
  *
- * Validation follows the Rust reader: N at most 100 MB (it caps the header there), the offsets
+ * Validation follows the Rust reader: N at most 100 MB (it caps the header there), the JSON read as
+ * serde_json reads it into the Rust reader's types (safetensorsJson.ts), the element count folded
+ * in u64 without overflow, the offsets
  * sorted by begin tile the buffer exactly (the first begins at 0, each begins where the previous
  * ends, the last ends at the end of the file: no gap, no overlap, nothing outside), and each
  * tensor's length equals its element count times its dtype's size. The packed F4 / F6 types must
@@ -18,8 +21,9 @@
  * This file is pure (no Node built-ins): it parses and builds headers; reader.ts does the I/O.
  */
 import { dtype, TensorcastError, type DType } from "../../index.js";
-import { decodeUtf8 } from "../../io/onnx/wire.js";
-import { checkedSize, rawByteLength, type TensorInfo } from "./tensors.js";
+import { NameIndex } from "./nameIndex.js";
+import { quoteBounded, readHeaderJson } from "./safetensorsJson.js";
+import { rawByteLength, type TensorInfo } from "./tensors.js";
 
 /** The Rust reader's cap on N (MAX_HEADER_SIZE). */
 export const MAX_HEADER_LENGTH = 100_000_000;
@@ -59,7 +63,7 @@ export interface SafetensorsHeader {
 }
 
 function bad(file: string, message: string, tensor?: string, code: "INVALID_DATA" | "SHAPE_MISMATCH" | "INVALID_SHAPE" | "UNKNOWN_DTYPE" | "UNSUPPORTED_TYPE" = "INVALID_DATA"): TensorcastError {
-  return new TensorcastError(code, `${file}: ${tensor === undefined ? "" : `tensor ${JSON.stringify(tensor)}: `}${message}`);
+  return new TensorcastError(code, `${file}: ${tensor === undefined ? "" : `tensor ${quoteBounded(tensor)}: `}${message}`);
 }
 
 /**
@@ -85,111 +89,120 @@ export function readHeaderLength(first: Uint8Array, fileSize: number, file: stri
 }
 
 /**
- * Parses and validates the N header bytes of a file of `fileSize` bytes.
+ * Parses and validates the N header bytes of a file of `fileSize` bytes: accepted exactly when the
+ * Rust reader accepts them (safetensorsJson.ts reads the JSON as serde_json does), except a
+ * dimension above 2^53 - 1, which no JS number holds.
  * @throws TensorcastError INVALID_DATA (malformed JSON or UTF-8, bad offsets), UNKNOWN_DTYPE,
  *         INVALID_SHAPE or SHAPE_MISMATCH, each naming the file and the tensor.
  */
 export function parseSafetensorsHeader(headerBytes: Uint8Array, fileSize: number, file: string): SafetensorsHeader {
-  const headerLength = headerBytes.length;
-  const text = decodeUtf8(headerBytes, `${file}: the header`);
-  if (!text.startsWith("{")) throw bad(file, `the header must start with "{"; it starts with ${JSON.stringify(text.slice(0, 16))}`);
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (e) {
-    throw bad(file, `the header is not valid JSON: ${(e as Error).message}`);
-  }
-  if (typeof json !== "object" || json === null || Array.isArray(json)) throw bad(file, "the header is not a JSON object");
+  return readSafetensorsHeader(headerBytes, fileSize, file, (t) => t);
+}
 
-  let metadata: Record<string, string> | undefined;
-  const tensors: SafetensorsTensor[] = [];
-  for (const [name, value] of Object.entries(json as Record<string, unknown>)) {
-    if (name === "__metadata__") {
-      metadata = checkMetadata(value, file);
-      continue;
-    }
-    tensors.push(checkTensor(name, value, file));
-  }
-  tensors.sort((a, b) => a.begin - b.begin || a.end - b.end);
+/**
+ * parseSafetensorsHeader, with each tensor's record handed to `make` as it is made and only what
+ * `make` returns kept (reader.ts makes its file tensors so: a header can list millions).
+ */
+export function readSafetensorsHeader<R>(
+  headerBytes: Uint8Array, fileSize: number, file: string, make: (t: SafetensorsTensor) => R,
+): Omit<SafetensorsHeader, "tensors"> & { tensors: R[] } {
+  const headerLength = headerBytes.length;
+  const { metadata, names, dtypes, shapes, begins, ends } = readHeaderJson(headerBytes, file, DTYPES);
+  const sizes = new Float64Array(names.length);
+  for (let i = 0; i < names.length; i++) sizes[i] = checkTensor(names[i], dtypes[i], shapes[i], begins[i], ends[i], file);
+
+  // The Rust reader sorts by (begin, end); the index breaks ties, so tensors at the same offsets
+  // (empty ones) keep the header's order.
+  const order = Uint32Array.from(names, (_, i) => i);
+  let sorted = true;
+  for (let i = 1; i < names.length && sorted; i++) sorted = begins[i - 1] < begins[i] || (begins[i - 1] === begins[i] && ends[i - 1] <= ends[i]);
+  if (!sorted) order.sort((a, b) => begins[a] - begins[b] || ends[a] - ends[b] || a - b);
 
   const dataLength = fileSize - 8 - headerLength;
   let at = 0;
-  for (const t of tensors) {
-    if (t.begin < at) {
-      const previous = tensors[tensors.indexOf(t) - 1];
-      throw bad(file, `data_offsets [${t.begin}, ${t.end}] overlap tensor ${JSON.stringify(previous.name)} at [${previous.begin}, ${previous.end}]`, t.name);
+  for (let k = 0; k < order.length; k++) {
+    const i = order[k];
+    const range = `data_offsets [${begins[i]}, ${ends[i]}]`;
+    if (begins[i] < at) {
+      const p = order[k - 1];
+      throw bad(file, `${range} overlap tensor ${quoteBounded(names[p])} at [${begins[p]}, ${ends[p]}]`, names[i]);
     }
-    if (t.begin > at) {
-      throw bad(file, `data_offsets [${t.begin}, ${t.end}] leave a gap: bytes [${at}, ${t.begin}) of the data belong to no tensor`, t.name);
+    if (begins[i] > at) throw bad(file, `${range} leave a gap: bytes [${at}, ${begins[i]}) of the data belong to no tensor`, names[i]);
+    if (ends[i] > dataLength) {
+      throw bad(file, `${range} reach past the end of the data (${dataLength} bytes): the file is truncated or the header is wrong`, names[i]);
     }
-    if (t.end > dataLength) {
-      throw bad(file, `data_offsets [${t.begin}, ${t.end}] reach past the end of the data (${dataLength} bytes): the file is truncated or the header is wrong`, t.name);
-    }
-    at = t.end;
+    at = ends[i];
   }
   if (at !== dataLength) {
     throw bad(file, `the tensors cover ${at} bytes of data but the file has ${dataLength} after the header: ${dataLength - at} bytes belong to no tensor`);
   }
+  const tensors = Array.from(order, (i) => make({
+    name: names[i], dtype: dtypes[i], shape: shapes[i], size: sizes[i], byteLength: ends[i] - begins[i], begin: begins[i], end: ends[i],
+  }));
   return { headerLength, dataStart: 8 + headerLength, metadata, tensors };
 }
 
-function checkMetadata(value: unknown, file: string): Record<string, string> {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw bad(file, "__metadata__ must be an object of strings");
-  }
-  const entries = Object.entries(value as Record<string, unknown>);
-  for (const [k, v] of entries) {
-    if (typeof v !== "string") throw bad(file, `__metadata__ ${JSON.stringify(k)} is ${JSON.stringify(v)}; metadata values must be strings`);
-  }
-  // fromEntries defines own properties, so a key such as "__proto__" stays a plain key.
-  return Object.fromEntries(entries) as Record<string, string>;
+const DTYPES = new Map<string, DType>(Object.entries(SAFETENSORS_DTYPES).map(([code, name]) => [code, dtype(name)]));
+
+/** `[2, 3]`, cut after 16 dimensions. */
+function shapeText(shape: readonly number[]): string {
+  return shape.length > 16 ? `[${shape.slice(0, 16).join(", ")}, ... (${shape.length} dimensions)]` : `[${shape.join(", ")}]`;
 }
 
-function checkTensor(name: string, value: unknown, file: string): SafetensorsTensor {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw bad(file, "its entry must be an object with dtype, shape and data_offsets", name);
-  }
-  const v = value as Record<string, unknown>;
-  for (const key of Object.keys(v)) {
-    if (key !== "dtype" && key !== "shape" && key !== "data_offsets") {
-      throw bad(file, `unknown field ${JSON.stringify(key)}; a tensor has dtype, shape and data_offsets`, name);
-    }
-  }
-  const code = v.dtype;
-  if (typeof code !== "string") throw bad(file, "dtype is missing or not a string", name);
-  const typeName = Object.hasOwn(SAFETENSORS_DTYPES, code) ? SAFETENSORS_DTYPES[code] : undefined;
-  if (typeName === undefined) {
-    throw bad(file, `unknown dtype ${JSON.stringify(code)}; safetensors defines ${Object.keys(SAFETENSORS_DTYPES).join(", ")}`, name, "UNKNOWN_DTYPE");
-  }
-  const t = dtype(typeName);
-  const shape = v.shape;
-  if (!Array.isArray(shape)) throw bad(file, "shape is missing or not a list", name, "INVALID_SHAPE");
+const MAX_U64 = 0xffff_ffff_ffff_ffffn;
+
+/**
+ * The product of `shape` as the Rust reader folds it (checked u64 multiplication from the left:
+ * [2^32, 2^32, 0] overflows before the 0), or "overflow"; a bigint when above 2^53 - 1.
+ */
+function elementCount(shape: readonly number[]): number | bigint | "overflow" {
+  let size: number | bigint = 1;
   for (const d of shape) {
-    if (typeof d !== "number" || !Number.isSafeInteger(d) || d < 0) {
-      throw bad(file, `shape ${JSON.stringify(shape)} has ${JSON.stringify(d)}; dimensions are integers from 0 to 2^53 - 1`, name, "INVALID_SHAPE");
+    if (typeof size === "number") {
+      const product: number = size * d;
+      // Exact when at most 2^53 - 1; a true product above that rounds to 2^53 or more.
+      if (product <= Number.MAX_SAFE_INTEGER) {
+        size = product;
+        continue;
+      }
+      size = BigInt(size);
     }
+    size *= BigInt(d);
+    if (size > MAX_U64) return "overflow";
+    if (size <= BigInt(Number.MAX_SAFE_INTEGER)) size = Number(size);
   }
-  const size = checkedSize(shape);
-  if (size === undefined) throw bad(file, `shape ${JSON.stringify(shape)} has more than 2^53 - 1 elements`, name, "INVALID_SHAPE");
+  return size;
+}
+
+/** Checks a tensor's shape against its dtype and offsets; returns its element count. */
+function checkTensor(name: string, t: DType, shape: readonly number[], begin: number, end: number, file: string): number {
+  const code = CODE_OF.get(t.name)!;
+  const size = elementCount(shape);
+  if (size === "overflow") {
+    throw bad(file, `shape ${shapeText(shape)} has more elements than 2^64 - 1 (the Rust reader's overflow check)`, name, "INVALID_SHAPE");
+  }
+  if (typeof size === "bigint") {
+    throw bad(file, `shape ${shapeText(shape)} has ${size} elements, more than 2^53 - 1 (no file holds them)`, name, "INVALID_SHAPE");
+  }
   if (t.packed && (size * t.bits) % 8 !== 0) {
-    throw bad(file, `shape ${JSON.stringify(shape)} of ${code} is ${size} elements of ${t.bits} bits, which do not fill whole bytes`, name, "SHAPE_MISMATCH");
+    throw bad(file, `shape ${shapeText(shape)} of ${code} is ${size} elements of ${t.bits} bits, which do not fill whole bytes`, name, "SHAPE_MISMATCH");
   }
-  const offsets = v.data_offsets;
-  if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every((o) => typeof o === "number" && Number.isSafeInteger(o) && o >= 0)) {
-    throw bad(file, `data_offsets ${JSON.stringify(offsets)} must be two integers [begin, end]`, name);
-  }
-  const [begin, end] = offsets as [number, number];
   if (end < begin) throw bad(file, `data_offsets [${begin}, ${end}] end before they begin`, name);
   const byteLength = rawByteLength(t, size);
   if (end - begin !== byteLength) {
     throw bad(
       file,
-      `data_offsets [${begin}, ${end}] hold ${end - begin} bytes, but shape ${JSON.stringify(shape)} of ${code} needs ${byteLength}`,
+      `data_offsets [${begin}, ${end}] hold ${end - begin} bytes, but shape ${shapeText(shape)} of ${code} needs ${byteLength}`,
       name, "SHAPE_MISMATCH",
     );
   }
-  return { name, dtype: t, shape: shape as number[], size, byteLength, begin, end };
+  return size;
 }
+
+/** A surrogate code unit not part of a pair (a pair matches as one astral code point). */
+const LONE_SURROGATE = /\p{Cs}/u;
+/** Any surrogate code unit: the quick test before LONE_SURROGATE's. */
+const SURROGATE = /[\ud800-\udfff]/;
 
 /**
  * The first 8 + N bytes of a safetensors file holding `tensors` in this order (offsets are
@@ -205,8 +218,13 @@ export function encodeSafetensorsHeader(
   // JSON text built by hand, in this order: an object would move integer-like names ("0") first
   // and treat "__proto__" specially.
   const parts: string[] = [];
+  for (const [k, v] of Object.entries(metadata ?? {})) {
+    if (LONE_SURROGATE.test(k) || LONE_SURROGATE.test(v)) {
+      throw bad(file, `__metadata__ ${quoteBounded(k)} has an unpaired UTF-16 surrogate, which safetensors readers refuse`);
+    }
+  }
   if (metadata !== undefined) parts.push(`"__metadata__":${JSON.stringify(metadata)}`);
-  const names = new Set<string>();
+  const names = new NameIndex();
   let offset = 0;
   for (const t of tensors) {
     const code = safetensorsCode(t.dtype);
@@ -214,12 +232,14 @@ export function encodeSafetensorsHeader(
       throw bad(file, `safetensors has no dtype for ${t.dtype.name}; it stores ${Object.values(SAFETENSORS_DTYPES).join(", ")}`, t.name, "UNSUPPORTED_TYPE");
     }
     if (t.name === "__metadata__") throw bad(file, "the name __metadata__ is reserved by the format", t.name);
-    if (names.has(t.name)) throw bad(file, "appears twice; safetensors names must be unique", t.name);
+    if (SURROGATE.test(t.name) && LONE_SURROGATE.test(t.name)) throw bad(file, "has an unpaired UTF-16 surrogate, which safetensors readers refuse", t.name);
+    if (names.find(t.name) >= 0) throw bad(file, "appears twice; safetensors names must be unique", t.name);
     names.add(t.name);
     if (t.dtype.packed && (t.size * t.dtype.bits) % 8 !== 0) {
       throw bad(file, `${t.size} elements of ${code} do not fill whole bytes, which safetensors requires`, t.name, "SHAPE_MISMATCH");
     }
-    parts.push(`${JSON.stringify(t.name)}:${JSON.stringify({ dtype: code, shape: t.shape, data_offsets: [offset, offset + t.byteLength] })}`);
+    // What JSON.stringify({ dtype, shape, data_offsets }) writes, without an object per tensor.
+    parts.push(`${JSON.stringify(t.name)}:{"dtype":"${code}","shape":[${t.shape.join(",")}],"data_offsets":[${offset},${offset + t.byteLength}]}`);
     offset += t.byteLength;
   }
   const json = new TextEncoder().encode(`{${parts.join(",")}}`);

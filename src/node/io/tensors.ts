@@ -64,9 +64,13 @@ export function checkedSize(shape: readonly unknown[]): number | undefined {
   return Number.isSafeInteger(size) ? size : undefined;
 }
 
-/** A short human spelling of a byte count: 512 B, 1.5 KiB, 3.2 GiB. */
+/**
+ * A short human spelling of a byte count or rate: 512 B, 677 B (a rate of 676.66), 1.50 KiB, 3.20 GiB.
+ * Whole byte counts print exactly; anything else to 3 significant digits (at most 2 decimals).
+ */
 export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
+  const short = (v: number): string => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
+  if (n < 1024) return `${Number.isInteger(n) ? n : short(n)} B`;
   const units = ["KiB", "MiB", "GiB", "TiB"];
   let v = n / 1024;
   let u = 0;
@@ -74,5 +78,5 @@ export function formatBytes(n: number): string {
     v /= 1024;
     u++;
   }
-  return `${v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)} ${units[u]}`;
+  return `${short(v)} ${units[u]}`;
 }

@@ -18,7 +18,7 @@ import { formatBytes } from "../../io/tensors.js";
 import { parseCommandArgs, type OptionSpecs } from "../args.js";
 import type { Command } from "../command.js";
 import { formatError } from "../../../explain/format.js";
-import { renderTable } from "../format.js";
+import { joinText, jsonText, tableText, writeText, type Text } from "../format.js";
 import type { CliIO } from "../io.js";
 import { exitCodeOf, listenForStop } from "../signals.js";
 import { EXIT_OK, UsageError } from "../usage.js";
@@ -74,7 +74,8 @@ Options:
   --npy-dtype TYPE       the type of a raw '|V2' / '|V1' .npy array (how np.save writes ml_dtypes types)
   --fortran transpose    read a Fortran-order .npy array as its transpose (shape reversed)
   -f, --force            replace an existing OUT
-  -q, --quiet            no progress bar (it is drawn only on a terminal, and never in CI)
+  -q, --quiet            print nothing but errors (no summary; no progress bar, which is drawn
+                         only on a terminal, and never in CI); --json still prints the report
   --json                 print the report as JSON
   --jobs N               worker threads (default: 2 for files over 8 MiB, else none)
   --chunk-size SIZE      input bytes per chunk (default 4MiB)
@@ -189,10 +190,11 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     stop.dispose();
   }
   if (o.json) {
-    io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    writeText(io.stdout, jsonText(report));
     return EXIT_OK;
   }
-  io.stdout.write(renderConvertReport(report));
+  if (o.quiet) return EXIT_OK;
+  writeText(io.stdout, renderConvertReport(report));
   if (exampleDir) {
     io.stdout.write(
       `\nThe example files are in ${exampleDir}. Look at them with:\n` +
@@ -202,29 +204,29 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
   return EXIT_OK;
 }
 
-/** The per-tensor summary `convert` prints. */
-export function renderConvertReport(r: ConvertReport): string {
-  const rows = r.tensors.map((t) => {
+/** The per-tensor summary `convert` prints, a row at a time. */
+export function renderConvertReport(r: ConvertReport): Text {
+  const row = (t: ConvertReport["tensors"][number]): string[] => {
     const s = t.stats;
     return [
       t.name, `[${t.shape.join(", ")}]`, t.from, t.converted ? t.to : `kept (${t.reason})`,
       s ? formatError(s.maxAbsError) : "", s ? formatError(s.maxRelError) : "",
       s ? String(s.saturated) : "", s ? String(s.nonFinite) : "",
     ];
-  });
-  const table = renderTable(
+  };
+  const table = tableText(
     [
       { header: "tensor" }, { header: "shape" }, { header: "from" }, { header: "to" },
       { header: "max abs err", align: "right" }, { header: "max rel err", align: "right" },
       { header: "saturated", align: "right" }, { header: "non-finite", align: "right" },
     ],
-    rows,
+    r.tensors.length, (i) => row(r.tensors[i]),
   );
   const converted = r.tensors.filter((t) => t.converted).length;
   const rate = r.seconds > 0 ? r.bytesIn / r.seconds : 0;
-  return (
-    `${r.input} -> ${r.output}  (${r.inputFormat} -> ${r.outputFormat}, to ${r.to}, saturate=${r.saturate})\n` +
-    table +
+  return joinText(
+    `${r.input} -> ${r.output}  (${r.inputFormat} -> ${r.outputFormat}, to ${r.to}, saturate=${r.saturate})\n`,
+    table,
     `\n${converted} of ${r.tensors.length} tensors converted; ${formatBytes(r.bytesIn)} -> ${formatBytes(r.bytesOut)} ` +
     `in ${formatStat(Number(r.seconds.toFixed(2)))} s (${formatBytes(rate)}/s, ${r.workers === 0 ? "1 thread" : `${r.workers} worker threads`})\n`
   );

@@ -3,13 +3,13 @@
  * its conversion: elements that differ, the largest absolute and relative error, and the largest
  * error in ULPs of the coarser of the two types.
  */
-import { diffFiles, type DiffReport } from "../../convert/diff.js";
+import { diffFiles, type DiffReport, type TensorDiff } from "../../convert/diff.js";
 import { formatOption, jobsOption, npyOptions } from "../../convert/options.js";
 import { parseCommandArgs, type OptionSpecs } from "../args.js";
 import type { Command } from "../command.js";
 import { FILE_JOB_OPTIONS, runFileCommand } from "../fileJob.js";
 import { formatError } from "../../../explain/format.js";
-import { renderTable } from "../format.js";
+import { joinText, tableText, visible, type Text } from "../format.js";
 import type { CliIO } from "../io.js";
 import { EXIT_OK, UsageError } from "../usage.js";
 
@@ -57,9 +57,9 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
   );
 }
 
-/** The table `diff` prints. */
-export function renderDiffReport(r: DiffReport): string {
-  const rows = r.tensors.map((t) => {
+/** The table `diff` prints, a row at a time. */
+export function renderDiffReport(r: DiffReport): Text {
+  const row = (t: TensorDiff): string[] => {
     const s = t.stats;
     const types = t.dtypeA === t.dtypeB ? t.dtypeA : `${t.dtypeA} / ${t.dtypeB}`;
     if (!s) return [t.name, types, `[${t.shapeA.join(", ")}]`, t.problem ?? "", "", "", "", ""];
@@ -67,19 +67,27 @@ export function renderDiffReport(r: DiffReport): string {
       t.name, types, `[${t.shapeA.join(", ")}]`, `${s.differing} of ${s.count}`,
       formatError(s.maxAbsError), formatError(s.maxRelError), formatError(s.maxUlp), String(s.nonFiniteMismatch),
     ];
-  });
-  let text = `${r.a} vs ${r.b}\n` + renderTable(
+  };
+  const table = tableText(
     [
       { header: "tensor" }, { header: "dtype (A / B)" }, { header: "shape" }, { header: "differing", align: "right" },
       { header: "max abs err", align: "right" }, { header: "max rel err", align: "right" },
       { header: "max ulp", align: "right" }, { header: "non-finite mismatch", align: "right" },
     ],
-    rows,
+    r.tensors.length, (i) => row(r.tensors[i]),
   );
-  if (r.onlyInA.length) text += `only in ${r.a}: ${r.onlyInA.join(", ")}\n`;
-  if (r.onlyInB.length) text += `only in ${r.b}: ${r.onlyInB.join(", ")}\n`;
-  text += `\n${r.identical} of ${r.tensors.length} common tensors identical\n`;
-  return text;
+  return joinText(
+    `${r.a} vs ${r.b}\n`, table, onlyIn(r.a, r.onlyInA), onlyIn(r.b, r.onlyInB),
+    `\n${r.identical} of ${r.tensors.length} common tensors identical\n`,
+  );
+}
+
+/** "only in FILE: a, b, c", a name at a time (the list can be as long as a file's header). */
+function* onlyIn(file: string, names: readonly string[]): Generator<string> {
+  if (names.length === 0) return;
+  yield `only in ${file}: `;
+  for (let i = 0; i < names.length; i++) yield `${i === 0 ? "" : ", "}${visible(names[i])}`;
+  yield "\n";
 }
 
 export const diffCommand: Command = {

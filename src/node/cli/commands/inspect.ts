@@ -2,13 +2,13 @@
  * `tensorcast inspect FILE`: a table of a file's tensors with their type, shape, size and value
  * statistics (min, max, mean of the finite values; NaN and infinity counts).
  */
-import { inspectFile, type InspectReport } from "../../convert/inspect.js";
+import { inspectFile, type InspectReport, type TensorSummary } from "../../convert/inspect.js";
 import { formatOption, formatStat, jobsOption, npyOptions } from "../../convert/options.js";
 import { formatBytes } from "../../io/tensors.js";
 import { parseCommandArgs, type OptionSpecs } from "../args.js";
 import type { Command } from "../command.js";
 import { FILE_JOB_OPTIONS, runFileCommand } from "../fileJob.js";
-import { renderTable } from "../format.js";
+import { joinText, tableText, type Text } from "../format.js";
 import type { CliIO } from "../io.js";
 import { EXIT_OK, UsageError } from "../usage.js";
 
@@ -59,8 +59,8 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
   );
 }
 
-/** The table `inspect` prints. */
-export function renderInspectReport(r: InspectReport): string {
+/** The table `inspect` prints, a row at a time. */
+export function renderInspectReport(r: InspectReport): Text {
   const withStats = r.tensors.some((t) => t.stats);
   const head =
     `${r.file}: ${r.format}, ${r.tensors.length} tensor${r.tensors.length === 1 ? "" : "s"}, ${formatBytes(r.size)}` +
@@ -74,13 +74,13 @@ export function renderInspectReport(r: InspectReport): string {
         ]
       : []),
   ];
-  const rows = r.tensors.map((t) => {
+  const row = (t: TensorSummary): string[] => {
     const s = t.stats;
     const base = [t.name, t.dtype, `[${t.shape.join(", ")}]`, String(t.bytes)];
     if (!withStats) return base;
     return [...base, formatStat(s?.min), formatStat(s?.max), formatStat(s?.mean), s ? String(s.nan) : "-", s ? String(s.inf) : "-"];
-  });
-  return head + renderTable(columns, rows);
+  };
+  return joinText(head, tableText(columns, r.tensors.length, (i) => row(r.tensors[i])));
 }
 
 export const inspectCommand: Command = {
