@@ -23,6 +23,17 @@ export interface Case {
 }
 
 const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[rng.below(xs.length)];
+
+/**
+ * The limit probes (deep nesting, many tensors, group bombs) come in two sizes: light ones, near
+ * the limits that readers document (protobuf's 100 levels, serde_json's 128, 32 for .npy), among
+ * the random cases; and heavy ones (10,000 levels, 200,000 tensors), each made once per run by
+ * `heavyCases` with its variant forced.
+ */
+let heavy = false;
+let forced: number | undefined;
+const size = (light: number, big: number): number => (heavy ? big : light);
+const choose = (rng: Rng, n: number): number => forced ?? rng.below(n);
 const INTERESTING = [0x00, 0x01, 0x7f, 0x80, 0xff, 0xfe, 0x20, 0x7b, 0x7d, 0x22, 0x2c, 0x3a, 0x5b, 0x5d, 0x08, 0x0a, 0x12];
 
 // ---- byte-level ------------------------------------------------------------------------------
@@ -180,29 +191,31 @@ const SAFETENSORS_CRAFTED: readonly Crafter[] = [
   (rng, seeds) => {
     const seed = pick(rng, seeds);
     const p = stParts(seed);
-    const which = rng.below(4);
+    const which = choose(rng, 4);
+    const depth = size(126 + rng.below(4), 10_000);
     let text: string;
-    if (which === 0) text = deepArray(10_000);
+    if (which === 0) text = deepArray(depth);
     else if (which === 1) {
-      p.metadata = deepObject(10_000);
+      p.metadata = deepObject(depth - 1);
       text = stText(p);
     } else if (which === 2) {
-      p.entries[0].extra = `,"x":${deepArray(10_000)}`;
+      p.entries[0].extra = `,"x":${deepArray(depth - 2)}`;
       text = stText(p);
     } else {
-      p.entries[0].shape = deepArray(10_000, "1");
+      p.entries[0].shape = deepArray(depth - 2, "1");
       text = stText(p);
     }
-    return { label: `${seed.name}: JSON nested 10,000 deep (${["whole header", "__metadata__", "an extra field", "shape"][which]})`, seed, bytes: st(text, p.data), heavy: true };
+    return { label: `${seed.name}: JSON nested ${depth} deep (${["whole header", "__metadata__", "an extra field", "shape"][which]})`, seed, bytes: st(text, p.data), heavy };
   },
   (rng) => {
-    // 200,000 tensors (empty ones share offset 0, which the rules allow), or 200,000 metadata keys.
+    // Many tensors (empty ones share offset 0, which the rules allow), or many metadata keys.
     const parts: string[] = [];
-    const many = rng.below(2) === 0;
-    for (let i = 0; i < 200_000; i++) parts.push(many ? `"t${i}":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}` : `"k${i}":"v"`);
+    const many = choose(rng, 2) === 0;
+    const n = size(2_000, 200_000);
+    for (let i = 0; i < n; i++) parts.push(many ? `"t${i}":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}` : `"k${i}":"v"`);
     const text = many ? `{${parts.join(",")},"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}`
       : `{"__metadata__":{${parts.join(",")}},"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}`;
-    return { label: many ? "200,000 empty tensors and one of 4 bytes" : "200,000 metadata entries", bytes: st(text, Uint8Array.of(1, 2, 3, 4)), heavy: true };
+    return { label: many ? `${n} empty tensors and one of 4 bytes` : `${n} metadata entries`, bytes: st(text, Uint8Array.of(1, 2, 3, 4)), heavy };
   },
   (rng, seeds) => {
     // A lying header length.
@@ -352,11 +365,12 @@ const NPY_CRAFTED: readonly Crafter[] = [
   (rng, seeds) => {
     const seed = pick(rng, seeds);
     const p = npyParts(seed)!;
-    const which = rng.below(3);
-    if (which === 0) p.shape = "(".repeat(10_000) + "3," + ")".repeat(10_000);
-    else if (which === 1) p.descr = "[".repeat(10_000) + "'<f4'" + "]".repeat(10_000);
-    const text = which === 2 ? "{'a': ".repeat(10_000) + "1" + "}".repeat(10_000) : npyText(p);
-    return { label: `${seed.name}: nested 10,000 deep (${["shape", "descr", "dict"][which]})`, seed, bytes: npyWithHeader(text, p.data, 2), heavy: true };
+    const which = choose(rng, 3);
+    const depth = size(30 + rng.below(5), 10_000);
+    if (which === 0) p.shape = "(".repeat(depth) + "3," + ")".repeat(depth);
+    else if (which === 1) p.descr = "[".repeat(depth) + "'<f4'" + "]".repeat(depth);
+    const text = which === 2 ? "{'a': ".repeat(depth) + "1" + "}".repeat(depth) : npyText(p);
+    return { label: `${seed.name}: nested ${depth} deep (${["shape", "descr", "dict"][which]})`, seed, bytes: npyWithHeader(text, p.data, 2), heavy };
   },
   (rng, seeds) => {
     // Version bytes and header length field.
@@ -429,7 +443,7 @@ function externalTensor(rng: Rng, name: string): W {
 
 /** A TensorProto crafted to probe one rule; `name` keeps it findable in a model. */
 function craftedTensor(rng: Rng, name: string): [W, string] {
-  const which = rng.below(14);
+  const which = forced !== undefined ? [6, 7, 11][forced] : rng.below(14);
   switch (which) {
     case 0: {
       const d = pick(rng, DIMS);
@@ -455,15 +469,16 @@ function craftedTensor(rng: Rng, name: string): [W, string] {
       return [w, "a dimension an overlong varint"];
     }
     case 6: {
-      const n = pick(rng, [20_000, 200_000]);
+      const n = heavy ? pick(rng, [20_000, 200_000]) : pick(rng, [98, 99, 100, 101, 150]);
       const w = tensorProto(1, [1], name).len(9, new Uint8Array(4));
       w.append(groups(n).out);
       return [w, `${n} nested groups`];
     }
     case 7: {
       const w = tensorProto(1, [1], name).len(9, new Uint8Array(4));
-      for (let i = 0; i < 20_000; i++) w.tag(100 + (i % 3), 3);
-      return [w, "20,000 unclosed groups"];
+      const n = size(150, 20_000);
+      for (let i = 0; i < n; i++) w.tag(100 + (i % 3), 3);
+      return [w, `${n} unclosed groups`];
     }
     case 8: {
       const w = tensorProto(1, [1], name).len(9, new Uint8Array(4));
@@ -481,12 +496,12 @@ function craftedTensor(rng: Rng, name: string): [W, string] {
       return [w, `string_data with invalid UTF-8 [${bad.join(",")}]`];
     }
     case 11: {
-      const n = 200_000;
+      const n = size(2_000, 200_000);
       const w = tensorProto(7, [n], name);
       const body = new W();
       for (let i = 0; i < n; i++) body.varint(i);
       w.len(7, body);
-      return [w, "200,000 int64_data entries"];
+      return [w, `${n} int64_data entries`];
     }
     case 12: {
       const w = tensorProto(1, Array(1000).fill(1), name).len(9, new Uint8Array(4));
@@ -502,7 +517,7 @@ function craftedTensor(rng: Rng, name: string): [W, string] {
 const PB_CRAFTED: readonly Crafter[] = [
   (rng) => {
     const [w, label] = craftedTensor(rng, "t");
-    return { label, bytes: w.bytes(), heavy: /groups|200,000/.test(label) };
+    return { label, bytes: w.bytes(), heavy };
   },
   (rng, seeds) => {
     // A field appended to a valid tensor: known number with the wrong wire type, or unknown.
@@ -532,30 +547,32 @@ const ONNX_CRAFTED: readonly Crafter[] = [
     const g = new W().len(2, "g").len(5, tensorProto(1, [1], "good").len(9, new Uint8Array(4)));
     if (rng.below(2)) g.len(5, t);
     else g.len(1, new W().len(2, "k").len(4, "Constant").len(5, new W().len(1, "value").len(5, t).int(20, 4)));
-    return { label: `a model whose initializer or Constant has ${label}`, bytes: model(g), heavy: /groups|200,000/.test(label) };
+    return { label: `a model whose initializer or Constant has ${label}`, bytes: model(g), heavy };
   },
   (rng) => {
-    const levels = pick(rng, [34, 7_000]);
-    return { label: `If subgraphs nested ${levels} deep (${levels * 3} messages)`, bytes: model(new W().append(nestedIfs(levels))), heavy: levels > 100 };
+    const levels = heavy ? 7_000 : pick(rng, [31, 32, 33, 34]);
+    return { label: `If subgraphs nested ${levels} deep (${levels * 3} messages)`, bytes: model(new W().append(nestedIfs(levels))), heavy };
   },
   () => {
     const g = new W().len(2, "g");
-    for (let i = 0; i < 200_000; i++) g.len(5, new W().int(2, 2).len(8, `t${i}`).len(9, [i & 0xff]).int(1, 1));
-    return { label: "200,000 initializers", bytes: model(g), heavy: true };
+    const n = size(2_000, 200_000);
+    for (let i = 0; i < n; i++) g.len(5, new W().int(2, 2).len(8, `t${i}`).len(9, [i & 0xff]).int(1, 1));
+    return { label: `${n} initializers`, bytes: model(g), heavy };
   },
   (rng) => {
     const g = new W().len(2, "g").len(5, tensorProto(1, [1], "a").len(9, new Uint8Array(4)));
-    const which = rng.below(6);
+    const which = forced !== undefined ? 3 + forced : rng.below(6);
+    const n = size(pick(rng, [97, 98, 99, 100, 101]), 20_000);
     let bytes: Uint8Array;
     if (which === 0) bytes = concat(model(g), new W().len(7, new W().len(2, "second")).bytes());
     else if (which === 1) bytes = model(g.len(5, tensorProto(1, [1], "a").len(9, new Uint8Array(4))));
     else if (which === 2) bytes = model(g, badVarint(rng));
-    else if (which === 3) bytes = model(g.append(groups(20_000).out));
-    else if (which === 4) bytes = new W().int(1, 8).len(7, g).append(groups(20_000, 99).out).bytes();
-    else bytes = model(g.len(1, new W().len(4, "Relu").append(groups(20_000).out)));
+    else if (which === 3) bytes = model(g.append(groups(n).out));
+    else if (which === 4) bytes = new W().int(1, 8).len(7, g).append(groups(n, 99).out).bytes();
+    else bytes = model(g.len(1, new W().len(4, "Relu").append(groups(n).out)));
     return {
-      label: ["two graph fields", "two initializers named a", "ir_version an overlong varint", "20,000 groups in the graph", "20,000 groups in the model", "20,000 groups in a node"][which],
-      bytes, heavy: which >= 3,
+      label: ["two graph fields", "two initializers named a", "ir_version an overlong varint", `${n} groups in the graph`, `${n} groups in the model`, `${n} groups in a node`][which],
+      bytes, heavy,
     };
   },
   (rng, seeds) => {
@@ -573,6 +590,33 @@ const ONNX_CRAFTED: readonly Crafter[] = [
 ];
 
 const CRAFTED: Record<Format, readonly Crafter[]> = { safetensors: SAFETENSORS_CRAFTED, npy: NPY_CRAFTED, pb: PB_CRAFTED, onnx: ONNX_CRAFTED };
+
+/** Which crafters have heavy variants, and how many: [crafter index, variants]. */
+const HEAVY_KINDS: Record<Format, readonly (readonly [number, number])[]> = {
+  safetensors: [[4, 4], [5, 2]],
+  npy: [[4, 3]],
+  pb: [[0, 3]],
+  onnx: [[0, 3], [1, 1], [2, 1], [3, 3]],
+};
+
+/** The heavy limit probes of `format`, each variant once. */
+export function heavyCases(format: Format, formatSeeds: readonly Seed[]): Case[] {
+  const craftable = format === "npy" ? formatSeeds.filter((s) => npyParts(s) !== undefined) : formatSeeds;
+  const out: Case[] = [];
+  for (const [k, variants] of HEAVY_KINDS[format]) {
+    for (let v = 0; v < variants; v++) {
+      heavy = true;
+      forced = v;
+      try {
+        out.push({ format, ...CRAFTED[format][k](new Rng(1000 + 10 * k + v), craftable) });
+      } finally {
+        heavy = false;
+        forced = undefined;
+      }
+    }
+  }
+  return out;
+}
 
 /**
  * Case `index` of `format`: a third crafted, two thirds byte mutations of a seed. The generator is

@@ -41,7 +41,11 @@ function wrap(tensor: Uint8Array, dataType: number): Uint8Array {
     .bytes();
 }
 
-const firstLine = (e: unknown): string => String((e as Error)?.message ?? e).split("\n")[0].slice(0, 300);
+/** onnxruntime's message: its first line, the C++ signature it often starts with cut from the middle. */
+const firstLine = (e: unknown): string => {
+  const line = String((e as Error)?.message ?? e).split("\n")[0];
+  return line.length > 400 ? `${line.slice(0, 100)} … ${line.slice(-280)}` : line;
+};
 
 async function check(kind: string, path: string, dataType: number): Promise<Omit<OrtVerdict, "index">> {
   const bytes = readFileSync(path);
