@@ -122,7 +122,10 @@ async function runCase(m: Manifest, index: number): Promise<CaseResult> {
     const b = decoded.map((t) => `${t.name}|${t.dtype}|${t.shape}|${t.data ?? "-"}`);
     if (a.join("\n") !== b.join("\n")) problems.push(`inconsistent: openTensorFile and ${c.format === "pb" ? "decodeTensorProto" : "decodeModel"} read different tensors`);
   } else if ((read === undefined) !== (decoded === undefined) && ops.decode !== undefined) {
-    if (!ops.open.startsWith("X:") && !ops.decode.startsWith("X:")) {
+    // decodeModel reads more of a model than openTensorFile (nodes, attributes, ir_version), so
+    // only its accepting what the file reader refuses is a disagreement; for a .pb both read all.
+    const decoderStricter = c.format === "onnx" && read !== undefined;
+    if (!ops.open.startsWith("X:") && !ops.decode.startsWith("X:") && !decoderStricter) {
       problems.push(`inconsistent: openTensorFile ${ops.open}, ${c.format === "pb" ? "decodeTensorProto" : "decodeModel"} ${ops.decode}`);
     }
   }

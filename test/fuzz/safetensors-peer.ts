@@ -191,34 +191,34 @@ export function readSafetensors(file: Uint8Array): PeerResult {
         if (v.t !== "obj") return { ok: false, why: "__metadata__ is not a map" };
         metadata = {};
         for (const [k, s] of v.entries) {
-          if (s.t !== "str") return { ok: false, why: `__metadata__ ${k} is not a string` };
+          if (s.t !== "str") return { ok: false, why: `__metadata__ ${JSON.stringify(k)} is not a string` };
           metadata[k] = s.v;
         }
         continue;
       }
-      if (v.t !== "obj") return { ok: false, why: `${name} is not an object` };
+      if (v.t !== "obj") return { ok: false, why: `${JSON.stringify(name)} is not an object` };
       const field = (k: string): Json | undefined => v.entries.find(([key]) => key === k)?.[1];
       const dtype = field("dtype");
-      if (!dtype || dtype.t !== "str" || !(dtype.v in SAFETENSORS_BITS)) return { ok: false, why: `${name}: bad dtype` };
+      if (!dtype || dtype.t !== "str" || !(dtype.v in SAFETENSORS_BITS)) return { ok: false, why: `${JSON.stringify(name)}: bad dtype` };
       const shape = field("shape");
-      if (!shape || shape.t !== "arr") return { ok: false, why: `${name}: shape is not a list` };
+      if (!shape || shape.t !== "arr") return { ok: false, why: `${JSON.stringify(name)}: shape is not a list` };
       const offsets = field("data_offsets");
-      if (!offsets || offsets.t !== "arr" || offsets.items.length !== 2) return { ok: false, why: `${name}: data_offsets is not a pair` };
+      if (!offsets || offsets.t !== "arr" || offsets.items.length !== 2) return { ok: false, why: `${JSON.stringify(name)}: data_offsets is not a pair` };
       infos.push({
-        name, code: dtype.v, shape: shape.items.map((d) => u64(d, `${name}: a dimension`)),
-        begin: u64(offsets.items[0], `${name}: begin`), end: u64(offsets.items[1], `${name}: end`),
+        name, code: dtype.v, shape: shape.items.map((d) => u64(d, `${JSON.stringify(name)}: a dimension`)),
+        begin: u64(offsets.items[0], `${JSON.stringify(name)}: begin`), end: u64(offsets.items[1], `${JSON.stringify(name)}: end`),
       });
     }
     const sorted = [...infos].sort((a, b) => (a.begin < b.begin ? -1 : a.begin > b.begin ? 1 : a.end < b.end ? -1 : a.end > b.end ? 1 : 0));
     let at = 0n;
     for (const t of sorted) {
-      if (t.begin !== at) return { ok: false, why: `${t.name}: begins at ${t.begin}, not at ${at}` };
-      if (t.end < t.begin) return { ok: false, why: `${t.name}: ends before it begins` };
+      if (t.begin !== at) return { ok: false, why: `${JSON.stringify(t.name)}: begins at ${t.begin}, not at ${at}` };
+      if (t.end < t.begin) return { ok: false, why: `${JSON.stringify(t.name)}: ends before it begins` };
       const elements = t.shape.reduce((a, b) => a * b, 1n);
       const bits = elements * BigInt(SAFETENSORS_BITS[t.code]);
-      if (elements > U64_MAX || bits > U64_MAX) return { ok: false, why: `${t.name}: size overflows` };
-      if (bits % 8n !== 0n) return { ok: false, why: `${t.name}: not whole bytes` };
-      if (bits / 8n !== t.end - t.begin) return { ok: false, why: `${t.name}: ${t.end - t.begin} bytes for ${bits / 8n}` };
+      if (elements > U64_MAX || bits > U64_MAX) return { ok: false, why: `${JSON.stringify(t.name)}: size overflows` };
+      if (bits % 8n !== 0n) return { ok: false, why: `${JSON.stringify(t.name)}: not whole bytes` };
+      if (bits / 8n !== t.end - t.begin) return { ok: false, why: `${JSON.stringify(t.name)}: ${t.end - t.begin} bytes for ${bits / 8n}` };
       at = t.end;
     }
     if (at !== BigInt(buffer.length)) return { ok: false, why: `tensors cover ${at} of ${buffer.length} bytes` };
