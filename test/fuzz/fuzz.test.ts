@@ -8,7 +8,8 @@
  * failure: crash (any other exception, INTERNAL, a stack trace, another exit code), hang (over the
  * time limit), memory (over the heap or resident limit), corrupt output (an output that does not
  * read back as Cast of the input, an output left by a failed run, a temporary left behind),
- * inconsistent (two of tensorcast's own readers disagree on the same file), and peer
+ * inconsistent (two of tensorcast's own readers disagree on the same file), unsafe output (the
+ * CLI prints a control character, such as an ANSI escape from a tensor name), and peer
  * disagreement (tensorcast accepts what its peer refuses, or they read different values):
  *   .npy        numpy.load (python3-numpy)
  *   .pb, .onnx  protobuf + onnx 1.12 (python3-onnx), which lays out each tensor's data itself;
@@ -59,8 +60,8 @@ function peersMissing(): string | undefined {
   return why;
 }
 
-type Category = "accepted" | "clean" | "crash" | "hang" | "memory" | "corrupt" | "inconsistent" | "peer";
-const BAD: readonly Category[] = ["crash", "hang", "memory", "corrupt", "inconsistent", "peer"];
+type Category = "accepted" | "clean" | "crash" | "hang" | "memory" | "corrupt" | "inconsistent" | "peer" | "unsafe";
+const BAD: readonly Category[] = ["crash", "hang", "memory", "corrupt", "inconsistent", "peer", "unsafe"];
 
 interface Finding {
   readonly format: Format;
@@ -195,8 +196,8 @@ function regressions(format: Format): Case[] {
 
 // ---- the suite -------------------------------------------------------------------------------------
 
-interface Row { cases: number; accepted: number; clean: number; crash: number; hang: number; memory: number; corrupt: number; inconsistent: number; peer: number; cli: number }
-const emptyRow = (): Row => ({ cases: 0, accepted: 0, clean: 0, crash: 0, hang: 0, memory: 0, corrupt: 0, inconsistent: 0, peer: 0, cli: 0 });
+interface Row { cases: number; accepted: number; clean: number; crash: number; hang: number; memory: number; corrupt: number; inconsistent: number; peer: number; unsafe: number; cli: number }
+const emptyRow = (): Row => ({ cases: 0, accepted: 0, clean: 0, crash: 0, hang: 0, memory: 0, corrupt: 0, inconsistent: 0, peer: 0, unsafe: 0, cli: 0 });
 
 const missing = peersMissing();
 
@@ -336,9 +337,10 @@ test("fuzz: mutated safetensors, .npy, .pb and .onnx files end in a clean error 
   mkdirSync(cliDir);
   const sample = FORMATS.flatMap((format) => {
     const of = cases.filter((c) => c.format === format);
-    const heavy = of.filter((c) => c.heavy);
+    // Always: the heavy probes, and (up to 8) the cases with crafted tensor names, which the CLI prints.
+    const always = [...of.filter((c) => c.heavy), ...of.filter((c) => !c.heavy && /\bname\b/.test(c.label)).slice(0, 8)];
     const step = Math.max(1, Math.floor(of.length / CLI_CASES));
-    return [...heavy, ...of.filter((c, k) => k % step === 0 && !c.heavy).slice(0, CLI_CASES)];
+    return [...always, ...of.filter((c, k) => k % step === 0 && !always.includes(c)).slice(0, CLI_CASES)];
   });
   const cliStarted = Date.now();
   const runOne = async (c: (typeof sample)[number]): Promise<void> => {
@@ -354,7 +356,7 @@ test("fuzz: mutated safetensors, .npy, .pb and .onnx files end in a clean error 
     if (m.seedPath) runs.push(["diff", ["diff", m.path, m.seedPath, "--quiet"]]);
     for (const [name, args] of runs) {
       const v = await runCli(args, LIMITS);
-      if (v.kind === "crash" || v.kind === "hang" || v.kind === "memory") add(m, v.kind, `cli ${name}: ${v.detail}`);
+      if (v.kind === "crash" || v.kind === "hang" || v.kind === "memory" || v.kind === "unsafe") add(m, v.kind, `cli ${name}: ${v.detail}`);
       // A process killed for a hang or memory cannot clean up: only the other outcomes are held to it.
       if (name === "convert" && (v.kind === "ok" || v.kind === "clean" || v.kind === "crash")) {
         const left = readdirSync(outDir).filter((f) => f.endsWith(".tmp"));
@@ -388,10 +390,10 @@ test("fuzz: mutated safetensors, .npy, .pb and .onnx files end in a clean error 
     if (r && r.ops.open === "ok") row.accepted++;
     else if (r && !bad.has("crash")) row.clean++;
   }
-  const header = ["format", "cases", "accepted", "clean errors", "crashes", "hangs", "memory", "corrupt outputs", "inconsistent", "peer disagreements", "via CLI"];
+  const header = ["format", "cases", "accepted", "clean errors", "crashes", "hangs", "memory", "corrupt outputs", "inconsistent", "peer disagreements", "unsafe output", "via CLI"];
   const lines = [header, ...FORMATS.map((f) => {
     const r = rows[f];
-    return [f, r.cases, r.accepted, r.clean, r.crash, r.hang, r.memory, r.corrupt, r.inconsistent, r.peer, r.cli].map(String);
+    return [f, r.cases, r.accepted, r.clean, r.crash, r.hang, r.memory, r.corrupt, r.inconsistent, r.peer, r.unsafe, r.cli].map(String);
   })];
   const widths = header.map((_, i) => Math.max(...lines.map((l) => l[i].length)));
   const table = lines.map((l) => l.map((x, i) => x.padStart(widths[i])).join("  ")).join("\n");

@@ -270,8 +270,12 @@ const SAFETENSORS_CRAFTED: readonly Crafter[] = [
     const seed = pick(rng, seeds);
     const p = stParts(seed);
     const e = pick(rng, p.entries);
-    const which = rng.below(8);
-    const names = ["\"\\ud800\"", "\"a\\udc00b\"", "\"\\u0000\"", "\"__proto__\"", `"${"n".repeat(100_000)}"`, "\"\"", "\"\\ud83d\\ude00\"", "\"__metadata__\""];
+    const which = rng.below(11);
+    const names = [
+      "\"\\ud800\"", "\"a\\udc00b\"", "\"\\u0000\"", "\"__proto__\"", `"${"n".repeat(100_000)}"`, "\"\"", "\"\\ud83d\\ude00\"", "\"__metadata__\"",
+      // Control characters a terminal obeys: an ANSI escape, a newline, a carriage return.
+      "\"\\u001b[2J\\u001b[31mred\"", "\"a\\nerror: fake\"", "\"ok\\r\\u0007\"",
+    ];
     e.key = names[which];
     let header = utf8(stText(p));
     if (rng.below(4) === 0) {
@@ -443,7 +447,7 @@ function externalTensor(rng: Rng, name: string): W {
 
 /** A TensorProto crafted to probe one rule; `name` keeps it findable in a model. */
 function craftedTensor(rng: Rng, name: string): [W, string] {
-  const which = forced !== undefined ? [6, 7, 11][forced] : rng.below(14);
+  const which = forced !== undefined ? [6, 7, 11][forced] : rng.below(15);
   switch (which) {
     case 0: {
       const d = pick(rng, DIMS);
@@ -507,9 +511,14 @@ function craftedTensor(rng: Rng, name: string): [W, string] {
       const w = tensorProto(1, Array(1000).fill(1), name).len(9, new Uint8Array(4));
       return [w, "1,000 dims"];
     }
-    default: {
+    case 13: {
       const w = tensorProto(1, [1], name).len(3, new W().int(1, 0).int(2, 1)).float(4, 1);
       return [w, "a segment"];
+    }
+    default: {
+      // A name a terminal would obey: an ANSI escape, a newline, a carriage return, a bell.
+      const bad = pick(rng, ["\u001b[2J\u001b[31mred", "a\nerror: fake", "ok\r\u0007", "\u009b31m"]);
+      return [tensorProto(1, [1]).len(8, bad).len(9, new Uint8Array(4)), `name ${JSON.stringify(bad)}`];
     }
   }
 }
