@@ -1,0 +1,128 @@
+/**
+ * Runs a list of checks through a worker script in child processes, each under a time limit per
+ * check and a memory limit (V8's heap limit, and the process's resident size polled from /proc):
+ * a check that overruns is a hang, one whose process dies is a crash (or a memory blow-up when
+ * the heap or the resident limit was hit), and the worker is restarted after it, so every other
+ * check still runs. Workers print "S <index>" when they start a check, "O <step>" when they start
+ * each step of it (each step gets the time limit), and "R <json>" when done.
+ */
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+
+export type Failure = { readonly kind: "hang" | "crash" | "memory"; readonly detail: string };
+
+export interface SuperviseOptions {
+  /** Per step of a check. */
+  readonly timeoutMs: number;
+  /** --max-old-space-size of the workers. */
+  readonly heapMb: number;
+  /** A worker whose resident size passes this is killed: the check it was on is a memory blow-up. */
+  readonly rssLimitBytes: number;
+  /** Workers at once. */
+  readonly parallel: number;
+}
+
+function rssOf(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Runs checks [from, to) in one worker process at a time, restarting past any that fails. */
+async function runRange<R>(
+  script: string, args: readonly string[], from: number, to: number, o: SuperviseOptions,
+  results: Map<number, R>, failures: Map<number, Failure>,
+): Promise<void> {
+  let next = from;
+  while (next < to) {
+    const start = next;
+    await new Promise<void>((resolve) => {
+      const child = spawn(process.execPath, [`--max-old-space-size=${o.heapMb}`, script, ...args, String(start), String(to)], {
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let current = -1;
+      /** The step of the current check the worker said it started ("O <step>"), each under its own time limit. */
+      let step = "";
+      let buffered = "";
+      let stderr = "";
+      let killedFor: Failure["kind"] | undefined;
+      let peakRss = 0;
+      let timer: NodeJS.Timeout | undefined;
+      const arm = (): void => {
+        clearTimeout(timer);
+        timer = setTimeout(() => {
+          killedFor = "hang";
+          child.kill("SIGKILL");
+        }, o.timeoutMs);
+      };
+      const poll = setInterval(() => {
+        const rss = rssOf(child.pid ?? 0);
+        peakRss = Math.max(peakRss, rss);
+        if (rss > o.rssLimitBytes && current >= 0) {
+          killedFor = "memory";
+          child.kill("SIGKILL");
+        }
+      }, 100);
+      child.stdout.setEncoding("utf8");
+      child.stdout.on("data", (chunk: string) => {
+        buffered += chunk;
+        let nl: number;
+        while ((nl = buffered.indexOf("\n")) >= 0) {
+          const line = buffered.slice(0, nl);
+          buffered = buffered.slice(nl + 1);
+          if (line.startsWith("S ")) {
+            current = Number(line.slice(2));
+            step = "";
+            arm();
+          } else if (line.startsWith("O ")) {
+            step = line.slice(2);
+            arm();
+          } else if (line.startsWith("R ")) {
+            clearTimeout(timer);
+            const r = JSON.parse(line.slice(2)) as R;
+            results.set(current, r);
+            next = current + 1;
+            current = -1;
+          }
+        }
+      });
+      child.stderr.setEncoding("utf8");
+      child.stderr.on("data", (chunk: string) => {
+        if (stderr.length < 20_000) stderr += chunk;
+      });
+      child.on("exit", (code, signal) => {
+        clearTimeout(timer);
+        clearInterval(poll);
+        if (current >= 0) {
+          const heap = /heap out of memory|Allocation failed|ENOMEM|Cannot allocate memory/i.test(stderr);
+          const kind: Failure["kind"] = killedFor ?? (heap ? "memory" : "crash");
+          const at = step ? `${step}: ` : "";
+          const why = kind === "hang" ? `${at}no result within ${o.timeoutMs} ms`
+            : kind === "memory" ? `resident ${Math.round(peakRss / 2 ** 20)} MiB (limit ${Math.round(o.rssLimitBytes / 2 ** 20)}), ${heap ? "heap exhausted" : "killed"}`
+            : `${at}worker exited with ${signal ?? code}: ${stderr.trim().split("\n").filter((l) => l.trim()).slice(0, 3).join(" | ").slice(0, 400)}`;
+          failures.set(current, { kind, detail: why });
+          next = current + 1;
+        } else if (next < to && code !== 0) {
+          // Died between checks, or before the first: count it against the next one.
+          failures.set(next, { kind: "crash", detail: `worker exited with ${signal ?? code} between checks: ${stderr.slice(0, 300)}` });
+          next++;
+        }
+        resolve();
+      });
+    });
+  }
+}
+
+/** Runs checks 0 .. count-1 of `script` (given `args` before FROM TO), `parallel` workers at a time. */
+export async function supervise<R>(script: string, args: readonly string[], count: number, o: SuperviseOptions): Promise<{ results: Map<number, R>; failures: Map<number, Failure> }> {
+  const results = new Map<number, R>();
+  const failures = new Map<number, Failure>();
+  const per = Math.ceil(count / o.parallel);
+  const ranges: Promise<void>[] = [];
+  for (let from = 0; from < count; from += per) ranges.push(runRange(script, args, from, Math.min(count, from + per), o, results, failures));
+  await Promise.all(ranges);
+  return { results, failures };
+}
