@@ -338,10 +338,10 @@ test("fuzz: mutated safetensors, .npy, .pb and .onnx files end in a clean error 
   const sample = FORMATS.flatMap((format) => {
     const of = cases.filter((c) => c.format === format);
     // Always: the heavy probes, the regressions, and (up to 8) the cases with crafted tensor names, which the CLI prints.
-    const always = [
+    const always = [...new Set([
       ...of.filter((c) => c.heavy || c.label.startsWith("regression ")),
       ...of.filter((c) => !c.heavy && /\bname\b/.test(c.label)).slice(0, 8),
-    ];
+    ])];
     const step = Math.max(1, Math.floor(of.length / CLI_CASES));
     return [...always, ...of.filter((c, k) => k % step === 0 && !always.includes(c)).slice(0, CLI_CASES)];
   });
