@@ -5,9 +5,11 @@
  *
  * - 8 bytes: N, a little-endian u64; N at most 100,000,000 (the reference reader's header limit);
  *   the file holds at least 8 + N bytes.
- * - N bytes: UTF-8 JSON text, an object that starts with "{" (trailing whitespace padding allowed).
+ * - N bytes: UTF-8 JSON text, an object that starts with "{" (whitespace padding allowed around it,
+ *   as the reference reader takes it).
  *   JSON as serde_json reads it: RFC 8259, no lone surrogates in \u escapes, nesting at most 128.
- *   Duplicate keys are disallowed (README: "Duplicate keys are disallowed").
+ *   Duplicate keys: the README disallows them; the reference reader keeps the last tensor entry
+ *   or metadata key and refuses a repeated __metadata__ or tensor field, and so does this peer.
  * - Each key but "__metadata__" maps to {"dtype", "shape", "data_offsets"}: dtype one of the
  *   format's codes; shape a list of unsigned integers; data_offsets two unsigned integers
  *   [BEGIN, END) relative to the byte buffer. Integers are written as integers (serde refuses 2.0
@@ -33,7 +35,7 @@ export interface PeerTensor {
 
 export type PeerResult = { ok: true; tensors: PeerTensor[]; metadata?: Record<string, string> } | { ok: false; why: string };
 
-type Json = { t: "obj"; entries: [string, Json][] } | { t: "arr"; items: Json[] } | { t: "str"; v: string }
+type Json = { t: "obj"; entries: [string, Json][]; dup?: boolean } | { t: "arr"; items: Json[] } | { t: "str"; v: string }
   | { t: "num"; text: string; integer: boolean } | { t: "lit"; v: boolean | null };
 
 class JsonError extends Error {}
@@ -97,16 +99,17 @@ function parseJson(text: string): Json {
       i++;
       const entries: [string, Json][] = [];
       const seen = new Set<string>();
+      let dup = false;
       ws();
       if (text[i] === "}") {
         i++;
-        return { t: "obj", entries };
+        return { t: "obj", entries, dup };
       }
       for (;;) {
         ws();
         if (text[i] !== '"') fail("expected a key");
         const k = string();
-        if (seen.has(k)) fail(`duplicate key ${JSON.stringify(k)}`);
+        if (seen.has(k)) dup = true;
         seen.add(k);
         ws();
         if (text[i++] !== ":") fail("expected :");
@@ -115,7 +118,7 @@ function parseJson(text: string): Json {
         if (text[i] === ",") i++;
         else if (text[i] === "}") {
           i++;
-          return { t: "obj", entries };
+          return { t: "obj", entries, dup };
         } else fail("expected , or }");
       }
     }
@@ -179,13 +182,23 @@ export function readSafetensors(file: Uint8Array): PeerResult {
     } catch {
       return { ok: false, why: "header is not UTF-8" };
     }
-    if (!text.startsWith("{")) return { ok: false, why: "header does not start with {" };
+    // The reference reader (serde_json) skips leading JSON whitespace, and its own test
+    // test_whitespace_leading_padded_header says so on purpose: what it reads, this peer reads.
+    if (!/^[ \t\r\n]*\{/.test(text)) return { ok: false, why: "header does not start with {" };
     const json = parseJson(text);
     if (json.t !== "obj") return { ok: false, why: "header is not an object" };
     const buffer = file.subarray(8 + Number(n));
     let metadata: Record<string, string> | undefined;
     const infos: { name: string; code: string; shape: bigint[]; begin: bigint; end: bigint }[] = [];
-    for (const [name, v] of json.entries) {
+    // The README disallows duplicate keys, but the reference reader's HashMap keeps the last entry
+    // of a repeated tensor name or metadata key (checked against the crate built here); a repeated
+    // __metadata__ or a repeated field inside a tensor it refuses. The peer reads as it does:
+    // every entry must still be valid, and the last one counts.
+    if (json.entries.filter(([k]) => k === "__metadata__").length > 1) return { ok: false, why: "__metadata__ appears twice" };
+    const last = new Map<string, number>();
+    json.entries.forEach(([k], i) => last.set(k, i));
+    for (const [index, [name, v]] of json.entries.entries()) {
+      if (name !== "__metadata__" && v.t === "obj" && v.dup) return { ok: false, why: `${JSON.stringify(name)}: a field appears twice` };
       if (name === "__metadata__") {
         if (v.t === "lit" && v.v === null) continue;
         if (v.t !== "obj") return { ok: false, why: "__metadata__ is not a map" };
@@ -204,6 +217,7 @@ export function readSafetensors(file: Uint8Array): PeerResult {
       if (!shape || shape.t !== "arr") return { ok: false, why: `${JSON.stringify(name)}: shape is not a list` };
       const offsets = field("data_offsets");
       if (!offsets || offsets.t !== "arr" || offsets.items.length !== 2) return { ok: false, why: `${JSON.stringify(name)}: data_offsets is not a pair` };
+      if (last.get(name) !== index) continue;
       infos.push({
         name, code: dtype.v, shape: shape.items.map((d) => u64(d, `${JSON.stringify(name)}: a dimension`)),
         begin: u64(offsets.items[0], `${JSON.stringify(name)}: begin`), end: u64(offsets.items[1], `${JSON.stringify(name)}: end`),

@@ -14,6 +14,8 @@ export type Failure = { readonly kind: "hang" | "crash" | "memory"; readonly det
 export interface SuperviseOptions {
   /** Per step of a check. */
   readonly timeoutMs: number;
+  /** Per step of check `index`, where it differs from `timeoutMs` (the heavy limit probes). */
+  readonly timeoutFor?: (index: number) => number;
   /** --max-old-space-size of the workers. */
   readonly heapMb: number;
   /** A worker whose resident size passes this is killed: the check it was on is a memory blow-up. */
@@ -56,7 +58,7 @@ async function runRange<R>(
         timer = setTimeout(() => {
           killedFor = "hang";
           child.kill("SIGKILL");
-        }, o.timeoutMs);
+        }, o.timeoutFor?.(current) ?? o.timeoutMs);
       };
       const poll = setInterval(() => {
         const rss = rssOf(child.pid ?? 0);
@@ -100,7 +102,7 @@ async function runRange<R>(
           const heap = /heap out of memory|Allocation failed|ENOMEM|Cannot allocate memory/i.test(stderr);
           const kind: Failure["kind"] = killedFor ?? (heap ? "memory" : "crash");
           const at = step ? `${step}: ` : "";
-          const why = kind === "hang" ? `${at}no result within ${o.timeoutMs} ms`
+          const why = kind === "hang" ? `${at}no result within ${o.timeoutFor?.(current) ?? o.timeoutMs} ms`
             : kind === "memory" ? `resident ${Math.round(peakRss / 2 ** 20)} MiB (limit ${Math.round(o.rssLimitBytes / 2 ** 20)}), ${heap ? "heap exhausted" : "killed"}`
             : `${at}worker exited with ${signal ?? code}: ${stderr.trim().split("\n").filter((l) => l.trim()).slice(0, 3).join(" | ").slice(0, 400)}`;
           failures.set(current, { kind, detail: why });

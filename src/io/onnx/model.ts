@@ -102,6 +102,9 @@ export function decodeModel(bytes: Uint8Array, opts: ModelOptions = {}): OnnxMod
         break;
       case 7:
         r.expect(WIRE_LEN, "graph");
+        // protobuf merges repeated message fields; reading only the last would drop the first's
+        // initializers, so two graphs are refused, as the file reader does.
+        if (graph) throw new TensorcastError("NOT_IMPLEMENTED", "ModelProto has two graph fields (protobuf would merge them); tensorcast reads one");
         graph = readGraph(r.message("GraphProto"), opts);
         break;
       case 8:
@@ -113,6 +116,12 @@ export function decodeModel(bytes: Uint8Array, opts: ModelOptions = {}): OnnxMod
     }
   }
   if (!graph) throw new TensorcastError("INVALID_DATA", "ModelProto has no graph");
+  // onnx.checker refuses a name defined twice; the file reader does too (scanModelFile).
+  const names = new Set<string>();
+  for (const init of graph.initializers) {
+    if (names.has(init.name)) throw new TensorcastError("INVALID_DATA", `GraphProto: ${JSON.stringify(init.name.slice(0, 64))} is the name of two initializers`);
+    names.add(init.name);
+  }
   return { irVersion, opsetImports, graph };
 }
 

@@ -2,6 +2,7 @@
  * The `tensorcast` command line: picks the command, runs it, and turns errors into exit codes.
  * Everything it prints goes through `io`, so it can run inside tests and other programs.
  */
+import { visible } from "./format.js";
 import { TensorcastError } from "../../index.js";
 import type { Command } from "./command.js";
 import { castCommand } from "./commands/cast.js";
@@ -57,11 +58,12 @@ export async function main(argv: readonly string[], io: CliIO = processIO()): Pr
     return await dispatch(argv, io);
   } catch (e) {
     if (e instanceof UsageError) {
-      io.stderr.write(`error: ${e.message}\nRun "tensorcast help${e.command ? ` ${e.command}` : ""}" for usage.\n`);
+      io.stderr.write(`error: ${visible(e.message)}\nRun "tensorcast help${e.command ? ` ${e.command}` : ""}" for usage.\n`);
       return EXIT_USAGE;
     }
     if (e instanceof TensorcastError && e.code !== "INTERNAL") {
-      io.stderr.write(`error: ${e.message} (code ${e.code})\n`);
+      // A message can quote a file's bytes (a name, a header): never let them drive the terminal.
+      io.stderr.write(`error: ${visible(e.message)} (code ${e.code})\n`);
       return e.code === "IO_ERROR" ? EXIT_IO : EXIT_BAD_INPUT;
     }
     io.stderr.write(internalErrorReport(e));

@@ -154,6 +154,9 @@ export function parseNpyHeader(
     }
   }
   let shape = dims as number[];
+  if (shape.length > NPY_MAX_DIMS) {
+    throw bad(file, `shape has ${shape.length} dimensions; NumPy reads at most ${NPY_MAX_DIMS}`, "INVALID_SHAPE");
+  }
   const size = checkedSize(shape);
   if (size === undefined) throw bad(file, `shape ${describeLiteral(shapeValue)} has more than 2^53 - 1 elements`, "INVALID_SHAPE");
 
@@ -279,10 +282,16 @@ function swapBytes(bytes: Uint8Array, width: number): void {
  * multiple of 64 bytes, as NumPy pads it.
  * @throws TensorcastError UNSUPPORTED_TYPE for a type .npy cannot hold (string).
  */
+/** NumPy 1.x's NPY_MAXDIMS (numpy.load refuses more: "maximum supported dimension for an ndarray is 32"). */
+const NPY_MAX_DIMS = 32;
+
 export function encodeNpyHeader(t: DType, shape: readonly number[], file = "output", tensor?: string): Uint8Array {
   const descr = npyDescr(t);
   if (descr === undefined) {
     throw new TensorcastError("UNSUPPORTED_TYPE", `${file}: ${tensor === undefined ? "" : `tensor ${JSON.stringify(tensor)}: `}.npy cannot hold ${t.name} tensors`);
+  }
+  if (shape.length > NPY_MAX_DIMS) {
+    throw new TensorcastError("INVALID_SHAPE", `${file}: ${tensor === undefined ? "" : `tensor ${JSON.stringify(tensor)}: `}has ${shape.length} dimensions; .npy (NumPy) holds at most ${NPY_MAX_DIMS}`);
   }
   const dims = shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(", ")})`;
   const dict = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${dims}, }`;

@@ -205,6 +205,11 @@ async function scanTensor(w: Walker, start: number, end: number, fieldStart: num
         segment = true;
         break;
       case 4: case 5: case 6: case 7: case 10: case 11:
+        // string_data is `bytes` in onnx.proto, so the schema walk lets any bytes through; but
+        // decodeTensorProto and onnx's numpy_helper read each element as UTF-8 and refuse others.
+        if (f.field === 6 && f.wire === 2) {
+          decodeUtf8(await w.bytes(f.value, f.next - f.value, end, "a string_data element", label()), `${w.file.path}: tensor ${JSON.stringify(label())}: a string_data element`);
+        }
         typed++;
         lastTyped = { field: f.field, offset: f.value, length: f.next - f.value };
         break;
