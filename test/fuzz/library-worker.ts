@@ -176,15 +176,18 @@ async function runCase(m: Manifest, index: number): Promise<CaseResult> {
       process.stdout.write(`O ${key}-read-back\n`);
       const back = await readAll(out);
       files.push({ path: out, format: formatOf(out), role: key, tensors: back.tensors });
+      // By name through maps: a find per tensor is quadratic, minutes for the 200,000-tensor probes.
+      const backByName = new Map(back.tensors.map((x) => [x.name, x]));
+      const readByName = new Map(read.tensors.map((x) => [x.name, x]));
       for (const t of report.tensors) {
         const input = read.raw.get(t.name);
-        const outTensor = back.tensors.find((x) => x.name === t.name) ?? (back.tensors.length === 1 ? back.tensors[0] : undefined);
+        const outTensor = backByName.get(t.name) ?? (back.tensors.length === 1 ? back.tensors[0] : undefined);
         if (!outTensor) {
           if (t.from !== "string" || formatOf(out) !== "onnx") problems.push(`corrupt output: ${key} has no tensor ${JSON.stringify(t.name)}`);
           continue;
         }
         if (!input) continue;
-        const src = read.tensors.find((x) => x.name === t.name)!;
+        const src = readByName.get(t.name)!;
         const expected = t.converted
           ? cast(Tensor.fromBytes(input, src.dtype, src.shape), t.to, { saturate: true }).bytes()
           : input;
