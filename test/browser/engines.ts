@@ -57,6 +57,9 @@ const NEEDS: Record<EngineName, [path: string, debianPackage: string][]> = {
  * error, not a skip: .ci/run installs all three, so an absent one means the install broke.
  */
 export function engineMissing(engine: EngineName): string | undefined {
+  // .ci/run runs the browsers once, in the last Node's run; the other Node lines say where.
+  const elsewhere = process.env.TENSORCAST_BROWSERS_IN;
+  if (elsewhere) return `${engine}: the browser tests run in ${elsewhere}`;
   const missing = NEEDS[engine].filter(([path]) => !existsSync(path));
   if (missing.length === 0) return undefined;
   const reason = `${engine}: ${missing.map(([p]) => p).join(" and ")} missing: install Debian's ` +
