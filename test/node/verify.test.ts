@@ -34,7 +34,8 @@ function modelBytes(): Uint8Array {
 
 /** Runs the CLI in a child process with writer.js altered by `fault`. */
 function convertWithFault(fault: string, args: string[]): { code: number | null; err: string } {
-  const r = spawnSync(process.execPath, ["--import", HOOK, BIN, "convert", ...args], {
+  // --no-deprecation: Node 26 warns that module.register() (the hook) is deprecated, on stderr.
+  const r = spawnSync(process.execPath, ["--no-deprecation", "--import", HOOK, BIN, "convert", ...args], {
     env: { ...process.env, TENSORCAST_TEST_CORRUPT: fault }, encoding: "utf8",
   });
   return { code: r.status, err: r.stderr };
