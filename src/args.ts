@@ -14,7 +14,12 @@ export function describe(x: unknown): string {
   if (typeof x === "number" || typeof x === "boolean") return String(x);
   if (typeof x === "bigint") return `${x}n`;
   if (typeof x === "symbol" || typeof x === "function") return `a ${typeof x}`;
-  if (Array.isArray(x)) return `an Array of ${x.length}`;
+  // A short array of plain values is spelled out ([1, 2], a complex pair); anything else is counted,
+  // so a hostile value (nested a million deep, a billion long) costs nothing to describe.
+  if (Array.isArray(x)) {
+    const plain = x.length <= 4 && x.every((v) => typeof v === "number" || typeof v === "boolean" || typeof v === "bigint" || (typeof v === "string" && v.length <= 40));
+    return plain ? `[${x.map(describe).join(", ")}]` : `an Array of ${x.length}`;
+  }
   return `a ${(x as object).constructor?.name ?? "object"}`;
 }
 

@@ -56,7 +56,7 @@ export function shapeText(shape: readonly unknown[]): string {
 
 /** `x` must be a Tensor; `what` names the argument ("cast's input"). */
 export function expectTensor(x: unknown, what: string): asserts x is Tensor {
-  if (!(x instanceof Tensor)) throw new TensorcastError("INVALID_DATA", `${what} must be a Tensor, got ${describe(x)}`);
+  if (!(x instanceof Tensor)) throw new TensorcastError("INVALID_DATA", `${what}: expected a Tensor, got ${describe(x)}`);
 }
 
 /**
@@ -273,7 +273,7 @@ function storageFromValues(t: DType, values: ArrayLike<unknown>): Storage {
   const n = values.length;
   const out = allocateStorage(t, n);
   const bad = (i: number, why: string): never => {
-    throw new TensorcastError("INVALID_VALUE", `value ${i} (${describeValue(values[i])}) ${why}`);
+    throw new TensorcastError("INVALID_VALUE", `value ${i} (${describe(values[i])}) ${why}`);
   };
   switch (t.kind) {
     case "string": {
@@ -369,11 +369,4 @@ function lostValue(t: DType, x: number, y: number): string | undefined {
   const f = t.format;
   if (f?.overflow === "clamp" && roundsPastMax(f, Math.abs(x))) return `is outside ${t.name}'s range [${t.min}, ${t.max}]`;
   return undefined;
-}
-
-function describeValue(v: unknown): string {
-  if (typeof v === "string") return JSON.stringify(v);
-  if (typeof v === "bigint") return `${v}n`;
-  if (Array.isArray(v)) return `[${v.map(describeValue).join(", ")}]`;
-  return String(v);
 }

@@ -38,6 +38,10 @@ test("the issue's cases: each is a TensorcastError with its code", () => {
   assert.equal(code(() => Tensor.fromStorage(any([1, 2]), "string", [2])), "INVALID_DATA");
   assert.equal(code(() => Tensor.zeros("float32", [0, 2 ** 1000])), "INVALID_SHAPE");
   assert.equal(code(() => Tensor.fromValues([], "float32", [0, 2 ** 1000])), "INVALID_SHAPE");
+  // A value nested 100,000 deep is described by its kind, not spelled out recursively.
+  let deep: unknown = [];
+  for (let i = 0; i < 100_000; i++) deep = [deep];
+  assert.equal(code(() => Tensor.fromValues([deep] as never, "complex64")), "INVALID_VALUE");
   for (const [name, f] of [
     ["decodeTensorProto", () => tc.decodeTensorProto(tc.encodeTensorProto(t), any({ copy: false, nope: 1 }))],
     ["decodeModel", () => tc.decodeModel(tc.encodeModel(model()), any({ tensr: {} }))],

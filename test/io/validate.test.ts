@@ -142,6 +142,11 @@ test("a string that is not UTF-8 is refused in any message (protobuf's proto2 pa
   const dim = new W().len(2, [0xed, 0xa0, 0x80]);
   const valueInfo = new W().len(1, "v").len(2, new W().len(1, new W().int(1, 1).len(2, new W().len(1, dim))));
   throwsCode(() => decodeModel(model(new W().len(13, valueInfo))), "INVALID_DATA", /TensorShapeProto\.Dimension at byte \d+\): field 2 \(dim_param\) is not valid UTF-8/);
+  // string_data is bytes in onnx.proto, but every reader of a STRING tensor decodes it as UTF-8:
+  // the check refuses it wherever the tensor is, so a file and its decoding never disagree.
+  const strings = new W().int(1, 2).int(2, 8).len(6, "ok").len(6, [0xff]);
+  assert.throws(() => validateMessage("TensorProto", strings.bytes()), /TensorProto: string_data\[1\] is not valid UTF-8 \(at byte 10\)/);
+  throwsCode(() => decodeModel(model(new W().len(5, strings.len(8, "s")))), "INVALID_DATA", /initializer \(TensorProto at byte \d+\): string_data\[1\] is not valid UTF-8/);
 });
 
 test("UTF-8 is checked as the strict WHATWG decoder checks it, whatever the pieces", () => {
@@ -260,7 +265,7 @@ const graph = (): Msg => msg("GraphProto",
   [5, "initializer", tensorMsg("r", 2, [3], [[9, "raw_data", { b: [1, 2, 3] }]])],
   [5, "initializer", tensorMsg("ext", 1, [1000], [[13, "external_data", entry()], [14, "data_location", int(1)]])],
   [5, "initializer", tensorMsg("seg", 1, [1000], [[3, "segment", msg("TensorProto.Segment", [1, "begin", int(0)], [2, "end", int(1)])], [4, "float_data", { f: 1 }]])],
-  [5, "initializer", tensorMsg("s", 8, [2], [[6, "string_data", { b: [0xff] }], [6, "string_data", { b: [] }], [16, "metadata_props", entry()]])],
+  [5, "initializer", tensorMsg("s", 8, [2], [[6, "string_data", { b: [0xc3, 0xa9] }], [6, "string_data", { b: [] }], [16, "metadata_props", entry()]])],
   [5, "initializer", tensorMsg("d", 11, [1], [[10, "double_data", { d: 0.25 }]])],
   [5, "initializer", tensorMsg("u", 13, [1], [[11, "uint64_data", int(2n ** 64n - 1n)]])],
   [15, "sparse_initializer", sparse()],

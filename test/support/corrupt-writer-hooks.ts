@@ -14,8 +14,8 @@ interface LoadResult {
 }
 type NextLoad = (url: string, context: unknown) => Promise<LoadResult>;
 
-const FIXED_GRAPH_LENGTH = "graphLength += lengthDelimitedTag(5, r.fieldLength).length + r.fieldLength - (r.scanned.end - r.scanned.fieldStart);";
-const BUGGY_GRAPH_LENGTH = "graphLength += r.fieldLength - (r.scanned.end - r.scanned.start);";
+const FIXED_GRAPH_LENGTH = "graphLength += r.head.length + r.bodyLength - (r.scanned.end - r.scanned.fieldStart);";
+const BUGGY_GRAPH_LENGTH = "graphLength += r.bodyLength - (r.scanned.end - r.scanned.start);";
 const PLAN = "export async function planOutput(";
 
 function replaceOnce(source: string, from: string, to: string): string {

@@ -13,10 +13,10 @@
  * onnx.proto declares them (`repeated int64 dims = 1;` has no `[packed = true]`). So a tensor that
  * the onnx Python package serialised with raw_data comes out byte for byte the same.
  */
-import { describe, expectOptions, isString } from "../../args.js";
+import { expectOptions, isString } from "../../args.js";
 import { TensorcastError } from "../../errors.js";
 import type { DType } from "../../dtype/table.js";
-import { Tensor } from "../../tensor.js";
+import { expectTensor, type Tensor } from "../../tensor.js";
 import type { OnnxAttribute, OnnxGraph, OnnxModel, OnnxNode, OpsetImport, ValueInfo } from "./model.js";
 import { checkModel } from "./model-check.js";
 import { WireWriter } from "./wire-writer.js";
@@ -48,7 +48,7 @@ export interface EncodeTensorOptions {
  *         (UTF-8 cannot hold it); INVALID_DATA when `tensor` is not a Tensor.
  */
 export function encodeTensorProto(tensor: Tensor, opts: EncodeTensorOptions = {}): Uint8Array {
-  assertTensor(tensor);
+  expectTensor(tensor, "encodeTensorProto's input");
   expectOptions(opts, "encodeTensorProto", { name: isString, layout: isLayout }, { name: "a string", layout: '"raw" or "typed"' });
   const w = new WireWriter(sizeHint(tensor, opts.name));
   writeTensorProto(w, tensor, opts);
@@ -60,7 +60,7 @@ export function encodeTensorProto(tensor: Tensor, opts: EncodeTensorOptions = {}
  * nest it, as encodeModel does for initializers).
  */
 export function writeTensorProto(w: WireWriter, tensor: Tensor, opts: EncodeTensorOptions = {}): void {
-  assertTensor(tensor);
+  expectTensor(tensor, "writeTensorProto's input");
   if (opts.layout !== undefined && opts.layout !== "raw" && opts.layout !== "typed") {
     throw new TensorcastError("INVALID_ATTRIBUTE", `layout ${JSON.stringify(opts.layout)} is neither "raw" nor "typed"`);
   }
@@ -160,11 +160,6 @@ function sizeHint(tensor: Tensor, name: string | undefined): number {
   return 32 + 11 * tensor.shape.length + 3 * (name?.length ?? 0) + body;
 }
 
-function assertTensor(x: unknown): void {
-  if (!(x instanceof Tensor)) {
-    throw new TensorcastError("INVALID_DATA", `expected a Tensor to encode, got ${describe(x)}`);
-  }
-}
 
 
 // ---- ModelProto --------------------------------------------------------------------------------

@@ -5,7 +5,7 @@
  *   their message, groups closed by their own end-group tag;
  * - nesting: messages and groups at most MAX_NESTING levels below the outermost, protobuf's limit;
  * - every known field of every message has its type's wire type (repeated scalars packed or not),
- *   and string fields are UTF-8; unknown fields are skipped, as protobuf skips them;
+ *   and string fields (and TensorProto.string_data) are UTF-8; unknown fields are skipped, as protobuf skips them;
  * - every TensorProto's data agrees with its data_type and dims (tensor-data.ts).
  * Stricter than protobuf's own proto2 parser in two ways, on purpose: a known field with the wrong
  * wire type is an error (protobuf files it under unknown fields, and the field reads as unset),
@@ -107,6 +107,8 @@ export class MessageValidator {
   private naming: TensorFacts | undefined;
   private name = new Uint8Array(NAME_KEPT);
   private nameLength = 0;
+  /** The string_data entry being checked, or -1 for any other string. */
+  private element = -1;
   private failure: TensorcastError | undefined;
   /** For a TensorProto: what its fields say about its data (complete once `finish` passed). */
   readonly tensor: TensorFacts | undefined;
@@ -367,15 +369,17 @@ export class MessageValidator {
         this.open({ type: spec.message, group: 0, start: at, end: at + n, via: spec.name, tensor: spec.message === TENSOR_PROTO ? new TensorFacts() : undefined }, at);
         return;
       case "string":
-        this.mode = Mode.Utf8;
-        this.need = 0;
-        this.naming = tensor && spec.number === TENSOR_FIELD.name ? tensor : undefined;
-        this.nameLength = 0;
-        if (n === 0) this.endString(at);
+        this.startString(n, at, tensor && spec.number === TENSOR_FIELD.name ? tensor : undefined, -1);
         return;
       case "bytes":
         if (tensor && spec.number === TENSOR_FIELD.rawData) tensor.raw = n;
-        else if (tensor && spec.number === TENSOR_FIELD.stringData) tensor.add("string_data", 1);
+        else if (tensor && spec.number === TENSOR_FIELD.stringData) {
+          // onnx.proto declares string_data bytes, but every reader of a STRING tensor (decodeTensorProto,
+          // onnx's numpy_helper) decodes each entry as UTF-8 and refuses other bytes: so does the check.
+          tensor.add("string_data", 1);
+          this.startString(n, at, undefined, (tensor.counts.get("string_data") ?? 1) - 1);
+          return;
+        }
         break;
       case "fixed32":
       case "fixed64": {
@@ -485,6 +489,16 @@ export class MessageValidator {
     this.upper = upper;
   }
 
+  /** A string value of `n` bytes at `at`: a name to keep, or string_data entry `element` (else -1). */
+  private startString(n: number, at: number, naming: TensorFacts | undefined, element: number): void {
+    this.mode = Mode.Utf8;
+    this.need = 0;
+    this.naming = naming;
+    this.nameLength = 0;
+    this.element = element;
+    if (n === 0) this.endString(at);
+  }
+
   private endString(abs: number): void {
     if (this.need !== 0) this.badUtf8(abs);
     this.mode = Mode.Tag;
@@ -501,6 +515,7 @@ export class MessageValidator {
   }
 
   private badUtf8(abs: number): never {
+    if (this.element >= 0) this.fail(`string_data[${this.element}] is not valid UTF-8 (at byte ${abs})`);
     this.fail(`field ${this.fieldName()} is not valid UTF-8 (at byte ${abs})`);
   }
 

@@ -13,17 +13,7 @@ import { TensorcastError, type ErrorCode } from "../../index.js";
 
 /** A TensorcastError about `file` (and, when given, one of its tensors). */
 export function fileError(code: ErrorCode, file: string, message: string, tensor?: string): TensorcastError {
-  return new TensorcastError(code, `${file}: ${tensor === undefined ? "" : tensorLabel(tensor, message)}${message}`);
-}
-
-/**
- * `tensor "t": `, unless `message` already starts with it: the core's decoders name the tensor
- * themselves (in their own quoting), and a second label would read `tensor "t": tensor "t":`.
- */
-function tensorLabel(tensor: string, message: string): string {
-  const quoted = JSON.stringify(tensor);
-  const named = message.startsWith(`tensor ${quoted}: `) || message.startsWith(`tensor "${tensor}": `);
-  return named ? "" : `tensor ${quoted}: `;
+  return new TensorcastError(code, `${file}: ${tensor === undefined ? "" : `tensor ${JSON.stringify(tensor)}: `}${message}`);
 }
 
 /** What a system error means, in words, for the file it happened to. */

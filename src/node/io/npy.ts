@@ -25,6 +25,7 @@
  */
 import { dtype, TensorcastError, type DType, type DTypeLike } from "../../index.js";
 import { packCodes } from "../../dtype/packing.js";
+import { fileError } from "./file.js";
 import { checkedSize, rawByteLength, type TensorInfo } from "./tensors.js";
 
 const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // "\x93NUMPY"
@@ -276,22 +277,20 @@ function swapBytes(bytes: Uint8Array, width: number): void {
   }
 }
 
+/** NumPy 1.x's NPY_MAXDIMS (numpy.load refuses more: "maximum supported dimension for an ndarray is 32"). */
+const NPY_MAX_DIMS = 32;
+
 /**
  * The prefix and header of a .npy file holding `shape` elements of `t` in C order: version 1.0
  * when the header fits its 16-bit length, else 2.0; padded with spaces so the data starts at a
  * multiple of 64 bytes, as NumPy pads it.
  * @throws TensorcastError UNSUPPORTED_TYPE for a type .npy cannot hold (string).
  */
-/** NumPy 1.x's NPY_MAXDIMS (numpy.load refuses more: "maximum supported dimension for an ndarray is 32"). */
-const NPY_MAX_DIMS = 32;
-
 export function encodeNpyHeader(t: DType, shape: readonly number[], file = "output", tensor?: string): Uint8Array {
   const descr = npyDescr(t);
-  if (descr === undefined) {
-    throw new TensorcastError("UNSUPPORTED_TYPE", `${file}: ${tensor === undefined ? "" : `tensor ${JSON.stringify(tensor)}: `}.npy cannot hold ${t.name} tensors`);
-  }
+  if (descr === undefined) throw fileError("UNSUPPORTED_TYPE", file, `.npy cannot hold ${t.name} tensors`, tensor);
   if (shape.length > NPY_MAX_DIMS) {
-    throw new TensorcastError("INVALID_SHAPE", `${file}: ${tensor === undefined ? "" : `tensor ${JSON.stringify(tensor)}: `}has ${shape.length} dimensions; .npy (NumPy) holds at most ${NPY_MAX_DIMS}`);
+    throw fileError("INVALID_SHAPE", file, `has ${shape.length} dimensions; .npy (NumPy) holds at most ${NPY_MAX_DIMS}`, tensor);
   }
   const dims = shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(", ")})`;
   const dict = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${dims}, }`;

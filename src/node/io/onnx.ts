@@ -205,11 +205,6 @@ async function scanTensor(w: Walker, start: number, end: number, fieldStart: num
         segment = true;
         break;
       case 4: case 5: case 6: case 7: case 10: case 11:
-        // string_data is `bytes` in onnx.proto, so the schema walk lets any bytes through; but
-        // decodeTensorProto and onnx's numpy_helper read each element as UTF-8 and refuse others.
-        if (f.field === 6 && f.wire === 2) {
-          decodeUtf8(await w.bytes(f.value, f.next - f.value, end, "a string_data element", label()), `${w.file.path}: tensor ${JSON.stringify(label())}: a string_data element`);
-        }
         typed++;
         lastTyped = { field: f.field, offset: f.value, length: f.next - f.value };
         break;
@@ -299,7 +294,9 @@ async function validateFile(file: RandomAccessFile, root: OnnxRoot, name: string
  * Checks that a whole .onnx (ModelProto) or .pb (TensorProto) file is one protobuf and onnx would
  * accept: the wire format, nesting within protobuf's 100 levels, every field of onnx.proto with its
  * wire type, UTF-8 strings, and every tensor's data against its dims. Memory stays bounded (a
- * 1 MiB window) whatever the file's size. The converter runs it on what it wrote before renaming.
+ * 1 MiB window) whatever the file's size. The scans below run the same check before listing the
+ * initializers, and the converter's read-back (verify.ts) goes through them; this is the check
+ * alone, for a caller that needs no listing.
  *
  * @param file a path, or an open file (left open).
  * @param name how errors name the file (default: its path), e.g. the final name of a temporary.
@@ -374,7 +371,8 @@ export function onnxFileTensor(file: RandomAccessFile, s: ScannedTensor): FileTe
     try {
       return readTensorProto(new WireReader(message, "TensorProto"), { copy: false }).tensor.bytes();
     } catch (e) {
-      if (e instanceof TensorcastError) throw fileError(e.code, file.path, e.message, s.name);
+      // The core's messages name the tensor themselves.
+      if (e instanceof TensorcastError) throw fileError(e.code, file.path, e.message);
       throw e;
     }
   };

@@ -1,12 +1,9 @@
 /**
  * `verifyOutput(plan, temporary, output)`: reads a written file back before it is renamed into
- * place, so a writer bug never reaches the final name with exit code 0. The readers' own header
- * and protobuf walks re-parse it (for .onnx every top-level and graph field, and every initializer)
- * and each tensor must be listed as the plan says: name, type, shape, and where its bytes lie.
- * Only headers and tags are read, not tensor data, so this costs little even for large files.
- *
- * One function on purpose: a full ONNX schema check can replace the model branch without the
- * converter changing.
+ * place, so a writer bug never reaches the final name with exit code 0. The readers that read
+ * inputs re-parse it (for .onnx and .pb the whole-file schema check of io/onnx/validate.ts, then
+ * the initializers) and each tensor must be listed as the plan says: name, type, shape, and where
+ * its bytes lie. Tensor data is skipped, not read, so this costs little even for large files.
  */
 import { TensorcastError } from "../../index.js";
 import { fileError, RandomAccessFile } from "./file.js";

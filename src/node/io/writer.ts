@@ -138,7 +138,8 @@ async function planModel(input: TensorFile, targets: ReadonlyMap<FileTensor, DTy
   }
   const model = input as OnnxModelFile;
   const { graph, initializers } = model.layout;
-  const rewritten: { scanned: (typeof initializers)[number]; source: FileTensor; dtype: DType; prefix: Uint8Array; fieldLength: number }[] = [];
+  /** `head`: the initializer field's tag and length; `message`: its TensorProto up to raw_data's bytes; `bodyLength`: the whole TensorProto. */
+  const rewritten: { scanned: (typeof initializers)[number]; source: FileTensor; dtype: DType; head: Uint8Array; message: Uint8Array; bodyLength: number }[] = [];
   for (let i = 0; i < initializers.length; i++) {
     const source = model.tensors[i];
     const dtype = targets.get(source);
@@ -148,15 +149,14 @@ async function planModel(input: TensorFile, targets: ReadonlyMap<FileTensor, DTy
     const extra = new Uint8Array(extraParts.reduce((n, p) => n + p.length, 0));
     extraParts.reduce((at, p) => (extra.set(p, at), at + p.length), 0);
     const byteLength = rawByteLength(dtype, source.size);
-    const prefix = tensorProtoPrefix(source.name, dtype, source.shape, byteLength, extra);
-    rewritten.push({ scanned, source, dtype, prefix, fieldLength: prefix.length + byteLength });
+    const message = tensorProtoPrefix(source.name, dtype, source.shape, byteLength, extra);
+    const bodyLength = message.length + byteLength;
+    rewritten.push({ scanned, source, dtype, head: lengthDelimitedTag(5, bodyLength), message, bodyLength });
   }
-  // Each whole field changes size, its length prefix included: a message that crosses 2^7, 2^14,
-  // ... bytes gains or loses a byte of prefix, which the graph's own length must count.
+  // Whole fields, length prefixes included: a message that crosses 2^7, 2^14, ... bytes gains or
+  // loses a byte of prefix, which the graph's own length must count.
   let graphLength = graph.end - graph.contentStart;
-  for (const r of rewritten) {
-    graphLength += lengthDelimitedTag(5, r.fieldLength).length + r.fieldLength - (r.scanned.end - r.scanned.fieldStart);
-  }
+  for (const r of rewritten) graphLength += r.head.length + r.bodyLength - (r.scanned.end - r.scanned.fieldStart);
   const segments: Segment[] = [];
   const outputs: OutputTensor[] = [];
   let offset = 0;
@@ -172,11 +172,8 @@ async function planModel(input: TensorFile, targets: ReadonlyMap<FileTensor, DTy
   let at = graph.contentStart;
   for (const r of rewritten) {
     copy(at, r.scanned.fieldStart);
-    const head = lengthDelimitedTag(5, r.fieldLength);
-    const prefix = new Uint8Array(head.length + r.prefix.length);
-    prefix.set(head);
-    prefix.set(r.prefix, head.length);
-    push({ kind: "bytes", data: prefix });
+    push({ kind: "bytes", data: r.head });
+    push({ kind: "bytes", data: r.message });
     const tensor: OutputTensor = {
       source: r.source, name: r.source.name, dtype: r.dtype, shape: r.source.shape, size: r.source.size,
       encoding: "raw", byteLength: rawByteLength(r.dtype, r.source.size), offset,
