@@ -19,6 +19,7 @@
  * reading its tags.
  */
 import { TensorcastError, type ErrorCode } from "../../errors.js";
+import { UTF8_BAD_LEAD, utf8Lead } from "../utf8.js";
 import { TENSOR_FIELD } from "./fields.js";
 import { messageType, type FieldKind, type FieldSpec, type MessageType } from "./schema.js";
 import { TensorFacts, type TypedField } from "./tensor-data.js";
@@ -464,19 +465,11 @@ export class MessageValidator {
       const b = buf[i];
       if (need === 0) {
         if (b < 0x80) continue;
-        if (b >= 0xc2 && b <= 0xdf) {
-          need = 1;
-        } else if (b >= 0xe0 && b <= 0xef) {
-          need = 2;
-          if (b === 0xe0) lower = 0xa0;
-          else if (b === 0xed) upper = 0x9f;
-        } else if (b >= 0xf0 && b <= 0xf4) {
-          need = 3;
-          if (b === 0xf0) lower = 0x90;
-          else if (b === 0xf4) upper = 0x8f;
-        } else {
-          this.badUtf8(base + i);
-        }
+        const lead = utf8Lead(b);
+        if (lead === UTF8_BAD_LEAD) this.badUtf8(base + i);
+        need = lead & 0xff;
+        lower = (lead >> 8) & 0xff;
+        upper = lead >>> 16;
       } else {
         if (b < lower || b > upper) this.badUtf8(base + i);
         need--;

@@ -23,6 +23,7 @@
  * The reader is iterative and reads the bytes once: no recursion (nesting is a counter), no
  * JSON.parse tree, and error messages quote at most a bounded prefix of anything the file says.
  */
+import { UTF8_BAD_LEAD, utf8Lead } from "../../io/utf8.js";
 import { TensorcastError, type ErrorCode } from "../../index.js";
 import { NameIndex } from "./nameIndex.js";
 
@@ -484,21 +485,9 @@ class HeaderReader<T> {
    */
   private utf8(p: number): number {
     const b = this.b;
-    const c = b[p];
-    let more = 0;
-    let lo = 0x80;
-    let hi = 0xbf;
-    if (c >= 0xc2 && c <= 0xdf) more = 1;
-    else if (c >= 0xe0 && c <= 0xef) {
-      more = 2;
-      if (c === 0xe0) lo = 0xa0;
-      else if (c === 0xed) hi = 0x9f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      more = 3;
-      if (c === 0xf0) lo = 0x90;
-      else if (c === 0xf4) hi = 0x8f;
-    }
-    let ok = more > 0 && b[p + 1] >= lo && b[p + 1] <= hi;
+    const lead = utf8Lead(b[p]);
+    const more = lead & 0xff;
+    let ok = lead !== UTF8_BAD_LEAD && b[p + 1] >= ((lead >> 8) & 0xff) && b[p + 1] <= lead >>> 16;
     for (let k = 2; k <= more && ok; k++) ok = b[p + k] >= 0x80 && b[p + k] <= 0xbf;
     if (!ok) throw new TensorcastError("INVALID_DATA", `${this.file}: the header is not valid UTF-8 (at byte ${p} of the header)`);
     return p + more + 1;
