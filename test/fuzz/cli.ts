@@ -6,9 +6,9 @@
  * unsafe output: a control character (other than newline and tab) on stdout or stderr.
  */
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT } from "./seeds.js";
+import { HEAP_EXHAUSTED, rssOf } from "./supervise.js";
 
 export interface CliVerdict {
   readonly kind: "ok" | "clean" | "crash" | "hang" | "memory" | "unsafe";
@@ -17,14 +17,6 @@ export interface CliVerdict {
 
 const BIN = join(ROOT, "bin", "tensorcast.js");
 
-function rssOf(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
 
 export async function runCli(args: readonly string[], o: { timeoutMs: number; heapMb: number; rssLimitBytes: number }): Promise<CliVerdict> {
   return new Promise((resolve) => {
@@ -61,7 +53,7 @@ export async function runCli(args: readonly string[], o: { timeoutMs: number; he
       if (killedFor === "hang") return resolve({ kind: "hang", detail: `no exit within ${o.timeoutMs} ms` });
       if (killedFor === "memory") return resolve({ kind: "memory", detail: `resident ${Math.round(peak / 2 ** 20)} MiB` });
       const lines = stderr.split("\n").filter((l) => l.trim() !== "");
-      if (/heap out of memory|Allocation failed/i.test(stderr)) return resolve({ kind: "memory", detail: lines.slice(0, 2).join(" | ").slice(0, 300) });
+      if (HEAP_EXHAUSTED.test(stderr)) return resolve({ kind: "memory", detail: lines.slice(0, 2).join(" | ").slice(0, 300) });
       // Control characters from a file (a tensor name) reaching a terminal would be obeyed by it.
       const control = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/.exec(stdout + stderr);
       if (control) return resolve({ kind: "unsafe", detail: `prints control character U+${control[0].charCodeAt(0).toString(16).padStart(4, "0")} (exit ${signal ?? code})` });

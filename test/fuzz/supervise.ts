@@ -24,7 +24,11 @@ export interface SuperviseOptions {
   readonly parallel: number;
 }
 
-function rssOf(pid: number): number {
+/** What a Node child's stderr says when V8 ran out of heap. */
+export const HEAP_EXHAUSTED = /heap out of memory|Allocation failed|ENOMEM|Cannot allocate memory/i;
+
+/** A process's resident size in bytes (0 once it is gone), from /proc. */
+export function rssOf(pid: number): number {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
     return m ? Number(m[1]) * 1024 : 0;
@@ -99,7 +103,7 @@ async function runRange<R>(
         clearTimeout(timer);
         clearInterval(poll);
         if (current >= 0) {
-          const heap = /heap out of memory|Allocation failed|ENOMEM|Cannot allocate memory/i.test(stderr);
+          const heap = HEAP_EXHAUSTED.test(stderr);
           const kind: Failure["kind"] = killedFor ?? (heap ? "memory" : "crash");
           const at = step ? `${step}: ` : "";
           const why = kind === "hang" ? `${at}no result within ${o.timeoutFor?.(current) ?? o.timeoutMs} ms`

@@ -2,7 +2,6 @@
  * The `tensorcast` command line: picks the command, runs it, and turns errors into exit codes.
  * Everything it prints goes through `io`, so it can run inside tests and other programs.
  */
-import { visible } from "./format.js";
 import { TensorcastError } from "../../index.js";
 import type { Command } from "./command.js";
 import { castCommand } from "./commands/cast.js";
@@ -13,7 +12,7 @@ import { exampleCommand } from "./commands/example.js";
 import { inspectCommand } from "./commands/inspect.js";
 import { promoteCommand } from "./commands/promote.js";
 import { typesCommand } from "./commands/types.js";
-import { renderTable } from "./format.js";
+import { renderTable, visible } from "./format.js";
 import { processIO, type CliIO } from "./io.js";
 import { EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_IO, EXIT_OK, EXIT_USAGE, UsageError } from "./usage.js";
 import { packageVersion } from "./version.js";
@@ -84,7 +83,7 @@ export function internalErrorReport(e: unknown): string {
     version = ""; // The install itself is broken; the report must still come out.
   }
   const line =
-    `internal error: ${message.replace(/\s*\n\s*/g, " ")}. This is a bug in tensorcast${version}: please report it ` +
+    `internal error: ${visible(message.replace(/\s*\n\s*/g, " "))}. This is a bug in tensorcast${version}: please report it ` +
     "with the command you ran (TENSORCAST_DEBUG=1 prints the stack trace).\n";
   return process.env.TENSORCAST_DEBUG === "1" && e instanceof Error && e.stack ? `${line}${e.stack}\n` : line;
 }

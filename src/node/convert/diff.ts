@@ -56,10 +56,9 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
 function pairs(a: TensorFile, b: TensorFile): { matched: [FileTensor, FileTensor][]; onlyA: string[]; onlyB: string[] } {
   if (a.tensors.length === 1 && b.tensors.length === 1) return { matched: [[a.tensors[0], b.tensors[0]]], onlyA: [], onlyB: [] };
   // A file can list millions of tensors: B's names in a NameIndex, not a Map, and no set of A's.
+  // Names are unique in every file openTensorFile opens (safetensors keeps a repeated name's last
+  // entry, ONNX refuses a repeated initializer name), so index j is B's tensor j.
   const names = new NameIndex(b.tensors.map((t) => t.name));
-  // Where a name repeats in B (ONNX allows it), its last tensor is the one compared.
-  const last = new Int32Array(names.names.length);
-  b.tensors.forEach((t, i) => (last[names.find(t.name)] = i));
   const inA = new Uint8Array(names.names.length);
   const matched: [FileTensor, FileTensor][] = [];
   const onlyA: string[] = [];
@@ -67,7 +66,7 @@ function pairs(a: TensorFile, b: TensorFile): { matched: [FileTensor, FileTensor
     const j = names.find(t.name);
     if (j < 0) onlyA.push(t.name);
     else {
-      matched.push([t, b.tensors[last[j]]]);
+      matched.push([t, b.tensors[j]]);
       inA[j] = 1;
     }
   }
