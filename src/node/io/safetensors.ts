@@ -21,6 +21,7 @@
  * This file is pure (no Node built-ins): it parses and builds headers; reader.ts does the I/O.
  */
 import { dtype, TensorcastError, type DType } from "../../index.js";
+import { shapeText } from "../../tensor.js";
 import { NameIndex } from "./nameIndex.js";
 import { quoteBounded, readHeaderJson } from "./safetensorsJson.js";
 import { rawByteLength, type TensorInfo } from "./tensors.js";
@@ -144,10 +145,6 @@ export function readSafetensorsHeader<R>(
 
 const DTYPES = new Map<string, DType>(Object.entries(SAFETENSORS_DTYPES).map(([code, name]) => [code, dtype(name)]));
 
-/** `[2, 3]`, cut after 16 dimensions. */
-function shapeText(shape: readonly number[]): string {
-  return shape.length > 16 ? `[${shape.slice(0, 16).join(", ")}, ... (${shape.length} dimensions)]` : `[${shape.join(", ")}]`;
-}
 
 const MAX_U64 = 0xffff_ffff_ffff_ffffn;
 
