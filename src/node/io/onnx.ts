@@ -23,7 +23,7 @@
 import { dtype, TensorcastError, type DType } from "../../index.js";
 import { readTensorProto } from "../../io/onnx/tensorproto.js";
 import { MessageValidator, type OnnxRoot } from "../../io/onnx/validate.js";
-import { decodeUtf8, varintAt, WireReader } from "../../io/onnx/wire.js";
+import { decodeUtf8, VARINT_INCOMPLETE, varintAt, WireReader } from "../../io/onnx/wire.js";
 import { fileError, RandomAccessFile } from "./file.js";
 import { checkedSize, rawByteLength, type FileTensor } from "./tensors.js";
 
@@ -66,13 +66,40 @@ export interface ScannedTensor {
 export interface ScannedModel {
   /** The graph field: [fieldStart, end), its content starting at contentStart. */
   readonly graph: { readonly fieldStart: number; readonly contentStart: number; readonly end: number };
-  readonly initializers: readonly ScannedTensor[];
+  readonly initializers: readonly OnnxFileTensor[];
 }
 
-/** Reads tags and small fields through a window, so a walk costs few system calls. */
+/**
+ * A field of a message: its number, wire type, where its value starts and where it ends. The
+ * Walker reuses one, valid until its next call: a fresh object per field was most of the garbage
+ * of a walk.
+ */
+interface Field {
+  field: number;
+  wire: number;
+  /** Where the value starts (LEN values: after their length). */
+  value: number;
+  next: number;
+  /** A varint value (wire type 0) cut to its low 32 bits, as protobuf reads int32 and enum fields. */
+  int32: number;
+  /** A varint value (wire type 0) as a number, exact up to 2^53. */
+  number: number;
+}
+
+/** Any field's varint tag and length fit in this many bytes. */
+const HEAD = 20;
+
+/**
+ * Reads tags and small fields through a window of the file. `fieldNow` parses a field
+ * synchronously when its bytes are already in the window, which they are for all but the first
+ * field after a long value: awaiting every field cost most of the time of listing 200,000 small
+ * initializers. `field` loads what is missing.
+ */
 class Walker {
   private window: Uint8Array = new Uint8Array(0);
   private windowStart = 0;
+  private readonly words = { lo: 0, hi: 0 };
+  private readonly current: Field = { field: 0, wire: 0, value: 0, next: 0, int32: 0, number: 0 };
 
   constructor(readonly file: RandomAccessFile) {}
 
@@ -80,82 +107,104 @@ class Walker {
     return fileError("INVALID_DATA", this.file.path, `${why} (at byte ${at}): the file is truncated or not ONNX protobuf`, tensor);
   }
 
+  /** Bytes [pos, pos + n) when the window holds them. */
+  private peek(pos: number, n: number): Uint8Array | undefined {
+    const at = pos - this.windowStart;
+    return at >= 0 && at + n <= this.window.length ? this.window.subarray(at, at + n) : undefined;
+  }
+
   /** `n` bytes at `pos`, which must lie before `end`. */
   async bytes(pos: number, n: number, end: number, what: string, tensor?: string): Promise<Uint8Array> {
     if (pos + n > end) throw this.fail(pos, `${what} runs past the end of its message`, tensor);
+    const held = this.peek(pos, n);
+    if (held) return held;
     if (n > WINDOW) return this.file.read(pos, n);
-    if (pos < this.windowStart || pos + n > this.windowStart + this.window.length) {
-      const length = Math.min(WINDOW, this.file.size - pos);
-      this.window = await this.file.read(pos, length);
-      this.windowStart = pos;
-    }
-    return this.window.subarray(pos - this.windowStart, pos - this.windowStart + n);
+    this.window = await this.file.read(pos, Math.min(WINDOW, this.file.size - pos));
+    this.windowStart = pos;
+    return this.window.subarray(0, n);
   }
 
-  /** A varint at `pos` as a number (exact up to 2^53), and where it ends. */
-  async varint(pos: number, end: number, what: string, tensor?: string): Promise<[value: number, next: number]> {
-    const avail = Math.min(10, end - pos);
-    if (avail <= 0) throw this.fail(pos, `${what} is missing`, tensor);
-    const b = await this.bytes(pos, avail, end, what, tensor);
-    let value = 0;
-    let scale = 1;
-    for (let i = 0; i < avail; i++) {
-      value += (b[i] & 0x7f) * scale;
-      scale *= 128;
-      if (b[i] < 0x80) return [value, pos + i + 1];
-    }
-    throw this.fail(pos, `${what} is a malformed varint`, tensor);
-  }
-
-  /** An int32 or enum field: a varint cut to its low 32 bits, as protobuf reads it. */
-  async int32(pos: number, end: number, what: string, tensor?: string): Promise<number> {
-    const b = await this.bytes(pos, Math.min(10, end - pos), end, what, tensor);
-    const words = { lo: 0, hi: 0 };
-    if (varintAt(b, 0, b.length, words) < 0) throw this.fail(pos, `${what} is a malformed varint`, tensor);
-    return words.lo | 0;
+  /** The varint at `pos` of `b` (whose byte 0 is the file's byte `base`), and where it ends. */
+  private varint(b: Uint8Array, base: number, pos: number, what: string, tensor?: string): number {
+    const next = varintAt(b, pos - base, b.length, this.words);
+    if (next < 0) throw this.fail(pos, next === VARINT_INCOMPLETE ? `${what} is missing` : `${what} is a malformed varint`, tensor);
+    return base + next;
   }
 
   /**
-   * The next field of the message ending at `end`: its number, wire type, where its value starts
-   * and where it ends. LEN values start after their length.
+   * The field at `pos` of the message ending at `end`, when the window holds its head; undefined
+   * when it does not, or the field is a group (whose end takes a walk). The result is valid until
+   * the Walker's next call.
    */
-  async field(pos: number, end: number, context: string, tensor?: string): Promise<{ field: number; wire: number; value: number; next: number }> {
-    const [tag, afterTag] = await this.varint(pos, end, `a ${context} tag`, tensor);
+  fieldNow(pos: number, end: number, context: string, tensor?: string): Field | undefined {
+    if (pos >= end) throw this.fail(pos, `a ${context} tag is missing`, tensor);
+    const b = this.peek(pos, Math.min(HEAD, end - pos));
+    if (!b) return undefined;
+    const afterTag = this.varint(b, pos, pos, `a ${context} tag`, tensor);
+    const tag = this.words.hi * 2 ** 32 + (this.words.lo >>> 0);
     const field = Math.floor(tag / 8);
     const wire = tag % 8;
     if (field === 0 || field >= 2 ** 29) throw this.fail(pos, `${context} has an invalid field number ${field}`, tensor);
     switch (wire) {
       case 0: {
-        const [, next] = await this.varint(afterTag, end, `${context} field ${field}`, tensor);
-        return { field, wire, value: afterTag, next };
+        const next = this.varint(b, pos, afterTag, `${context} field ${field}`, tensor);
+        const { lo, hi } = this.words;
+        return this.found(field, wire, afterTag, next, lo | 0, hi * 2 ** 32 + (lo >>> 0));
       }
       case 1:
       case 5: {
         const next = afterTag + (wire === 1 ? 8 : 4);
         if (next > end) throw this.fail(afterTag, `${context} field ${field} runs past the end of its message`, tensor);
-        return { field, wire, value: afterTag, next };
+        return this.found(field, wire, afterTag, next, 0, 0);
       }
       case 2: {
-        const [length, start] = await this.varint(afterTag, end, `the length of ${context} field ${field}`, tensor);
+        const start = this.varint(b, pos, afterTag, `the length of ${context} field ${field}`, tensor);
+        const length = this.words.hi * 2 ** 32 + (this.words.lo >>> 0);
         if (start + length > end) {
           throw this.fail(afterTag, `${context} field ${field} claims ${length} bytes, past the end of its message`, tensor);
         }
-        return { field, wire, value: start, next: start + length };
+        return this.found(field, wire, start, start + length, 0, 0);
       }
       case 3:
-        // An unknown group, which protobuf skips and so the validator let through (its nesting
-        // is within protobuf's limit, since the file passed).
-        return { field, wire, value: afterTag, next: await this.groupEnd(field, afterTag, end, context, tensor) };
+        return undefined;
       default:
         throw this.fail(pos, `${context} field ${field} has wire type ${wire}, which ONNX never uses`, tensor);
     }
+  }
+
+  /** The field at `pos` of the message ending at `end`, loading its head first. */
+  async field(pos: number, end: number, context: string, tensor?: string): Promise<Field> {
+    if (pos >= end) throw this.fail(pos, `a ${context} tag is missing`, tensor);
+    await this.bytes(pos, Math.min(HEAD, end - pos), end, `a ${context} tag`, tensor);
+    const f = this.fieldNow(pos, end, context, tensor);
+    if (f) return f;
+    // An unknown group, which protobuf skips and so the validator let through (its nesting is
+    // within protobuf's limit, since the file passed).
+    const afterTag = this.varint(this.window, this.windowStart, pos, `a ${context} tag`, tensor);
+    const field = Math.floor((this.words.hi * 2 ** 32 + (this.words.lo >>> 0)) / 8);
+    const next = await this.groupEnd(field, afterTag, end, context, tensor);
+    return this.found(field, 3, afterTag, next, 0, 0);
+  }
+
+  private found(field: number, wire: number, value: number, next: number, int32: number, number: number): Field {
+    const f = this.current;
+    f.field = field;
+    f.wire = wire;
+    f.value = value;
+    f.next = next;
+    f.int32 = int32;
+    f.number = number;
+    return f;
   }
 
   /** Where the group of `field` whose contents start at `pos` ends, after its end-group tag. */
   private async groupEnd(field: number, pos: number, end: number, context: string, tensor?: string): Promise<number> {
     const open = [field];
     while (open.length > 0) {
-      const [tag, afterTag] = await this.varint(pos, end, `a tag inside group ${open[open.length - 1]}`, tensor);
+      if (pos >= end) throw this.fail(pos, `a tag inside group ${open[open.length - 1]} is missing`, tensor);
+      const head = await this.bytes(pos, Math.min(HEAD, end - pos), end, "a tag", tensor);
+      const afterTag = this.varint(head, pos, pos, `a tag inside group ${open[open.length - 1]}`, tensor);
+      const tag = this.words.hi * 2 ** 32 + (this.words.lo >>> 0);
       if (tag % 8 === 4) {
         if (Math.floor(tag / 8) !== open.pop()) throw this.fail(pos, `${context} has a group closed by the wrong end-group tag`, tensor);
         pos = afterTag;
@@ -168,10 +217,22 @@ class Walker {
     }
     return pos;
   }
+
+  /** The varints of a packed run [pos, end), pushed onto `out` (at most `max` of them in all). */
+  async packed(pos: number, end: number, out: number[], max: number, what: string, tensor: string): Promise<void> {
+    const b = await this.bytes(pos, end - pos, end, what, tensor);
+    for (let p = pos; p < end;) {
+      if (out.length >= max) throw fileError("INVALID_SHAPE", this.file.path, `has more than ${max} dims`, tensor);
+      p = this.varint(b, pos, p, what, tensor);
+      out.push(this.words.hi * 2 ** 32 + (this.words.lo >>> 0));
+    }
+  }
 }
 
+const NO_EXTRAS: readonly (readonly [number, number])[] = Object.freeze([]);
+
 /** Walks the TensorProto in [start, end) of the file. */
-async function scanTensor(w: Walker, start: number, end: number, fieldStart: number, index: number): Promise<ScannedTensor> {
+async function scanTensor(w: Walker, start: number, end: number, fieldStart: number, index: number): Promise<OnnxFileTensor> {
   let name = "";
   let dataType = 0;
   const dims: number[] = [];
@@ -180,27 +241,24 @@ async function scanTensor(w: Walker, start: number, end: number, fieldStart: num
   let lastTyped: { field: number; offset: number; length: number } | undefined;
   let external = false;
   let segment = false;
-  const extras: [number, number][] = [];
+  let extras: [number, number][] | undefined;
   const label = (): string => name || `#${index}`;
   for (let pos = start; pos < end;) {
-    const f = await w.field(pos, end, "TensorProto", name || undefined);
+    const f = w.fieldNow(pos, end, "TensorProto", name || undefined) ?? (await w.field(pos, end, "TensorProto", name || undefined));
     switch (f.field) {
       case 1:
-        if (f.wire === 0) await dimension(w, f.value, end, label(), dims);
-        else if (f.wire === 2) {
+        if (f.wire === 0) {
+          if (dims.length >= MAX_DIMS) throw fileError("INVALID_SHAPE", w.file.path, `has more than ${MAX_DIMS} dims`, label());
+          dims.push(f.number);
+        } else if (f.wire === 2) {
           if (f.next - f.value > MAX_SMALL_FIELD) throw w.fail(pos, "dims has over a million entries", label());
-          for (let p = f.value; p < f.next;) {
-            const [, next] = await w.varint(p, f.next, "a dimension", label());
-            await dimension(w, p, f.next, label(), dims);
-            p = next;
-          }
+          await w.packed(f.value, f.next, dims, MAX_DIMS, "a dimension", label());
         } else throw w.fail(pos, `dims has wire type ${f.wire}`, label());
         break;
-      case 2: {
+      case 2:
         if (f.wire !== 0) throw w.fail(pos, `data_type has wire type ${f.wire}`, label());
-        dataType = await w.int32(f.value, end, "data_type", label());
+        dataType = f.int32;
         break;
-      }
       case 3:
         segment = true;
         break;
@@ -212,7 +270,7 @@ async function scanTensor(w: Walker, start: number, end: number, fieldStart: num
         if (f.wire !== 2) throw w.fail(pos, `name has wire type ${f.wire}`, label());
         if (f.next - f.value > MAX_SMALL_FIELD) throw w.fail(pos, `name is ${f.next - f.value} bytes long`, label());
         const bytes = await w.bytes(f.value, f.next - f.value, end, "name", label());
-        name = decodeUtf8(bytes.slice(), `${w.file.path}: the name of tensor #${index}`);
+        name = decodeUtf8(bytes, `${w.file.path}: the name of tensor #${index}`);
         break;
       }
       case 9:
@@ -222,12 +280,11 @@ async function scanTensor(w: Walker, start: number, end: number, fieldStart: num
       case 13:
         external = true;
         break;
-      case 14: {
-        if ((await w.int32(f.value, end, "data_location", label())) === 1) external = true;
+      case 14:
+        if (f.wire === 0 && f.int32 === 1) external = true;
         break;
-      }
       default:
-        extras.push([pos, f.next]);
+        (extras ??= []).push([pos, f.next]);
     }
     pos = f.next;
   }
@@ -238,7 +295,12 @@ async function scanTensor(w: Walker, start: number, end: number, fieldStart: num
   const storage = external ? "external" : segment ? "segment" : raw ? "raw" : "typed";
   const inPlace = storage === "typed" && typed === 1 && lastTyped && inPlaceField(t) === lastTyped.field
     ? { offset: lastTyped.offset, length: lastTyped.length } : undefined;
-  return { name: label(), dtype: t, shape: dims, size, fieldStart, start, end, raw, inPlace, storage, extras };
+  const data = inPlace ?? raw;
+  return new OnnxFileTensor(w.file, {
+    // A copy of exactly its length: a pushed-to array keeps room for 16 more.
+    name: label(), dtype: t, shape: dims.slice(), size, fieldStart, start, end, storage, extras: extras ?? NO_EXTRAS,
+    dataAt: data?.offset ?? 0, dataLength: data?.length ?? 0, inPlace: inPlace !== undefined,
+  });
 }
 
 /** The typed field whose packed bytes are `t`'s raw layout, if there is one. */
@@ -253,12 +315,6 @@ function inPlaceField(t: DType): number | undefined {
     default:
       return undefined;
   }
-}
-
-async function dimension(w: Walker, pos: number, end: number, tensor: string, dims: number[]): Promise<void> {
-  if (dims.length >= MAX_DIMS) throw fileError("INVALID_SHAPE", w.file.path, `has more than ${MAX_DIMS} dims`, tensor);
-  const [d] = await w.varint(pos, end, "a dimension", tensor);
-  dims.push(d);
 }
 
 /**
@@ -318,7 +374,7 @@ export async function verifyOnnxFile(file: RandomAccessFile | string, format: "o
 }
 
 /** Walks a .pb file holding one TensorProto. */
-export async function scanTensorProtoFile(file: RandomAccessFile): Promise<ScannedTensor> {
+export async function scanTensorProtoFile(file: RandomAccessFile): Promise<OnnxFileTensor> {
   await validateFile(file, "TensorProto", file.path);
   return scanTensor(new Walker(file), 0, file.size, 0, 0);
 }
@@ -329,7 +385,7 @@ export async function scanModelFile(file: RandomAccessFile): Promise<ScannedMode
   const w = new Walker(file);
   let graph: ScannedModel["graph"] | undefined;
   for (let pos = 0; pos < file.size;) {
-    const f = await w.field(pos, file.size, "ModelProto");
+    const f = w.fieldNow(pos, file.size, "ModelProto") ?? (await w.field(pos, file.size, "ModelProto"));
     if (f.field === 7) {
       if (f.wire !== 2) throw w.fail(pos, `graph has wire type ${f.wire}`);
       if (graph) throw fileError("NOT_IMPLEMENTED", file.path, "has two graph fields (protobuf would merge them); tensorcast reads one");
@@ -338,14 +394,16 @@ export async function scanModelFile(file: RandomAccessFile): Promise<ScannedMode
     pos = f.next;
   }
   if (!graph) throw fileError("INVALID_DATA", file.path, "is not an ONNX model: its ModelProto has no graph");
-  const initializers: ScannedTensor[] = [];
+  const initializers: OnnxFileTensor[] = [];
   for (let pos = graph.contentStart; pos < graph.end;) {
-    const f = await w.field(pos, graph.end, "GraphProto");
-    if (f.field === 5) {
-      if (f.wire !== 2) throw w.fail(pos, `initializer has wire type ${f.wire}`);
-      initializers.push(await scanTensor(w, f.value, f.next, pos, initializers.length));
+    const f = w.fieldNow(pos, graph.end, "GraphProto") ?? (await w.field(pos, graph.end, "GraphProto"));
+    // Taken before scanTensor, which reuses the Walker's field.
+    const { field, wire, value, next } = f;
+    if (field === 5) {
+      if (wire !== 2) throw w.fail(pos, `initializer has wire type ${wire}`);
+      initializers.push(await scanTensor(w, value, next, pos, initializers.length));
     }
-    pos = f.next;
+    pos = next;
   }
   const seen = new Set<string>();
   for (const t of initializers) {
@@ -355,55 +413,114 @@ export async function scanModelFile(file: RandomAccessFile): Promise<ScannedMode
   return { graph, initializers };
 }
 
+/** What scanTensor found, handed to OnnxFileTensor. */
+interface Found {
+  readonly name: string;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly size: number;
+  readonly fieldStart: number;
+  readonly start: number;
+  readonly end: number;
+  readonly storage: ScannedTensor["storage"];
+  readonly extras: ScannedTensor["extras"];
+  /** raw_data's bytes, or the typed field read in place: where they are. */
+  readonly dataAt: number;
+  readonly dataLength: number;
+  readonly inPlace: boolean;
+}
+
 /**
- * A FileTensor over a scanned TensorProto: raw_data, and float_data / double_data in one run, read
- * in place; other typed data decoded whole on the first read and dropped once every element has
- * been read (a later read decodes it again), so a model of many typed tensors never holds more
- * than the ones being converted.
+ * A scanned TensorProto, readable as a FileTensor: raw_data, and float_data / double_data in one
+ * run, read in place; other typed data decoded whole on the first read and dropped once every
+ * element has been read (a later read decodes it again), so a model of many typed tensors never
+ * holds more than the ones being converted.
+ *
+ * A class with flat fields, so each of a model's initializers is one object: a model can list
+ * hundreds of thousands, and closures and nested objects each tripled what they took.
  */
-export function onnxFileTensor(file: RandomAccessFile, s: ScannedTensor): FileTensor {
-  let decoded: Promise<Uint8Array> | undefined;
-  let unread = s.size;
-  const byteLength = s.dtype.kind === "string" ? s.end - s.start : rawByteLength(s.dtype, s.size);
-  const decode = async (): Promise<Uint8Array> => {
+export class OnnxFileTensor implements ScannedTensor, FileTensor {
+  readonly name: string;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly size: number;
+  readonly byteLength: number;
+  readonly fieldStart: number;
+  readonly start: number;
+  readonly end: number;
+  readonly storage: ScannedTensor["storage"];
+  readonly extras: ScannedTensor["extras"];
+  readonly #file: RandomAccessFile;
+  readonly #dataAt: number;
+  readonly #dataLength: number;
+  readonly #inPlace: boolean;
+  /** The typed data decoded, while elements of it remain unread; shared by concurrent reads. */
+  #decoded: Promise<Uint8Array> | undefined;
+  #unread: number;
+
+  constructor(file: RandomAccessFile, f: Found) {
+    this.name = f.name;
+    this.dtype = f.dtype;
+    this.shape = f.shape;
+    this.size = f.size;
+    this.byteLength = f.dtype.kind === "string" ? f.end - f.start : rawByteLength(f.dtype, f.size);
+    this.fieldStart = f.fieldStart;
+    this.start = f.start;
+    this.end = f.end;
+    this.storage = f.storage;
+    this.extras = f.extras;
+    this.#file = file;
+    this.#dataAt = f.dataAt;
+    this.#dataLength = f.dataLength;
+    this.#inPlace = f.inPlace;
+    this.#decoded = undefined;
+    this.#unread = f.size;
+  }
+
+  get raw(): ScannedTensor["raw"] {
+    return this.storage === "raw" ? { offset: this.#dataAt, length: this.#dataLength } : undefined;
+  }
+
+  get inPlace(): ScannedTensor["inPlace"] {
+    return this.#inPlace ? { offset: this.#dataAt, length: this.#dataLength } : undefined;
+  }
+
+  async read(start: number, count: number): Promise<Uint8Array> {
+    const file = this.#file;
+    if (this.dtype.kind === "string") throw fileError("UNSUPPORTED_TYPE", file.path, "is a STRING tensor, which has no raw bytes to convert", this.name);
+    const from = rawByteLength(this.dtype, start);
+    const to = rawByteLength(this.dtype, start + count);
+    if (this.storage === "raw" || this.#inPlace) return file.read(this.#dataAt + from, to - from);
+    if (this.storage === "external") {
+      throw fileError("NOT_IMPLEMENTED", file.path, "its data is in an external file (data_location EXTERNAL), which tensorcast does not read yet", this.name);
+    }
+    if (this.storage === "segment") throw fileError("NOT_IMPLEMENTED", file.path, "is a segmented tensor, which tensorcast does not read", this.name);
+    const pending = (this.#decoded ??= this.#decode());
+    let bytes: Uint8Array;
+    try {
+      bytes = await pending;
+    } catch (e) {
+      if (this.#decoded === pending) this.#decoded = undefined;
+      throw e;
+    }
+    const out = bytes.slice(from, to);
+    this.#unread -= count;
+    if (this.#unread <= 0 && this.#decoded === pending) {
+      this.#decoded = undefined;
+      this.#unread = this.size;
+    }
+    return out;
+  }
+
+  async #decode(): Promise<Uint8Array> {
     // The message is garbage once decoded: only the decoded bytes outlive this call.
-    const message = await file.read(s.start, s.end - s.start);
+    const message = await this.#file.read(this.start, this.end - this.start);
     try {
       return readTensorProto(new WireReader(message, "TensorProto"), { copy: false }).tensor.bytes();
     } catch (e) {
       // The core's messages name the tensor themselves.
-      if (e instanceof TensorcastError) throw fileError(e.code, file.path, e.message);
+      if (e instanceof TensorcastError) throw fileError(e.code, this.#file.path, e.message);
       throw e;
     }
-  };
-  return {
-    name: s.name, dtype: s.dtype, shape: s.shape, size: s.size, byteLength,
-    async read(start: number, count: number): Promise<Uint8Array> {
-      if (s.dtype.kind === "string") throw fileError("UNSUPPORTED_TYPE", file.path, "is a STRING tensor, which has no raw bytes to convert", s.name);
-      const from = rawByteLength(s.dtype, start);
-      const to = rawByteLength(s.dtype, start + count);
-      if (s.storage === "raw") return file.read(s.raw!.offset + from, to - from);
-      if (s.storage === "external") {
-        throw fileError("NOT_IMPLEMENTED", file.path, "its data is in an external file (data_location EXTERNAL), which tensorcast does not read yet", s.name);
-      }
-      if (s.storage === "segment") throw fileError("NOT_IMPLEMENTED", file.path, "is a segmented tensor, which tensorcast does not read", s.name);
-      if (s.inPlace) return file.read(s.inPlace.offset + from, to - from);
-      // Concurrent reads of one tensor share one decoding.
-      const pending = (decoded ??= decode());
-      let bytes: Uint8Array;
-      try {
-        bytes = await pending;
-      } catch (e) {
-        if (decoded === pending) decoded = undefined;
-        throw e;
-      }
-      const out = bytes.slice(from, to);
-      unread -= count;
-      if (unread <= 0 && decoded === pending) {
-        decoded = undefined;
-        unread = s.size;
-      }
-      return out;
-    },
-  };
+  }
 }

@@ -6,7 +6,7 @@
 import { extname } from "node:path";
 import { fileError, RandomAccessFile } from "./file.js";
 import { isNpy, npyPrefix, npyToRaw, parseNpyHeader, type NpyOptions } from "./npy.js";
-import { onnxFileTensor, scanModelFile, scanTensorProtoFile, type ScannedModel } from "./onnx.js";
+import { scanModelFile, scanTensorProtoFile, type ScannedModel } from "./onnx.js";
 import type { DType } from "../../index.js";
 import { readHeaderLength, readSafetensorsHeader, type SafetensorsTensor } from "./safetensors.js";
 import { FILE_FORMATS, rawByteLength, type FileFormat, type FileTensor, type TensorFile } from "./tensors.js";
@@ -48,12 +48,11 @@ export async function openTensorFile(path: string, opts: OpenOptions = {}): Prom
       case "npy":
         return await openNpy(file, opts.npy ?? {});
       case "pb": {
-        const scanned = await scanTensorProtoFile(file);
-        return tensorFile(file, "pb", [onnxFileTensor(file, scanned)]);
+        return tensorFile(file, "pb", [await scanTensorProtoFile(file)]);
       }
       case "onnx": {
         const layout = await scanModelFile(file);
-        const base = tensorFile(file, "onnx", layout.initializers.map((s) => onnxFileTensor(file, s)));
+        const base = tensorFile(file, "onnx", layout.initializers.slice());
         const model: OnnxModelFile = { ...base, format: "onnx", layout, file };
         return model;
       }

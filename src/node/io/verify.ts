@@ -53,7 +53,7 @@ async function listed(plan: OutputPlan, file: RandomAccessFile): Promise<Found[]
     case "safetensors": {
       const n = readHeaderLength(await file.read(0, Math.min(8, file.size)), file.size, file.path);
       const header = parseSafetensorsHeader(await file.read(8, n), file.size, file.path);
-      return header.tensors.map((t) => ({ ...t, bytes: { offset: header.dataStart + t.begin, length: t.end - t.begin } }));
+      return header.tensors.map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape, bytes: { offset: header.dataStart + t.begin, length: t.end - t.begin } }));
     }
     case "npy": {
       const prefix = npyPrefix(await file.read(0, Math.min(12, file.size)), file.size, file.path);
@@ -71,20 +71,30 @@ function fromProto(s: ScannedTensor): Found {
 /** What differs between the plan and what the file lists, or undefined. */
 function compare(plan: OutputPlan, found: readonly Found[]): string | undefined {
   if (found.length !== plan.lists.length) return `it lists ${found.length} tensors, not ${plan.lists.length}`;
-  const byName = new Map(found.map((f) => [f.name, f]));
-  const written = new Map<string, OutputTensor>(plan.tensors.map((t) => [t.name, t]));
-  for (const want of plan.lists) {
-    const got = byName.get(want.name);
-    const label = `tensor ${JSON.stringify(want.name)}`;
-    if (!got) return `${label} is missing`;
-    if (got.dtype !== want.dtype || got.shape.join() !== want.shape.join() || got.shape.length !== want.shape.length) {
-      return `${label} reads back as ${got.dtype.name} [${got.shape.join(", ")}], not ${want.dtype.name} [${want.shape.join(", ")}]`;
+  // Name tables and labels are made only when needed: a file can list a million tensors, and
+  // a file written as planned lists them in the plan's order.
+  let byName: Map<string, Found> | undefined;
+  const written = plan.tensors === plan.lists ? undefined : new Map<string, OutputTensor>(plan.tensors.map((t) => [t.name, t]));
+  const label = (want: TensorEntry): string => `tensor ${JSON.stringify(want.name)}`;
+  for (let i = 0; i < plan.lists.length; i++) {
+    const want = plan.lists[i];
+    const got = found[i].name === want.name ? found[i] : (byName ??= new Map(found.map((f) => [f.name, f]))).get(want.name);
+    if (!got) return `${label(want)} is missing`;
+    if (got.dtype !== want.dtype || !sameShape(got.shape, want.shape)) {
+      return `${label(want)} reads back as ${got.dtype.name} [${got.shape.join(", ")}], not ${want.dtype.name} [${want.shape.join(", ")}]`;
     }
-    const t = written.get(want.name);
+    // When every listed tensor is written, the lists are the written tensors themselves.
+    const t = written ? written.get(want.name) : (want as OutputTensor);
     if (t && (got.bytes?.offset !== t.offset || got.bytes.length !== t.byteLength)) {
       const where = got.bytes ? `${got.bytes.length} bytes at ${got.bytes.offset}` : "no raw bytes";
-      return `${label} has ${where}, not ${t.byteLength} bytes at ${t.offset}`;
+      return `${label(want)} has ${where}, not ${t.byteLength} bytes at ${t.offset}`;
     }
   }
   return undefined;
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
