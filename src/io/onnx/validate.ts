@@ -106,8 +106,15 @@ export class MessageValidator {
   private upper = 0xbf;
   /** The tensor whose name is being read, and the name's first NAME_KEPT bytes. */
   private naming: TensorFacts | undefined;
-  private name = new Uint8Array(NAME_KEPT);
+  private nameTotal = 0;
   private nameLength = 0;
+  /**
+   * The name's bytes: a view of the input when the whole name came in one piece (the usual case),
+   * else copied into `nameCopy`, made on first need. A buffer per validator was most of the cost
+   * of validating a small initializer.
+   */
+  private nameView: Uint8Array | undefined;
+  private nameCopy: Uint8Array | undefined;
   /** The string_data entry being checked, or -1 for any other string. */
   private element = -1;
   private failure: TensorcastError | undefined;
@@ -454,9 +461,15 @@ export class MessageValidator {
   /** Checks string bytes buf[from, to) as UTF-8 (WHATWG's decoder: no overlongs, surrogates or > U+10FFFF). */
   private utf8(buf: Uint8Array, from: number, to: number, base: number): void {
     if (this.naming) {
-      const k = Math.min(to - from, NAME_KEPT - this.nameLength);
-      this.name.set(buf.subarray(from, from + k), this.nameLength);
-      this.nameLength += k;
+      if (this.nameLength === 0 && to - from === this.nameTotal && this.nameTotal <= NAME_KEPT) {
+        // endString comes within this piece, so the view is read before the input can change.
+        this.nameView = buf.subarray(from, to);
+        this.nameLength = to - from;
+      } else {
+        const k = Math.min(to - from, NAME_KEPT - this.nameLength);
+        (this.nameCopy ??= new Uint8Array(NAME_KEPT)).set(buf.subarray(from, from + k), this.nameLength);
+        this.nameLength += k;
+      }
     }
     let need = this.need;
     let lower = this.lower;
@@ -487,7 +500,9 @@ export class MessageValidator {
     this.mode = Mode.Utf8;
     this.need = 0;
     this.naming = naming;
+    this.nameTotal = n;
     this.nameLength = 0;
+    this.nameView = undefined;
     this.element = element;
     if (n === 0) this.endString(at);
   }
@@ -496,14 +511,16 @@ export class MessageValidator {
     if (this.need !== 0) this.badUtf8(abs);
     this.mode = Mode.Tag;
     if (this.naming) {
+      const kept = this.nameView ?? this.nameCopy ?? EMPTY;
       let n = this.nameLength;
       // A name cut at NAME_KEPT bytes may end inside a character: drop that character.
-      if (n === NAME_KEPT) {
-        while (n > 0 && (this.name[n - 1] & 0xc0) === 0x80) n--;
-        if (n > 0 && this.name[n - 1] >= 0xc0) n--;
+      if (n === NAME_KEPT && this.nameTotal > NAME_KEPT) {
+        while (n > 0 && (kept[n - 1] & 0xc0) === 0x80) n--;
+        if (n > 0 && kept[n - 1] >= 0xc0) n--;
       }
-      this.naming.name = decodeUtf8(this.name.subarray(0, n), "a tensor name") + (n < this.nameLength ? "..." : "");
+      this.naming.name = decodeUtf8(kept.subarray(0, n), "a tensor name") + (n < this.nameLength ? "..." : "");
       this.naming = undefined;
+      this.nameView = undefined;
     }
   }
 
