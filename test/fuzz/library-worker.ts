@@ -8,7 +8,7 @@
  * tensor read, inspectFile, diffFiles against its seed, and two convertFile runs to other formats;
  * each converted output is read back and compared with Cast applied to what was read.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { cast, decodeModel, decodeTensorProto, Tensor, TensorcastError, type DTypeName } from "../../src/index.js";
 import { convertFile, diffFiles, inspectFile, openTensorFile, type FileFormat } from "../../src/node/index.js";
@@ -91,6 +91,8 @@ async function runCase(m: Manifest, index: number): Promise<CaseResult> {
   const started = performance.now();
   const c = m.cases[index];
   const dir = join(m.dir, `run-${index}`);
+  // Empty, even if a worker killed for an earlier case had already run this one.
+  rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const ops: Record<string, OpOutcome> = {};
   const problems: string[] = [];

@@ -52,7 +52,8 @@ async function runRange<R>(
       let current = -1;
       /** The step of the current check the worker said it started ("O <step>"), each under its own time limit. */
       let step = "";
-      let buffered = "";
+      /** The unfinished line so far, in pieces: a result line can be 40 MB (200,000 tensors). */
+      let partial: string[] = [];
       let stderr = "";
       let killedFor: Failure["kind"] | undefined;
       let peakRss = 0;
@@ -74,11 +75,15 @@ async function runRange<R>(
       }, 100);
       child.stdout.setEncoding("utf8");
       child.stdout.on("data", (chunk: string) => {
-        buffered += chunk;
+        // Only the new chunk is searched for line ends: searching the whole buffer on every chunk
+        // was quadratic, over a minute for one 40 MB line, which the time limit took for a hang.
+        let from = 0;
         let nl: number;
-        while ((nl = buffered.indexOf("\n")) >= 0) {
-          const line = buffered.slice(0, nl);
-          buffered = buffered.slice(nl + 1);
+        while ((nl = chunk.indexOf("\n", from)) >= 0) {
+          partial.push(chunk.slice(from, nl));
+          const line = partial.join("");
+          partial = [];
+          from = nl + 1;
           if (line.startsWith("S ")) {
             current = Number(line.slice(2));
             step = "";
@@ -94,6 +99,7 @@ async function runRange<R>(
             current = -1;
           }
         }
+        if (from < chunk.length) partial.push(chunk.slice(from));
       });
       child.stderr.setEncoding("utf8");
       child.stderr.on("data", (chunk: string) => {
