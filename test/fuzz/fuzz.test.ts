@@ -142,8 +142,10 @@ function checkSafetensors(f: FileRead): string | undefined {
   const peer = readSafetensors(readFileSync(f.path));
   if (!peer.ok) return `safetensors peer refuses: ${peer.why}`;
   if (peer.tensors.length !== f.tensors.length) return `safetensors peer reads ${peer.tensors.length} tensors, tensorcast ${f.tensors.length}`;
+  // By name through a map: a find per tensor was quadratic, 15 minutes for the 200,000-tensor probes.
+  const byName = new Map(peer.tensors.map((x) => [x.name, x]));
   for (const t of f.tensors) {
-    const p = peer.tensors.find((x) => x.name === t.name);
+    const p = byName.get(t.name);
     if (!p) return `safetensors peer has no tensor ${JSON.stringify(t.name)}`;
     if (SAFETENSORS_CODES[p.code] !== t.dtype || p.shape.join() !== t.shape.join()) return `safetensors peer reads ${p.code} [${p.shape}], tensorcast ${t.dtype} [${t.shape}]`;
     if (digest(p.bytes) !== t.data) return `safetensors peer reads other bytes for ${JSON.stringify(t.name)}`;
