@@ -280,8 +280,14 @@ test("data_type, dims and location errors", () => {
   throwsCode(() => decodeTensorProto(tensorProto(99, []).bytes()), "UNKNOWN_DTYPE");
   throwsCode(() => decodeTensorProto(tensorProto(1, [-1]).bytes()), "INVALID_SHAPE");
   throwsCode(() => decodeTensorProto(tensorProto(1, [2]).int(14, 1).bytes()), "NOT_IMPLEMENTED", /external data is not supported yet/);
-  const external = tensorProto(1, [2]).len(13, new W().len(1, "location").len(2, "w.bin"));
-  throwsCode(() => decodeTensorProto(external.bytes()), "NOT_IMPLEMENTED", /external data is not supported yet/);
+  const entry = new W().len(1, "location").len(2, "w.bin");
+  throwsCode(() => decodeTensorProto(tensorProto(1, [2]).len(13, entry).int(14, 1).bytes()), "NOT_IMPLEMENTED", /external data is not supported yet/);
+  // external_data without data_location EXTERNAL is not external (as onnx and onnxruntime read
+  // it): the data fields count, and there must be data.
+  throwsCode(() => decodeTensorProto(tensorProto(1, [2]).len(13, entry).bytes()), "SHAPE_MISMATCH", /float_data holds 0 entries/);
+  assert.deepEqual(decodeTensorProto(tensorProto(1, [1]).len(13, entry).float(4, 1.5).bytes()).tensor.toValues(), [1.5]);
+  // data_location EXTERNAL with data here too is refused, as onnx.checker refuses it.
+  throwsCode(() => decodeTensorProto(tensorProto(1, [1]).len(13, entry).int(14, 1).float(4, 1.5).bytes()), "INVALID_DATA", /stored externally .* and also has float_data/);
   throwsCode(() => decodeTensorProto(tensorProto(1, [2]).len(3, new W().int(1, 0).int(2, 2)).bytes()), "NOT_IMPLEMENTED", /segment/);
   // data_location = DEFAULT (0) is fine.
   assert.equal(decodeTensorProto(tensorProto(1, [1]).int(14, 0).float(4, 1).bytes()).tensor.size, 1);

@@ -119,7 +119,14 @@ export class TensorFacts {
     if (!this.zero && this.product > Number.MAX_SAFE_INTEGER) {
       throw new TensorcastError("INVALID_SHAPE", `${label}: dims ${this.shapeText()} have more than 2^53 - 1 elements`);
     }
-    if (this.external || this.segment) return undefined;
+    if (this.external) {
+      const fields = [...(this.raw !== undefined ? ["raw_data"] : []), ...this.counts.keys()];
+      if (fields.length > 0) {
+        throw new TensorcastError("INVALID_DATA", `${label}: is stored externally (data_location EXTERNAL) and also has ${fields.join(", ")}`);
+      }
+      return undefined;
+    }
+    if (this.segment) return undefined;
     const size = this.size;
     if (this.raw !== undefined) {
       if (this.counts.size > 0) {

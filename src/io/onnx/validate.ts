@@ -372,7 +372,8 @@ export class MessageValidator {
     switch (spec.kind) {
       case "message":
         if (tensor && spec.number === TENSOR_FIELD.segment) tensor.segment = true;
-        if (tensor && spec.number === TENSOR_FIELD.externalData) tensor.external = true;
+        // external_data alone does not make a tensor external: data_location EXTERNAL does (onnx
+        // and onnxruntime read the data fields of a tensor that has external_data without it).
         this.mode = Mode.Tag;
         this.open({ type: spec.message, group: 0, start: at, end: at + n, via: spec.name, tensor: spec.message === TENSOR_PROTO ? new TensorFacts() : undefined }, at);
         return;

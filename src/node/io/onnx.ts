@@ -24,6 +24,7 @@ import { dtype, TensorcastError, type DType } from "../../index.js";
 import { readTensorProto } from "../../io/onnx/tensorproto.js";
 import { MessageValidator, type OnnxRoot } from "../../io/onnx/validate.js";
 import { decodeUtf8, VARINT_INCOMPLETE, varintAt, WireReader } from "../../io/onnx/wire.js";
+import { ExternalFiles, parseExternalData, type ExternalRef } from "./external-data.js";
 import { fileError, RandomAccessFile } from "./file.js";
 import { checkedSize, rawByteLength, type FileTensor } from "./tensors.js";
 
@@ -67,6 +68,8 @@ export interface ScannedModel {
   /** The graph field: [fieldStart, end), its content starting at contentStart. */
   readonly graph: { readonly fieldStart: number; readonly contentStart: number; readonly end: number };
   readonly initializers: readonly OnnxFileTensor[];
+  /** The side files of initializers with external data, open until the model is closed. */
+  readonly externalFiles?: ExternalFiles;
 }
 
 /**
@@ -240,6 +243,7 @@ async function scanTensor(w: Walker, start: number, end: number, fieldStart: num
   let typed = 0;
   let lastTyped: { field: number; offset: number; length: number } | undefined;
   let external = false;
+  let externalData: Uint8Array[] | undefined;
   let segment = false;
   let extras: [number, number][] | undefined;
   const label = (): string => name || `#${index}`;
@@ -277,9 +281,13 @@ async function scanTensor(w: Walker, start: number, end: number, fieldStart: num
         if (f.wire !== 2) throw w.fail(pos, `raw_data has wire type ${f.wire}`, label());
         raw = { offset: f.value, length: f.next - f.value };
         break;
-      case 13:
-        external = true;
+      case 13: {
+        if (f.wire !== 2) throw w.fail(pos, `external_data has wire type ${f.wire}`, label());
+        if (f.next - f.value > MAX_SMALL_FIELD) throw w.fail(pos, `an external_data entry is ${f.next - f.value} bytes long`, label());
+        const entry = (await w.bytes(f.value, f.next - f.value, end, "external_data", label())).slice();
+        (externalData ??= []).push(entry);
         break;
+      }
       case 14:
         if (f.wire === 0 && f.int32 === 1) external = true;
         break;
@@ -296,7 +304,9 @@ async function scanTensor(w: Walker, start: number, end: number, fieldStart: num
   const inPlace = storage === "typed" && typed === 1 && lastTyped && inPlaceField(t) === lastTyped.field
     ? { offset: lastTyped.offset, length: lastTyped.length } : undefined;
   const data = inPlace ?? raw;
+  const ref = storage === "external" ? parseExternalData(externalData ?? [], w.file.path, label()) : undefined;
   return new OnnxFileTensor(w.file, {
+    externalRef: ref,
     // A copy of exactly its length: a pushed-to array keeps room for 16 more.
     name: label(), dtype: t, shape: dims.slice(), size, fieldStart, start, end, storage, extras: extras ?? NO_EXTRAS,
     dataAt: data?.offset ?? 0, dataLength: data?.length ?? 0, inPlace: inPlace !== undefined,
@@ -410,7 +420,21 @@ export async function scanModelFile(file: RandomAccessFile): Promise<ScannedMode
     if (seen.has(t.name)) throw fileError("INVALID_DATA", file.path, "is the name of two initializers", t.name);
     seen.add(t.name);
   }
-  return { graph, initializers };
+  const external = initializers.filter((t) => t.storage === "external");
+  if (external.length === 0) return { graph, initializers };
+  // Every side file is found and checked now, so a bad reference is an error before any output is
+  // made; each stays open until the model is closed.
+  const files = new ExternalFiles(file.path);
+  try {
+    for (const t of external) {
+      t.externalFiles = files;
+      await t.locate();
+    }
+  } catch (e) {
+    await files.close();
+    throw e;
+  }
+  return { graph, initializers, externalFiles: files };
 }
 
 /** What scanTensor found, handed to OnnxFileTensor. */
@@ -428,6 +452,8 @@ interface Found {
   readonly dataAt: number;
   readonly dataLength: number;
   readonly inPlace: boolean;
+  /** Where its bytes are, when its data is external. */
+  readonly externalRef: ExternalRef | undefined;
 }
 
 /**
@@ -454,6 +480,9 @@ export class OnnxFileTensor implements ScannedTensor, FileTensor {
   readonly #dataAt: number;
   readonly #dataLength: number;
   readonly #inPlace: boolean;
+  readonly #externalRef: ExternalRef | undefined;
+  /** The model's side files, set by scanModelFile for a model that has external data. */
+  externalFiles: ExternalFiles | undefined;
   /** The typed data decoded, while elements of it remain unread; shared by concurrent reads. */
   #decoded: Promise<Uint8Array> | undefined;
   #unread: number;
@@ -473,6 +502,8 @@ export class OnnxFileTensor implements ScannedTensor, FileTensor {
     this.#dataAt = f.dataAt;
     this.#dataLength = f.dataLength;
     this.#inPlace = f.inPlace;
+    this.#externalRef = f.externalRef;
+    this.externalFiles = undefined;
     this.#decoded = undefined;
     this.#unread = f.size;
   }
@@ -492,7 +523,8 @@ export class OnnxFileTensor implements ScannedTensor, FileTensor {
     const to = rawByteLength(this.dtype, start + count);
     if (this.storage === "raw" || this.#inPlace) return file.read(this.#dataAt + from, to - from);
     if (this.storage === "external") {
-      throw fileError("NOT_IMPLEMENTED", file.path, "its data is in an external file (data_location EXTERNAL), which tensorcast does not read yet", this.name);
+      const { file: side, start: at } = await this.locate();
+      return side.read(at + from, to - from);
     }
     if (this.storage === "segment") throw fileError("NOT_IMPLEMENTED", file.path, "is a segmented tensor, which tensorcast does not read", this.name);
     const pending = (this.#decoded ??= this.#decode());
@@ -510,6 +542,18 @@ export class OnnxFileTensor implements ScannedTensor, FileTensor {
       this.#unread = this.size;
     }
     return out;
+  }
+
+  /**
+   * Where its external bytes are, checked (see external-data.ts).
+   * @throws TensorcastError naming the model and the tensor when the side file is refused.
+   */
+  locate(): Promise<{ file: RandomAccessFile; start: number }> {
+    if (!this.#externalRef || !this.externalFiles) {
+      throw fileError("NOT_IMPLEMENTED", this.#file.path, "its data is external, which only an initializer of a model file can be", this.name);
+    }
+    if (this.dtype.kind === "string") throw fileError("NOT_IMPLEMENTED", this.#file.path, "is a STRING tensor with external data, which tensorcast does not read", this.name);
+    return this.externalFiles.locate(this.#externalRef, this.byteLength, this.name);
   }
 
   async #decode(): Promise<Uint8Array> {

@@ -53,7 +53,11 @@ export async function openTensorFile(path: string, opts: OpenOptions = {}): Prom
       case "onnx": {
         const layout = await scanModelFile(file);
         const base = tensorFile(file, "onnx", layout.initializers.slice());
-        const model: OnnxModelFile = { ...base, format: "onnx", layout, file };
+        const close = async (): Promise<void> => {
+          await layout.externalFiles?.close();
+          await file.close();
+        };
+        const model: OnnxModelFile = { ...base, format: "onnx", layout, file, close };
         return model;
       }
     }

@@ -46,8 +46,11 @@ export async function verifyOutput(plan: OutputPlan, temporary: string, output: 
 /** The tensors the written file lists, read by the same code that reads inputs. */
 async function listed(plan: OutputPlan, file: RandomAccessFile): Promise<Found[]> {
   switch (plan.format) {
-    case "onnx":
-      return (await scanModelFile(file)).initializers.map(fromProto);
+    case "onnx": {
+      const model = await scanModelFile(file);
+      await model.externalFiles?.close();
+      return model.initializers.map(fromProto);
+    }
     case "pb":
       return [fromProto(await scanTensorProtoFile(file))];
     case "safetensors": {

@@ -142,9 +142,11 @@ async function planModel(input: TensorFile, targets: ReadonlyMap<FileTensor, DTy
   const rewritten: { scanned: (typeof initializers)[number]; source: FileTensor; dtype: DType; head: Uint8Array; message: Uint8Array; bodyLength: number }[] = [];
   for (let i = 0; i < initializers.length; i++) {
     const source = model.tensors[i];
-    const dtype = targets.get(source);
-    if (!dtype) continue;
     const scanned = initializers[i];
+    // An initializer with external data is written inline, converted or not: its location is
+    // relative to the input's folder, which need not be the output's.
+    const dtype = targets.get(source) ?? (scanned.storage === "external" ? source.dtype : undefined);
+    if (!dtype) continue;
     const extraParts = await Promise.all(scanned.extras.map(([s, e]) => model.file.read(s, e - s)));
     const extra = new Uint8Array(extraParts.reduce((n, p) => n + p.length, 0));
     extraParts.reduce((at, p) => (extra.set(p, at), at + p.length), 0);

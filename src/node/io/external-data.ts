@@ -1,0 +1,165 @@
+/**
+ * ONNX external data: an initializer whose data_location is EXTERNAL keeps its bytes in a side
+ * file, described by TensorProto.external_data's key-value pairs (onnx.proto):
+ *   location  (required) a path relative to the model's folder
+ *   offset    (optional) where the bytes start, a decimal integer as a string (default 0)
+ *   length    (optional) how many bytes, likewise (default: to the end of the file)
+ *   checksum  (optional) the SHA-1 digest of the whole file named by location
+ *
+ * Where the specification leaves room, a path that could reach outside the model's folder is
+ * refused rather than cleaned up (onnx's Python loader strips leading "/" and "."; onnxruntime
+ * refuses paths that escape): an absolute path, a ".." component, a NUL, or a symbolic link whose
+ * target lies outside the folder. Unknown and repeated keys are refused, as onnxruntime does.
+ * A checksum, which neither onnx nor onnxruntime checks, is checked: a file that does not match
+ * is refused before any of its bytes are used.
+ */
+import { createHash } from "node:crypto";
+import { realpath } from "node:fs/promises";
+import { dirname, isAbsolute, join, relative, sep } from "node:path";
+import { TensorcastError } from "../../index.js";
+import { WireReader } from "../../io/onnx/wire.js";
+import { fileError, RandomAccessFile } from "./file.js";
+
+/** Where an initializer's bytes are, as its external_data says. */
+export interface ExternalRef {
+  readonly location: string;
+  readonly offset: number;
+  /** Undefined: to the end of the file. */
+  readonly length: number | undefined;
+  /** Lower-case hex, when given. */
+  readonly checksum: string | undefined;
+}
+
+const KEYS = ["location", "offset", "length", "checksum"] as const;
+
+/**
+ * The ExternalRef that a TensorProto's external_data entries (each a serialized
+ * StringStringEntryProto: key = 1, value = 2) describe.
+ * @throws TensorcastError INVALID_DATA naming the file, the tensor and the entry.
+ */
+export function parseExternalData(entries: readonly Uint8Array[], path: string, tensor: string): ExternalRef {
+  const found = new Map<string, string>();
+  for (const entry of entries) {
+    const r = new WireReader(entry, "StringStringEntryProto");
+    let key = "";
+    let value = "";
+    for (let f = r.next(); f !== 0; f = r.next()) {
+      if (f === 1 && r.wireType === 2) key = r.string("key");
+      else if (f === 2 && r.wireType === 2) value = r.string("value");
+      else r.skip();
+    }
+    if (!(KEYS as readonly string[]).includes(key)) {
+      throw fileError("INVALID_DATA", path, `external_data has the key ${JSON.stringify(key.slice(0, 64))}; the keys are ${KEYS.join(", ")}`, tensor);
+    }
+    if (found.has(key)) throw fileError("INVALID_DATA", path, `external_data gives ${key} twice`, tensor);
+    found.set(key, value);
+  }
+  const location = found.get("location");
+  if (location === undefined || location === "") throw fileError("INVALID_DATA", path, "its data is external (data_location EXTERNAL) but external_data has no location", tensor);
+  const integer = (key: "offset" | "length"): number | undefined => {
+    const text = found.get(key);
+    if (text === undefined) return undefined;
+    const n = /^[0-9]{1,16}$/.test(text) ? Number(text) : NaN;
+    if (!Number.isSafeInteger(n)) throw fileError("INVALID_DATA", path, `external_data's ${key} is ${JSON.stringify(text.slice(0, 64))}, not a decimal byte count`, tensor);
+    return n;
+  };
+  const checksum = found.get("checksum");
+  if (checksum !== undefined && !/^[0-9a-fA-F]{40}$/.test(checksum)) {
+    throw fileError("INVALID_DATA", path, `external_data's checksum is ${JSON.stringify(checksum.slice(0, 64))}, not a SHA-1 digest (40 hex digits)`, tensor);
+  }
+  return { location, offset: integer("offset") ?? 0, length: integer("length"), checksum: checksum?.toLowerCase() };
+}
+
+/**
+ * The side files of one model, each opened once and checked against its checksum once. `close`
+ * closes them all.
+ */
+export class ExternalFiles {
+  private readonly folder: string;
+  private readonly opened = new Map<string, Promise<RandomAccessFile>>();
+  private readonly checked = new Map<string, Promise<void>>();
+
+  constructor(readonly modelPath: string) {
+    this.folder = dirname(modelPath);
+  }
+
+  /**
+   * The bytes range [start, end) of the file that `ref` names, checked: within the model's folder,
+   * a regular file, long enough, `byteLength` long when `length` is given, and matching its checksum.
+   */
+  async locate(ref: ExternalRef, byteLength: number, tensor: string): Promise<{ file: RandomAccessFile; start: number }> {
+    const file = await this.open(ref.location, tensor);
+    const length = ref.length ?? file.size - ref.offset;
+    if (ref.offset > file.size || ref.offset + length > file.size) {
+      throw fileError(
+        "INVALID_DATA", this.modelPath,
+        `its external data is bytes [${ref.offset}, ${ref.offset + length}) of ${ref.location}, which has ${file.size} bytes`, tensor,
+      );
+    }
+    if (length !== byteLength) {
+      throw fileError("INVALID_DATA", this.modelPath, `its external data in ${ref.location} is ${length} bytes, but its type and dims need ${byteLength}`, tensor);
+    }
+    if (ref.checksum !== undefined) await this.check(file, ref.location, ref.checksum, tensor);
+    return { file, start: ref.offset };
+  }
+
+  async close(): Promise<void> {
+    const files = await Promise.allSettled(this.opened.values());
+    this.opened.clear();
+    for (const f of files) if (f.status === "fulfilled") await f.value.close();
+  }
+
+  private open(location: string, tensor: string): Promise<RandomAccessFile> {
+    let file = this.opened.get(location);
+    if (!file) {
+      file = this.resolve(location, tensor).then((path) => RandomAccessFile.open(path));
+      this.opened.set(location, file);
+    }
+    return file;
+  }
+
+  private async resolve(location: string, tensor: string): Promise<string> {
+    const refuse = (why: string): TensorcastError =>
+      fileError("INVALID_DATA", this.modelPath, `its external data location ${JSON.stringify(location.slice(0, 200))} ${why}; it must name a file inside the model's folder`, tensor);
+    if (location.includes("\0")) throw refuse("contains a NUL character");
+    if (isAbsolute(location) || location.startsWith("\\")) throw refuse("is an absolute path");
+    if (location.split(/[\\/]/).includes("..")) throw refuse("has a \"..\" component");
+    const path = join(this.folder, location);
+    let real: string;
+    let folder: string;
+    try {
+      [real, folder] = await Promise.all([realpath(path), realpath(this.folder)]);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      throw fileError("IO_ERROR", this.modelPath, `cannot open its external data file ${path} (${code ?? String(e)})`, tensor);
+    }
+    const inside = relative(folder, real);
+    if (inside === "" || inside.startsWith(`..${sep}`) || inside === ".." || isAbsolute(inside)) throw refuse(`leads to ${real} through a symbolic link`);
+    return path;
+  }
+
+  private check(file: RandomAccessFile, location: string, checksum: string, tensor: string): Promise<void> {
+    const key = `${location}\0${checksum}`;
+    let done = this.checked.get(key);
+    if (!done) {
+      done = sha1(file).then((digest) => {
+        if (digest !== checksum) {
+          throw fileError("INVALID_DATA", this.modelPath, `its external data file ${location} has the SHA-1 digest ${digest}, not the checksum ${checksum} that external_data gives`, tensor);
+        }
+      });
+      this.checked.set(key, done);
+    }
+    return done;
+  }
+}
+
+/** The SHA-1 digest of a whole file, read in 1 MiB pieces. */
+async function sha1(file: RandomAccessFile): Promise<string> {
+  const hash = createHash("sha1");
+  const piece = new Uint8Array(Math.min(1 << 20, Math.max(1, file.size)));
+  for (let at = 0; at < file.size; at += piece.length) {
+    const n = Math.min(piece.length, file.size - at);
+    hash.update(await file.read(at, n, piece.subarray(0, n)));
+  }
+  return hash.digest("hex");
+}
