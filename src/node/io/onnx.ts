@@ -437,17 +437,8 @@ export async function scanModelFile(file: RandomAccessFile): Promise<ScannedMode
   return { graph, initializers, externalFiles: files };
 }
 
-/** What scanTensor found, handed to OnnxFileTensor. */
-interface Found {
-  readonly name: string;
-  readonly dtype: DType;
-  readonly shape: readonly number[];
-  readonly size: number;
-  readonly fieldStart: number;
-  readonly start: number;
-  readonly end: number;
-  readonly storage: ScannedTensor["storage"];
-  readonly extras: ScannedTensor["extras"];
+/** What scanTensor found, handed to OnnxFileTensor: where the data is, flat. */
+interface Found extends Omit<ScannedTensor, "raw" | "inPlace"> {
   /** raw_data's bytes, or the typed field read in place: where they are. */
   readonly dataAt: number;
   readonly dataLength: number;
