@@ -368,7 +368,7 @@ test("npm pack on a fresh clone builds first; the tarball is the library, its ty
   t.diagnostic(`npm pack (prepack: a clean build) in ${p.packSeconds.toFixed(1)} s: ${basename(p.tarball)}, ${p.files.length} files`);
   const manifest = JSON.parse(await readFile(join(p.unpacked, "package.json"), "utf8")) as {
     name: string; license: string; main: string; types: string; bin: Record<string, string>;
-    exports: Record<string, { types: string; default: string }>; typesVersions: Record<string, Record<string, string[]>>;
+    exports: Record<string, Record<string, string>>; typesVersions: Record<string, Record<string, string[]>>;
   };
   assert.equal(basename(p.tarball), `${manifest.name}-${(JSON.parse(await readFile(join(ROOT, "package.json"), "utf8")) as { version: string }).version}.tgz`);
 
@@ -383,7 +383,7 @@ test("npm pack on a fresh clone builds first; the tarball is the library, its ty
   assert.match(license, /^MIT License\n\nCopyright \(c\) 2026 the tensorcast authors\n/);
   assert.match(license, /THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND/);
   const named = [manifest.main, manifest.types, ...Object.values(manifest.bin),
-    ...Object.values(manifest.exports).flatMap((e) => [e.types, e.default]),
+    ...Object.values(manifest.exports).flatMap((conditions) => Object.values(conditions)),
     ...Object.values(manifest.typesVersions).flatMap((m) => Object.values(m).flat())];
   assert.deepEqual(named.map((f) => posix.normalize(f)).filter((f) => !p.files.includes(f)), []);
   for (const worker of ["dist/web/cast-worker.js", "dist/node/cast-worker.js", "dist/node/convert/worker.js"]) assert.ok(p.files.includes(worker), worker);
