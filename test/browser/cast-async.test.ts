@@ -15,38 +15,13 @@ import assert from "node:assert/strict";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import * as esbuild from "esbuild";
-import { ENGINE_LABEL, ENGINES, engineMissing, launch, RECORD_PAGE_ERRORS, type EngineName, type EnginePage } from "./engines.js";
+import { ENGINE_LABEL, ENGINES, engineMissing, launch, RECORDERS, type EngineName, type EnginePage, type RecordedWorker } from "./engines.js";
 import { OUTPUT, playgroundScript, ROOT } from "./support.js";
 import type { PageReport } from "./pages/cast-async-page.js";
 
 type PageModule = typeof import("./pages/cast-async-page.js");
 
 const PAGE = "test/browser/pages/cast-async.html";
-
-/**
- * A classic script for the pages below, run before any module: every Worker the page constructs is
- * recorded with its URL and the messages it sent, in globalThis.castWorkers. One way to see the
- * workers in every engine (only Chromium's driver lists a page's workers).
- */
-const RECORD_WORKERS = `(() => {
-  const workers = globalThis.castWorkers = [];
-  const Native = globalThis.Worker;
-  globalThis.Worker = class extends Native {
-    constructor(url, options) {
-      super(url, options);
-      const w = { url: String(new URL(String(url), location.href)), messages: 0 };
-      workers.push(w);
-      this.addEventListener("message", () => { w.messages++; });
-    }
-  };
-})()`;
-
-const RECORDERS = `<script>${RECORD_PAGE_ERRORS};\n${RECORD_WORKERS}</script>\n`;
-
-interface RecordedWorker {
-  readonly url: string;
-  readonly messages: number;
-}
 
 /** Serves build/ (isolated or not), opens the checks page, runs `body`, then asserts the page logged no error. */
 async function inPage(page: EnginePage, isolated: boolean, body: (checks: <R>(run: (m: PageModule) => Promise<R>) => Promise<R>) => Promise<void>): Promise<void> {

@@ -104,6 +104,33 @@ export const RECORD_PAGE_ERRORS = `(() => {
   addEventListener("unhandledrejection", (e) => errors.push("unhandled rejection: " + (e.reason instanceof Error ? e.reason.message : String(e.reason))));
 })()`;
 
+/**
+ * A classic script for test pages, run before any module: every Worker the page constructs is
+ * recorded with its URL and the messages it sent, in globalThis.castWorkers. One way to see the
+ * workers in every engine (only Chromium's driver lists a page's workers).
+ */
+export const RECORD_WORKERS = `(() => {
+  const workers = globalThis.castWorkers = [];
+  const Native = globalThis.Worker;
+  globalThis.Worker = class extends Native {
+    constructor(url, options) {
+      super(url, options);
+      const w = { url: String(new URL(String(url), location.href)), messages: 0 };
+      workers.push(w);
+      this.addEventListener("message", () => { w.messages++; });
+    }
+  };
+})()`;
+
+/** One entry of globalThis.castWorkers. */
+export interface RecordedWorker {
+  readonly url: string;
+  readonly messages: number;
+}
+
+/** The `<script>` a test page starts with: RECORD_PAGE_ERRORS and RECORD_WORKERS. */
+export const RECORDERS = `<script>${RECORD_PAGE_ERRORS};\n${RECORD_WORKERS}</script>\n`;
+
 /** The expression that runs `fn(arg)` in the page and gives `{ v: result }` as a JSON string. */
 function inPageSource(fn: InPage<never, unknown> | string, arg: unknown): string {
   const call = typeof fn === "string" ? `(${fn})` : `(${fn.toString()})(${JSON.stringify(arg ?? null)})`;

@@ -9,30 +9,19 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { bundleCodecChecks, type CodecChecks } from "../browser/support.js";
 import type { ExampleResult } from "../support/readme-examples.js";
+import { findRuntime, RUNTIMES } from "./binaries.js";
 
 const run = promisify(execFile);
 const ROOT = new URL("../../../", import.meta.url).pathname;
 const CHECKS = join(ROOT, "build", "test", "runtimes", "run-checks.js");
 const README = join(ROOT, "README.md");
 const EXAMPLE = join(ROOT, "test", "fixtures", "checkpoints", "example.safetensors");
-
-interface Runtime {
-  readonly name: string;
-  readonly env: string;
-  /** The command line that runs a script file with everything the checks need. */
-  readonly argv: (binary: string) => string[];
-}
-const RUNTIMES: Runtime[] = [
-  { name: "Bun", env: "TENSORCAST_BUN", argv: (b) => [b] },
-  { name: "Deno", env: "TENSORCAST_DENO", argv: (b) => [b, "run", "--allow-read", "--allow-write", "--allow-env", "--allow-sys"] },
-];
 
 interface Checks {
   readonly codec: CodecChecks;
@@ -55,14 +44,13 @@ function inNode(): Promise<{ bundle: string; checks: Checks }> {
 }
 
 for (const rt of RUNTIMES) {
-  const binary = process.env[rt.env];
-  const missing = !binary ? `${rt.env} is not set` : !existsSync(binary) ? `${rt.env}=${binary} does not exist` : undefined;
-  const elsewhere = process.env.TENSORCAST_OTHER_RUNTIMES_IN;
-  if (missing && process.env.CI && !elsewhere) {
-    test(`${rt.name} is present under CI`, () => assert.fail(`${rt.name}: ${missing} (.ci/run fetches it from the npm registry)`));
+  const found = findRuntime(rt);
+  if ("fail" in found) {
+    test(`${rt.name} is present under CI`, () => assert.fail(found.fail));
     continue;
   }
-  const skip = !missing ? undefined : elsewhere ? `${rt.name} is checked in ${elsewhere}` : `${missing}: ${rt.name} is fetched by .ci/run (npm pack)`;
+  const skip = "skip" in found ? found.skip : undefined;
+  const binary = "binary" in found ? found.binary : undefined;
 
   test(`${rt.name}: codec tests, cast digest and README examples agree with Node bit for bit`, { skip }, async (t) => {
     const node = await inNode();
