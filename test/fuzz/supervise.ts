@@ -18,6 +18,11 @@ export interface SuperviseOptions {
   readonly timeoutFor?: (index: number) => number;
   /** --max-old-space-size of the workers. */
   readonly heapMb: number;
+  /**
+   * V8's heap limit for check `index`, where it differs from `heapMb`: such a check runs in a
+   * worker of its own, started with that limit.
+   */
+  readonly heapFor?: (index: number) => number;
   /** A worker whose resident size passes this is killed: the check it was on is a memory blow-up. */
   readonly rssLimitBytes: number;
   /** Workers at once. */
@@ -45,8 +50,12 @@ async function runRange<R>(
   let next = from;
   while (next < to) {
     const start = next;
+    const heapOf = (i: number): number => o.heapFor?.(i) ?? o.heapMb;
+    // The worker takes the checks from `start` that share its heap limit.
+    let end = start + 1;
+    while (end < to && heapOf(end) === heapOf(start)) end++;
     await new Promise<void>((resolve) => {
-      const child = spawn(process.execPath, [`--max-old-space-size=${o.heapMb}`, script, ...args, String(start), String(to)], {
+      const child = spawn(process.execPath, [`--max-old-space-size=${heapOf(start)}`, script, ...args, String(start), String(end)], {
         stdio: ["ignore", "pipe", "pipe"],
       });
       let current = -1;
@@ -117,7 +126,7 @@ async function runRange<R>(
             : `${at}worker exited with ${signal ?? code}: ${stderr.trim().split("\n").filter((l) => l.trim()).slice(0, 3).join(" | ").slice(0, 400)}`;
           failures.set(current, { kind, detail: why });
           next = current + 1;
-        } else if (next < to && code !== 0) {
+        } else if (next < end && code !== 0) {
           // Died between checks, or before the first: count it against the next one.
           failures.set(next, { kind: "crash", detail: `worker exited with ${signal ?? code} between checks: ${stderr.slice(0, 300)}` });
           next++;
