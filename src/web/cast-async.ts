@@ -59,8 +59,10 @@ function startWorker(): WebWorker {
   return new Worker(workerUrl, { type: "module", name: "tensorcast castAsync" });
 }
 
+// Spelled without `new URL("./cast-worker.js", import.meta.url)`: bundlers treat that form as an
+// asset reference, and webpack emitted an unused raw copy of the worker for this message alone.
 function describeWorkerUrl(): string {
-  return String(workerUrl ?? new URL("./cast-worker.js", (import.meta as ModuleMeta).url).href);
+  return String(workerUrl ?? (import.meta as ModuleMeta).url.replace(/[^/?#]*([?#].*)?$/, "cast-worker.js"));
 }
 
 const WEB_WORKERS: WorkerHost = {

@@ -604,6 +604,9 @@ async function inChromium(t: TestContext, out: string, files: readonly string[])
     const scripts = await page.evaluate<string[]>("Array.from(document.scripts, (s) => s.src).filter(Boolean)");
     for (const w of workers) assert.ok(!scripts.includes(w.url), `the worker is the page's own script ${w.url}`);
     t.diagnostic(`worker chunk: ${[...new Set(workers.map((w) => new URL(w.url).pathname))].join(", ")}`);
+    // Every script the build emitted is used: webpack once copied a raw cast-worker.js that no page loaded.
+    const loaded = new Set([...scripts, ...workers.map((w) => w.url)].map((u) => new URL(u).pathname.slice(1)));
+    assert.deepEqual(files.filter((f) => f.endsWith(".js") && !loaded.has(f)), [], "scripts in the build that nothing loads");
     assert.deepEqual(await page.errors(), []);
   } finally {
     await page.close();
