@@ -8,8 +8,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { closeSync, ftruncateSync, openSync, readdirSync, readSync, statfsSync, statSync, writeFileSync, writeSync } from "node:fs";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { closeSync, existsSync, ftruncateSync, openSync, readdirSync, readSync, statfsSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { cast, Tensor } from "../../src/index.js";
 import { encodeModel } from "../../src/io/onnx/encode.js";
@@ -17,6 +17,7 @@ import { WireReader } from "../../src/io/onnx/wire.js";
 import { WireWriter } from "../../src/io/onnx/wire-writer.js";
 import { convertFile, openTensorFile } from "../../src/node/index.js";
 import type { OnnxFileTensor } from "../../src/node/io/onnx.js";
+import { removeStaleTemporaries } from "../../src/node/io/file.js";
 import { randomBytes, randomFloat32, rejectsCode, ROOT, scratch } from "./helpers.js";
 
 const GiB = 2 ** 30;
@@ -49,6 +50,8 @@ function externalTensor(name: string, dims: number[], offset: number, length: nu
 
 /** big.onnx (y_k = Identity(k)) and its sparse big.data. */
 function writeInput(): string {
+  const path = join(dir, "big.onnx");
+  if (existsSync(path)) return path;
   const fd = openSync(join(dir, "big.data"), "w");
   try {
     ftruncateSync(fd, 2 * GiB + 4 * C);
@@ -81,7 +84,6 @@ function writeInput(): string {
     w.raw(new WireWriter().tag(f, r.wireType).finish());
     w.raw(encoded.subarray(start, r.pos));
   }
-  const path = join(dir, "big.onnx");
   writeFileSync(path, w.finish());
   return path;
 }
@@ -145,4 +147,56 @@ test("a model over 2 GiB: its side file is written automatically, in bounded mem
   }
   // a and b, every byte, as in the input (c was compared above).
   assert.ok(sameBytes(side, 0, join(dir, "big.data"), 0, 2 * GiB), "a and b differ from the input");
+});
+
+const BIN = join(ROOT, "bin", "tensorcast.js");
+const built = existsSync(join(ROOT, "dist", "node", "cli", "main.js"));
+
+function temporaries(): string[] {
+  return readdirSync(dir).filter((f) => f.endsWith(".tmp")).sort();
+}
+
+/** Waits until a temporary side file holds at least `bytes` on disk. */
+async function whenWriting(child: ChildProcess, bytes: number): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`the conversion ended (code ${child.exitCode}) before it could be interrupted`);
+    for (const f of temporaries()) {
+      try {
+        if (f.includes(".data.tensorcast-") && statSync(join(dir, f)).blocks * 512 >= bytes) return;
+      } catch {
+        // Not there any more.
+      }
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error("the conversion never started writing its side file");
+}
+
+test("interrupted while writing a side file: SIGINT leaves neither file nor temporary; SIGKILL's temporaries are removed by the next run", { skip: skip || (!built && "dist/ is not built (npm run build)"), timeout: 300_000 }, async () => {
+  const input = writeInput();
+  for (const signal of ["SIGINT", "SIGKILL"] as const) {
+    const out = join(dir, `mid-${signal}.onnx`);
+    const child = spawn(process.execPath, [BIN, "convert", input, "--to", "float16", "--initializers", "c", "-o", out, "--jobs", "1"], { stdio: ["ignore", "ignore", "pipe"] });
+    let err = "";
+    child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+    const done = new Promise<[number | null, string | null]>((resolve) => child.on("exit", (code, sig) => resolve([code, sig])));
+    await whenWriting(child, 64 * MiB);
+    child.kill(signal);
+    const [code, sig] = await done;
+    assert.ok(!existsSync(out) && !existsSync(`${out}.data`), `${signal}: a file was left under a final name`);
+    if (signal === "SIGINT") {
+      assert.deepEqual([code, sig], [130, null], err);
+      assert.equal(err, `interrupted by SIGINT: ${out} was not written (${input} is unchanged)\n`);
+      assert.deepEqual(temporaries(), []);
+    } else {
+      assert.deepEqual([code, sig], [null, "SIGKILL"]);
+      // The model's temporary and the side file's, each found by its own final name.
+      const left = temporaries();
+      assert.equal(left.length, 2, left.join(", "));
+      const removed = [...(await removeStaleTemporaries(out)), ...(await removeStaleTemporaries(`${out}.data`))];
+      assert.deepEqual(removed.map((p) => p.slice(dir.length + 1)).sort(), left);
+      assert.deepEqual(temporaries(), []);
+    }
+  }
 });

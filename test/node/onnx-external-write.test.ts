@@ -18,7 +18,7 @@ import { convertFile, openTensorFile } from "../../src/node/index.js";
 import type { OnnxFileTensor } from "../../src/node/io/onnx.js";
 import { modelOf } from "../support/onnx-model.js";
 import { ortData } from "../support/ort.js";
-import { cli, randomFloat32, rejectsCode, scratch } from "./helpers.js";
+import { cli, randomFloat32, rejectsCode, ROOT, scratch } from "./helpers.js";
 
 const root = scratch();
 const PYTHON = "/usr/bin/python3";
@@ -230,4 +230,28 @@ test("CLI: --external-data and --inline, and what it prints", async () => {
   const inl = await cli(["convert", out, "--to", "float16", "--initializers", "W", "-o", join(dir, "e.onnx"), "--inline"]);
   assert.equal(inl.code, 0, inl.err);
   assert.deepEqual((await readBack(join(dir, "e.onnx"))).map((x) => x[2]), ["raw", "raw", "raw", "raw"]);
+});
+
+const BIN = join(ROOT, "bin", "tensorcast.js");
+const HOOK = join(ROOT, "build", "test", "support", "corrupt-writer.js");
+const built = existsSync(join(ROOT, "dist", "node", "cli", "main.js"));
+
+test("a side file that does not read back as planned (offsets, bytes): exit 70, code INTERNAL, neither file, no temporary", { skip: !built && "dist/ is not built (npm run build)" }, async () => {
+  const dir = await folder("faults");
+  const input = writeInput(dir);
+  const cases: [string, RegExp][] = [
+    // Every offset 64 bytes late: V, the last, then runs past the side file's end.
+    ["side-offset", /tensor "V": its external data is bytes \[4160, 1052736\) of f\.onnx\.data, which has 1052672 bytes/],
+    ["side-bytes", /its side file f\.onnx\.data: bytes \[0, 1024\) read back differ from those written/],
+  ];
+  for (const [fault, message] of cases) {
+    const out = join(dir, "f.onnx");
+    const r = spawnSync(process.execPath, ["--no-deprecation", "--import", HOOK, BIN, "convert", input, "--to", "float16", "--initializers", "W", "-o", out, "--external-data", "f.onnx.data"], {
+      env: { ...process.env, TENSORCAST_TEST_CORRUPT: fault }, encoding: "utf8",
+    });
+    assert.equal(r.status, 70, `${fault}: ${r.stderr}`);
+    assert.match(r.stderr, /^internal error: .*f\.onnx: the onnx file written does not read back as planned \(.+\), so it was removed and nothing was written \(code INTERNAL\)/);
+    assert.match(r.stderr, message, fault);
+    assert.deepEqual(readdirSync(dir), ["in.onnx"], fault);
+  }
 });
