@@ -3,13 +3,14 @@
  * 2 GiB, in a sparse side file (holes of zeros, with random regions so the comparison means
  * something), converted in a child process: the output, too large for one protobuf, gets its side
  * file automatically, its peak resident memory stays far below the data's size, and every byte of
- * the side file is compared, streaming, with what it must hold. Skipped, saying why, when the disk
+ * the side file is compared, streaming, with what it must hold. Converted to float16, the same
+ * model fits in 1 GiB and is written inline. Skipped, saying why, when the disk
  * has too little free space for the 2 GiB the output really takes.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { closeSync, existsSync, ftruncateSync, openSync, readdirSync, readSync, statfsSync, statSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, ftruncateSync, openSync, readdirSync, readSync, rmSync, statfsSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { cast, Tensor } from "../../src/index.js";
 import { encodeModel } from "../../src/io/onnx/encode.js";
@@ -147,6 +148,28 @@ test("a model over 2 GiB: its side file is written automatically, in bounded mem
   }
   // a and b, every byte, as in the input (c was compared above).
   assert.ok(sameBytes(side, 0, join(dir, "big.data"), 0, 2 * GiB), "a and b differ from the input");
+  rmSync(side);
+  rmSync(out);
+
+  // Every tensor to float16: the output, 1 GiB, fits inline, so it is written inline by default.
+  const half = join(dir, "half.onnx");
+  const report = await convertFile(input, half, { to: "float16", names: ["a", "b", "c"] });
+  console.log(`# to float16, inline: ${report.seconds.toFixed(1)} s`);
+  assert.equal(report.externalData, undefined);
+  assert.ok(statSync(half).size > GiB && statSync(half).size < GiB + MiB);
+  const h = await openTensorFile(half);
+  try {
+    assert.deepEqual(h.tensors.map((t) => [t.name, (t as OnnxFileTensor).storage]), [["a", "raw"], ["b", "raw"], ["c", "raw"]]);
+    assert.deepEqual(await h.tensors[2].read(0, C), cast(c, "float16").bytes());
+    for (const at of REGIONS) {
+      const expected = cast(Tensor.fromBytes(randomBytes(65536, 100 + REGIONS.indexOf(at)), "float32", [16384]), "float16", { saturate: true }).bytes();
+      assert.deepEqual(await h.tensors[at < GiB ? 0 : 1].read((at % GiB) / 4, 16384), expected, `the region at ${at}, as float16`);
+    }
+    assert.deepEqual(await h.tensors[1].read(A / 2, 16384), new Uint8Array(32768), "a hole reads as zeros");
+  } finally {
+    await h.close();
+  }
+  rmSync(half);
 });
 
 const BIN = join(ROOT, "bin", "tensorcast.js");
