@@ -193,6 +193,16 @@ test("side files that are the model, the input, one of the input's side files or
   for (const [location, code, message] of cases) {
     await rejectsCode(convertFile(input, out, { to: "float16", names: ["W"], externalData: location }), code, message);
   }
+  // Only regular files (or symbolic links) are ever replaced, even with --force.
+  await fsp.mkdir(join(dir, "adir"));
+  await rejectsCode(convertFile(input, out, { to: "float16", names: ["W"], externalData: "adir", force: true }), "INVALID_ATTRIBUTE", /adir: is a directory/);
+  assert.equal(spawnSync("mkfifo", [join(dir, "fifo")]).status, 0);
+  await rejectsCode(
+    convertFile(input, out, { to: "float16", names: ["W"], externalData: "fifo", force: true }), "INVALID_ATTRIBUTE",
+    /fifo: is a FIFO \(named pipe\); tensorcast writes only regular files and never replaces anything else, even with --force/,
+  );
+  await fsp.rmdir(join(dir, "adir"));
+  await fsp.unlink(join(dir, "fifo"));
   writeFileSync(join(dir, "o.onnx.data"), "old");
   await rejectsCode(convertFile(input, out, { to: "float16", names: ["W"], externalData: "o.onnx.data" }), "INVALID_ATTRIBUTE", /o\.onnx\.data: already exists; pass --force to replace it/);
   assert.equal(readFileSync(join(dir, "o.onnx.data"), "utf8"), "old");

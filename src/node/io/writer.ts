@@ -166,7 +166,12 @@ export interface SideFilePlan {
   readonly automatic: boolean;
 }
 
-/** How an .onnx output keeps its initializers. */
+/**
+ * How an .onnx output keeps its initializers.
+ * @example
+ * await planOutput(model, "onnx", targets, "out/m.onnx", { externalData: "m.onnx.data" });
+ * // plan.external: { path: "out/m.onnx.data", location: "m.onnx.data", tensors, size, automatic: false }
+ */
 export interface ModelOutputOptions {
   /**
    * A side file's location, relative to the output's folder: initializers of `threshold` bytes or
