@@ -254,7 +254,7 @@ export function renderConvertReport(r: ConvertReport): Text {
   const rate = r.seconds > 0 ? r.bytesIn / r.seconds : 0;
   const x = r.externalData;
   const side = x
-    ? `${x.tensors} initializers' data (${formatBytes(x.bytes)}) written to the side file ${x.path}, which ${r.output} names as ${JSON.stringify(x.location)}` +
+    ? `${x.tensors} ${x.tensors === 1 ? "initializer's" : "initializers'"} data (${formatBytes(x.bytes)}) written to the side file ${x.path}, which ${r.output} names as ${JSON.stringify(x.location)}` +
       `${x.automatic ? " (chosen because the model would be over protobuf's 2 GiB inline; --inline refuses instead)" : ""}\n`
     : "";
   return joinText(
