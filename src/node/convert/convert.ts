@@ -8,15 +8,21 @@
  * 3. Each tensor is read in chunks, converted by `cast` in a pool of worker threads, measured, and
  *    written at its final position; at most a few chunks are in memory at once.
  * 4. OUT is flushed, read back and checked against the plan (verify.ts), and renamed into place.
+ *    An .onnx OUT may keep its initializers' data in a side file (see `externalData`), written
+ *    under a temporary name too, read back byte for byte, and renamed first, so the model never
+ *    appears under its final name before its data.
  *    On any error or interruption the temporary file is removed and OUT is not created; IN is only
  *    ever opened for reading.
  *
  * Everything wrong with OUT's path (a directory, a device, a missing folder, ...) is found before
  * IN is opened, so a bad -o never costs a conversion.
  */
+import { promises as fsp } from "node:fs";
 import { availableParallelism } from "node:os";
+import { dirname, join } from "node:path";
 import { cast, dtype, Tensor, TensorcastError, type DType, type DTypeLike, type DTypeName } from "../../index.js";
-import { AtomicOutput, checkOutput, removeStaleTemporaries } from "../io/file.js";
+import { sideFilePath } from "../io/external-data.js";
+import { AtomicOutput, checkOutput, removeStaleTemporaries, sameFile } from "../io/file.js";
 import { rawToNpy, type NpyOptions } from "../io/npy.js";
 import { formatOfPath, openTensorFile, type OnnxModelFile } from "../io/reader.js";
 import { rawByteLength, type FileFormat, type FileTensor, type TensorFile } from "../io/tensors.js";
@@ -53,6 +59,14 @@ export interface ConvertOptions {
   jobs?: number;
   /** Input bytes per chunk (default 4 MiB). */
   chunkBytes?: number;
+  /**
+   * An .onnx output's side file, relative to OUT's folder: every initializer of
+   * `externalThreshold` bytes or more (default 1024, as onnx) is written there and OUT refers to
+   * it. `false`: every initializer inline (refused when OUT would be over 2 GiB). Default: inline,
+   * unless OUT would be over 2 GiB; then `<OUT>.data`.
+   */
+  externalData?: string | false;
+  externalThreshold?: number;
   signal?: AbortSignal;
   /** Called as input bytes are done (throttle it yourself). */
   onProgress?: (done: number, total: number) => void;
@@ -81,9 +95,11 @@ export interface ConvertReport {
   to: DTypeName;
   saturate: boolean;
   tensors: TensorReport[];
-  /** File sizes. */
+  /** File sizes (bytesOut: OUT's, without its side file). */
   bytesIn: number;
   bytesOut: number;
+  /** OUT's side file, when initializers were written to one. */
+  externalData?: { path: string; location: string; tensors: number; bytes: number; automatic: boolean };
   seconds: number;
   workers: number;
 }
@@ -126,6 +142,28 @@ export function selectTensors(file: TensorFile, to: DType, opts: Pick<ConvertOpt
 }
 
 /**
+ * Refuses a side file that is the output, the input, or one of the input's own side files (which
+ * converting in place with the same names would otherwise replace), then checks it as an output.
+ */
+async function checkSideFile(path: string, file: TensorFile, output: string, force: boolean | undefined): Promise<void> {
+  const refuse = (what: string): TensorcastError =>
+    new TensorcastError("INVALID_ATTRIBUTE", `${path}: the side file to write is ${what}; tensorcast never overwrites its input (name another file with --external-data)`);
+  if (await sameFile(path, output)) throw refuse("the output model itself");
+  if (await sameFile(path, file.path)) throw refuse(`the input ${file.path}`);
+  if (file.format === "onnx") {
+    const folder = dirname(file.path);
+    const seen = new Set<string>();
+    for (const t of (file as OnnxModelFile).layout.initializers) {
+      const location = t.external?.location;
+      if (location === undefined || seen.has(location)) continue;
+      seen.add(location);
+      if (await sameFile(path, join(folder, location))) throw refuse(`${file.path}'s own external data file ${location}`);
+    }
+  }
+  await checkOutput(path, { input: file.path, force });
+}
+
+/**
  * Converts IN to OUT. See the file comment for the steps.
  * @throws TensorcastError naming the file and tensor for bad input (INVALID_ATTRIBUTE or IO_ERROR
  *         for OUT's path, before IN is opened; IO_ERROR when the disk is full); INTERNAL when OUT
@@ -140,9 +178,11 @@ export async function convertFile(input: string, output: string, opts: ConvertOp
   // Cast-28 accepts every other pair; this also checks the options once, before any file work.
   cast(Tensor.zeros("float32", [0]), to, { saturate: opts.saturate ?? true });
   await checkOutput(output, { input, force: opts.force });
+  if (typeof opts.externalData === "string") await checkOutput(sideFilePath(output, opts.externalData), { input, force: opts.force });
   const saturate = opts.saturate ?? true;
   const file = await openTensorFile(input, { format: opts.inputFormat, npy: opts.npy });
   let out: AtomicOutput | undefined;
+  let side: AtomicOutput | undefined;
   let pool: TaskPool | undefined;
   try {
     const outputFormat = opts.outputFormat ?? formatOfPath(output) ?? file.format;
@@ -154,9 +194,14 @@ export async function convertFile(input: string, output: string, opts: ConvertOp
       );
     }
     const { targets, reasons } = selectTensors(file, to, opts);
-    const plan = await planOutput(file, outputFormat, targets, output);
+    const plan = await planOutput(file, outputFormat, targets, output, { externalData: opts.externalData, threshold: opts.externalThreshold });
+    if (plan.external) await checkSideFile(plan.external.path, file, output, opts.force);
 
     await removeStaleTemporaries(output);
+    if (plan.external) {
+      await removeStaleTemporaries(plan.external.path);
+      side = await AtomicOutput.create(plan.external.path, { digests: true });
+    }
     out = await AtomicOutput.create(output);
 
     const convertBytes = [...targets.keys()].reduce((n, t) => n + t.byteLength, 0);
@@ -166,7 +211,8 @@ export async function convertFile(input: string, output: string, opts: ConvertOp
     const stats = new Map<OutputTensor, ConvertStats>();
 
     // Progress counts input bytes: copied ranges, and the tensors' bytes as they are converted.
-    const total = plan.segments.reduce((n, s) => n + (s.kind === "copy" ? s.length : s.kind === "tensor" ? s.tensor.source.byteLength : 0), 0);
+    const total = plan.segments.reduce((n, s) => n + (s.kind === "copy" ? s.length : s.kind === "tensor" ? s.tensor.source.byteLength : 0), 0) +
+      (plan.external?.tensors.reduce((n, t) => n + t.source.byteLength, 0) ?? 0);
     let done = 0;
     const progress = (n: number): void => {
       done += n;
@@ -190,10 +236,16 @@ export async function convertFile(input: string, output: string, opts: ConvertOp
           at += t.byteLength;
         }
       }
+      // Side-file tensors are placed by their offsets in it.
+      for (const t of plan.external?.tensors ?? []) {
+        stats.set(t, emptyConvertStats());
+        for (const chunk of chunksOf(t.size, chunkElements(t.source.dtype, chunkBytes))) yield { kind: "tensor", tensor: t, chunk };
+      }
     };
     // Copied ranges only occur in models: the bytes around the rewritten initializers.
     const modelFile = file.format === "onnx" ? (file as OnnxModelFile).file : undefined;
     const target = out;
+    const sideTarget = side;
     const activePool = pool;
     await runBounded(jobList(), Math.max(2, 2 * jobs), async (job) => {
       if (job.kind === "bytes") return target.write(job.data, job.at);
@@ -221,15 +273,32 @@ export async function convertFile(input: string, output: string, opts: ConvertOp
         throw inTensor(e, input, t.name);
       }
       // Not inside the try: a write error is about OUT (a full disk), not about IN's tensor.
-      await target.write(bytes, t.offset + encodedLength(t.dtype, start, t.encoding));
+      const into = t.side ? sideTarget : target;
+      if (!into) throw new TensorcastError("INTERNAL", `${output}: a side-file tensor without a side file`);
+      await into.write(bytes, t.offset + encodedLength(t.dtype, start, t.encoding));
       progress(inBytes);
     }, opts.signal);
 
+    if (side && plan.external) await side.finish(plan.external.size);
     await out.finish(plan.size);
-    await verifyOutput(plan, out.temporary, output);
-    // A signal that came while the file was flushed and checked still means "do not write OUT".
+    await verifyOutput(plan, out.temporary, output, side);
+    // A signal that came while the files were flushed and checked still means "do not write OUT".
     if (opts.signal?.aborted) throw new Interrupted();
-    await out.commit(opts.force ?? false);
+    // The side file first, the model last: a model under its final name always finds its data.
+    if (side) {
+      await side.commit(opts.force ?? false);
+      const committed = side.path;
+      side = undefined;
+      try {
+        await out.commit(opts.force ?? false);
+      } catch (e) {
+        // Without its model the side file is of no use to anyone.
+        await fsp.unlink(committed).catch(() => undefined);
+        throw e;
+      }
+    } else {
+      await out.commit(opts.force ?? false);
+    }
     out = undefined;
 
     const written = new Map(plan.tensors.map((t) => [t.source, t]));
@@ -247,9 +316,14 @@ export async function convertFile(input: string, output: string, opts: ConvertOp
     return {
       input, output, inputFormat: file.format, outputFormat, to: to.name, saturate, tensors,
       bytesIn: file.size, bytesOut: plan.size, seconds: (performance.now() - started) / 1000, workers: jobs,
+      externalData: plan.external && {
+        path: plan.external.path, location: plan.external.location, tensors: plan.external.tensors.length,
+        bytes: plan.external.size, automatic: plan.external.automatic,
+      },
     };
   } finally {
     if (out) await out.abort();
+    if (side) await side.abort();
     if (pool) await pool.close();
     await file.close();
   }

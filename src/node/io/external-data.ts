@@ -15,7 +15,7 @@
  */
 import { createHash } from "node:crypto";
 import { realpath } from "node:fs/promises";
-import { dirname, isAbsolute, join, relative, sep } from "node:path";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { TensorcastError } from "../../index.js";
 import { WireReader } from "../../io/onnx/wire.js";
 import { fileError, RandomAccessFile } from "./file.js";
@@ -79,7 +79,11 @@ export class ExternalFiles {
   private readonly opened = new Map<string, Promise<RandomAccessFile>>();
   private readonly checked = new Map<string, Promise<void>>();
 
-  constructor(readonly modelPath: string) {
+  /**
+   * `redirect` maps a location to the file to open instead: the converter's read-back opens a
+   * model whose side file is still under its temporary name.
+   */
+  constructor(readonly modelPath: string, private readonly redirect?: ReadonlyMap<string, string>) {
     this.folder = dirname(modelPath);
   }
 
@@ -112,7 +116,8 @@ export class ExternalFiles {
   private open(location: string, tensor: string): Promise<RandomAccessFile> {
     let file = this.opened.get(location);
     if (!file) {
-      file = this.resolve(location, tensor).then((path) => RandomAccessFile.open(path));
+      const instead = this.redirect?.get(location);
+      file = (instead !== undefined ? Promise.resolve(instead) : this.resolve(location, tensor)).then((path) => RandomAccessFile.open(path));
       this.opened.set(location, file);
     }
     return file;
@@ -151,6 +156,27 @@ export class ExternalFiles {
     }
     return done;
   }
+}
+
+/**
+ * The path of the side file that an output model at `output` names by `location`, which must be
+ * a relative path inside the output's folder (the rules a reader applies, above) and must not be
+ * the model itself.
+ * @throws TensorcastError INVALID_ATTRIBUTE naming what was given and what is allowed.
+ * @example sideFilePath("out/model.onnx", "model.onnx.data") // "out/model.onnx.data"
+ */
+export function sideFilePath(output: string, location: string): string {
+  const refuse = (why: string): TensorcastError =>
+    new TensorcastError("INVALID_ATTRIBUTE", `--external-data ${JSON.stringify(location.slice(0, 200))} ${why}; name a file relative to the output's folder, such as ${JSON.stringify(`${basename(output)}.data`)}`);
+  if (location === "") throw refuse("is empty");
+  if (location.includes("\0")) throw refuse("contains a NUL character");
+  if (isAbsolute(location) || location.startsWith("\\")) throw refuse("is an absolute path");
+  const parts = location.split(/[\\/]/);
+  if (parts.includes("..")) throw refuse("has a \"..\" component");
+  if (location.endsWith("/") || location.endsWith("\\") || parts[parts.length - 1] === ".") throw refuse("names a directory");
+  const path = join(dirname(output), location);
+  if (resolve(path) === resolve(output)) throw refuse("is the output model itself");
+  return path;
 }
 
 /** The SHA-1 digest of a whole file, read in 1 MiB pieces. */

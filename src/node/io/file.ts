@@ -6,7 +6,7 @@
  * Every error is a TensorcastError whose message starts with the file's path; what the operating
  * system refused (a missing folder, a full disk) is IO_ERROR, never INVALID_DATA.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { constants, promises as fsp, type Stats } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { TensorcastError, type ErrorCode } from "../../index.js";
@@ -95,6 +95,10 @@ export async function checkOutput(output: string, opts: { input?: string; force?
   } catch (e) {
     throw systemError(output, `write in its directory ${folder}`, e);
   }
+}
+
+function sha1Of(bytes: Uint8Array): string {
+  return createHash("sha1").update(bytes).digest("hex");
 }
 
 /** Writes up to this long are gathered into one (see AtomicOutput.write). */
@@ -267,15 +271,22 @@ export class AtomicOutput {
   private gathered: Uint8Array[] = [];
   private gatheredAt = 0;
   private gatheredLength = 0;
+  /** With `digests`: the SHA-1 digest of every write, to read back in `checkWritten`. */
+  private readonly written: { offset: number; length: number; digest: string }[] | undefined;
 
-  private constructor(path: string, temporary: string, handle: fsp.FileHandle) {
+  private constructor(path: string, temporary: string, handle: fsp.FileHandle, digests: boolean) {
     this.path = path;
     this.temporary = temporary;
     this.handle = handle;
+    this.written = digests ? [] : undefined;
   }
 
-  /** Creates the temporary file (exclusively: it never replaces anything). */
-  static async create(path: string): Promise<AtomicOutput> {
+  /**
+   * Creates the temporary file (exclusively: it never replaces anything). With `digests`, every
+   * write's bytes are hashed, so that `checkWritten` can compare what the file holds with what was
+   * written: for a side file, whose bytes no header describes.
+   */
+  static async create(path: string, opts: { digests?: boolean } = {}): Promise<AtomicOutput> {
     const temporary = temporaryPath(path);
     let handle: fsp.FileHandle;
     try {
@@ -283,7 +294,7 @@ export class AtomicOutput {
     } catch (e) {
       throw systemError(path, `create it (as ${temporary})`, e);
     }
-    return new AtomicOutput(path, temporary, handle);
+    return new AtomicOutput(path, temporary, handle, opts.digests === true);
   }
 
   /**
@@ -294,6 +305,7 @@ export class AtomicOutput {
    * later); a gathered write's error comes from a later `write` or from `finish`.
    */
   async write(bytes: Uint8Array, position: number): Promise<void> {
+    this.written?.push({ offset: position, length: bytes.length, digest: sha1Of(bytes) });
     if (bytes.length > SMALL_WRITE) {
       await Promise.all([this.flush(), this.writeThrough(bytes, position)]);
       return;
@@ -359,6 +371,29 @@ export class AtomicOutput {
     }
     this.handle = undefined;
     await handle.close().catch(() => undefined);
+  }
+
+  /**
+   * After `finish`, with `digests`: reads every write back from the temporary (in file order, a
+   * write at a time, so memory stays bounded by the largest write) and compares its digest.
+   * Returns what differs, or undefined.
+   */
+  async checkWritten(): Promise<string | undefined> {
+    if (!this.written) throw fileError("INTERNAL", this.path, "checkWritten() without digests");
+    const file = await RandomAccessFile.open(this.temporary);
+    try {
+      this.written.sort((a, b) => a.offset - b.offset);
+      let buffer = new Uint8Array(0);
+      for (const w of this.written) {
+        if (w.offset + w.length > file.size) return `bytes [${w.offset}, ${w.offset + w.length}) were written but it has ${file.size} bytes`;
+        if (buffer.length < w.length) buffer = new Uint8Array(w.length);
+        const bytes = await file.read(w.offset, w.length, buffer.subarray(0, w.length));
+        if (sha1Of(bytes) !== w.digest) return `bytes [${w.offset}, ${w.offset + w.length}) read back differ from those written`;
+      }
+      return undefined;
+    } finally {
+      await file.close();
+    }
   }
 
   /**

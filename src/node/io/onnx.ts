@@ -56,6 +56,8 @@ export interface ScannedTensor {
   readonly inPlace?: { readonly offset: number; readonly length: number };
   /** Where its data is, when not raw_data. */
   readonly storage: "raw" | "typed" | "external" | "segment";
+  /** Where its bytes are, as its external_data says, when its data is external. */
+  readonly external?: ExternalRef;
   /**
    * Fields other than dims, data_type, name and the data (doc_string, metadata_props, ...), as
    * [start, end) ranges of the file, to be copied into a rewritten TensorProto.
@@ -389,8 +391,11 @@ export async function scanTensorProtoFile(file: RandomAccessFile): Promise<OnnxF
   return scanTensor(new Walker(file), 0, file.size, 0, 0);
 }
 
-/** Walks a .onnx file: finds the graph and walks each of its initializers. */
-export async function scanModelFile(file: RandomAccessFile): Promise<ScannedModel> {
+/**
+ * Walks a .onnx file: finds the graph and walks each of its initializers. `redirect` maps an
+ * external data location to the file to open instead (see ExternalFiles).
+ */
+export async function scanModelFile(file: RandomAccessFile, redirect?: ReadonlyMap<string, string>): Promise<ScannedModel> {
   await validateFile(file, "ModelProto", file.path);
   const w = new Walker(file);
   let graph: ScannedModel["graph"] | undefined;
@@ -424,7 +429,7 @@ export async function scanModelFile(file: RandomAccessFile): Promise<ScannedMode
   if (external.length === 0) return { graph, initializers };
   // Every side file is found and checked now, so a bad reference is an error before any output is
   // made; each stays open until the model is closed.
-  const files = new ExternalFiles(file.path);
+  const files = new ExternalFiles(file.path, redirect);
   try {
     for (const t of external) {
       t.externalFiles = files;
@@ -438,7 +443,7 @@ export async function scanModelFile(file: RandomAccessFile): Promise<ScannedMode
 }
 
 /** What scanTensor found, handed to OnnxFileTensor: where the data is, flat. */
-interface Found extends Omit<ScannedTensor, "raw" | "inPlace"> {
+interface Found extends Omit<ScannedTensor, "raw" | "inPlace" | "external"> {
   /** raw_data's bytes, or the typed field read in place: where they are. */
   readonly dataAt: number;
   readonly dataLength: number;
@@ -501,6 +506,10 @@ export class OnnxFileTensor implements ScannedTensor, FileTensor {
 
   get raw(): ScannedTensor["raw"] {
     return this.storage === "raw" ? { offset: this.#dataAt, length: this.#dataLength } : undefined;
+  }
+
+  get external(): ExternalRef | undefined {
+    return this.#externalRef;
   }
 
   get inPlace(): ScannedTensor["inPlace"] {

@@ -4,17 +4,23 @@
  * inputs re-parse it (for .onnx and .pb the whole-file schema check of io/onnx/validate.ts, then
  * the initializers) and each tensor must be listed as the plan says: name, type, shape, and where
  * its bytes lie. Tensor data is skipped, not read, so this costs little even for large files.
+ * An .onnx model's side file, which no header describes, is checked through the model (each
+ * external tensor's location, offset and length, located by the reader's own checks) and then
+ * byte for byte: every write to it is read back and its SHA-1 digest compared.
  */
 import { TensorcastError } from "../../index.js";
-import { fileError, RandomAccessFile } from "./file.js";
+import type { ExternalRef } from "./external-data.js";
+import { fileError, RandomAccessFile, type AtomicOutput } from "./file.js";
 import { npyPrefix, parseNpyHeader } from "./npy.js";
 import { scanModelFile, scanTensorProtoFile, type ScannedTensor } from "./onnx.js";
 import { parseSafetensorsHeader, readHeaderLength } from "./safetensors.js";
-import type { OutputPlan, OutputTensor, TensorEntry } from "./writer.js";
+import type { OutputPlan, OutputTensor, SideFilePlan, TensorEntry } from "./writer.js";
 
 /** A tensor as the written file lists it, and where its bytes lie when the check needs that. */
 interface Found extends TensorEntry {
   readonly bytes?: { readonly offset: number; readonly length: number };
+  /** Its data's place in a side file. */
+  readonly external?: ExternalRef;
 }
 
 /**
@@ -22,15 +28,19 @@ interface Found extends TensorEntry {
  * @throws TensorcastError INTERNAL (a writer bug: the input was accepted, so the fault is
  *         tensorcast's) naming `output` and what differs; the caller removes the file.
  */
-export async function verifyOutput(plan: OutputPlan, temporary: string, output: string): Promise<void> {
+export async function verifyOutput(plan: OutputPlan, temporary: string, output: string, side?: AtomicOutput): Promise<void> {
   let problem: string | undefined;
+  if (plan.external && !side) throw fileError("INTERNAL", output, "verifyOutput: the plan has a side file but none was given");
   try {
     const file = await RandomAccessFile.open(temporary);
     try {
-      problem = compare(plan, await listed(plan, file)) ?? (file.size !== plan.size ? `it has ${file.size} bytes, not the ${plan.size} planned` : undefined);
+      // The model names its side file by its final location; the read-back opens the temporary.
+      const redirect = plan.external && side ? new Map([[plan.external.location, side.temporary]]) : undefined;
+      problem = compare(plan, await listed(plan, file, redirect)) ?? (file.size !== plan.size ? `it has ${file.size} bytes, not the ${plan.size} planned` : undefined);
     } finally {
       await file.close();
     }
+    if (problem === undefined && plan.external && side) problem = await checkSideFile(plan.external, side);
   } catch (e) {
     if (!(e instanceof TensorcastError)) throw e;
     problem = e.message.startsWith(`${temporary}: `) ? e.message.slice(temporary.length + 2) : e.message;
@@ -43,11 +53,21 @@ export async function verifyOutput(plan: OutputPlan, temporary: string, output: 
   }
 }
 
+/** The side file: its size, and every byte written to it read back and compared. */
+async function checkSideFile(external: SideFilePlan, side: AtomicOutput): Promise<string | undefined> {
+  const file = await RandomAccessFile.open(side.temporary);
+  const size = file.size;
+  await file.close();
+  if (size !== external.size) return `its side file ${external.location} has ${size} bytes, not the ${external.size} planned`;
+  const differs = await side.checkWritten();
+  return differs === undefined ? undefined : `its side file ${external.location}: ${differs}`;
+}
+
 /** The tensors the written file lists, read by the same code that reads inputs. */
-async function listed(plan: OutputPlan, file: RandomAccessFile): Promise<Found[]> {
+async function listed(plan: OutputPlan, file: RandomAccessFile, redirect: ReadonlyMap<string, string> | undefined): Promise<Found[]> {
   switch (plan.format) {
     case "onnx": {
-      const model = await scanModelFile(file);
+      const model = await scanModelFile(file, redirect);
       await model.externalFiles?.close();
       return model.initializers.map(fromProto);
     }
@@ -68,7 +88,7 @@ async function listed(plan: OutputPlan, file: RandomAccessFile): Promise<Found[]
 }
 
 function fromProto(s: ScannedTensor): Found {
-  return { name: s.name, dtype: s.dtype, shape: s.shape, bytes: s.raw };
+  return { name: s.name, dtype: s.dtype, shape: s.shape, bytes: s.raw, external: s.external };
 }
 
 /** What differs between the plan and what the file lists, or undefined. */
@@ -88,7 +108,13 @@ function compare(plan: OutputPlan, found: readonly Found[]): string | undefined 
     }
     // When every listed tensor is written, the lists are the written tensors themselves.
     const t = written ? written.get(want.name) : (want as OutputTensor);
-    if (t && (got.bytes?.offset !== t.offset || got.bytes.length !== t.byteLength)) {
+    if (t?.side) {
+      const x = got.external;
+      if (!x || x.location !== plan.external?.location || x.offset !== t.offset || x.length !== t.byteLength) {
+        const where = x ? `${x.length ?? "the rest of the"} bytes at ${x.offset} of ${x.location}` : got.bytes ? "its data inline" : "no data";
+        return `${label(want)} has ${where}, not ${t.byteLength} bytes at ${t.offset} of ${plan.external?.location}`;
+      }
+    } else if (t && (got.bytes?.offset !== t.offset || got.bytes.length !== t.byteLength)) {
       const where = got.bytes ? `${got.bytes.length} bytes at ${got.bytes.offset}` : "no raw bytes";
       return `${label(want)} has ${where}, not ${t.byteLength} bytes at ${t.offset}`;
     }

@@ -7,6 +7,8 @@
 import { TensorcastError, type DType } from "../../index.js";
 import { WireWriter } from "../../io/onnx/wire-writer.js";
 import { WIRE_LEN } from "../../io/onnx/wire.js";
+import { basename } from "node:path";
+import { sideFilePath } from "./external-data.js";
 import { fileError } from "./file.js";
 import { encodeNpyHeader, npyItemSize } from "./npy.js";
 import type { OnnxModelFile } from "./reader.js";
@@ -24,8 +26,10 @@ export interface OutputTensor {
   readonly encoding: "raw" | "npy";
   /** Its bytes in the output. */
   readonly byteLength: number;
-  /** Where its bytes start in the output file. */
+  /** Where its bytes start in the output file, or in the side file when `side` is set. */
   readonly offset: number;
+  /** Its bytes go to the model's side file (plan.external), not the output file. */
+  readonly side?: boolean;
 }
 
 /** A tensor as a file's header or message lists it. */
@@ -52,6 +56,8 @@ export interface OutputPlan {
   readonly lists: readonly TensorEntry[];
   /** The output's total size in bytes. */
   readonly size: number;
+  /** An .onnx output's side file, when its initializers' data is written there. */
+  readonly external?: SideFilePlan;
 }
 
 /** Output byte length of `size` elements of `t` in `encoding`. */
@@ -66,9 +72,12 @@ export function encodedLength(t: DType, size: number, encoding: "raw" | "npy"): 
  *         shape (several tensors into one .npy, a model from a non-model), naming the file.
  */
 export async function planOutput(
-  input: TensorFile, format: FileFormat, targets: ReadonlyMap<FileTensor, DType>, outPath: string,
+  input: TensorFile, format: FileFormat, targets: ReadonlyMap<FileTensor, DType>, outPath: string, model: ModelOutputOptions = {},
 ): Promise<OutputPlan> {
-  if (format === "onnx") return planModel(input, targets, outPath);
+  if (format === "onnx") return planModelOutput(input, targets, outPath, model);
+  if (typeof model.externalData === "string") {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `--external-data writes the side file of an .onnx model; ${outPath} is ${format}`);
+  }
   const typeOf = (t: FileTensor): DType => targets.get(t) ?? t.dtype;
   for (const t of input.tensors) {
     if (t.dtype.kind === "string") {
@@ -127,33 +136,148 @@ function lengthDelimitedTag(field: number, length: number): Uint8Array {
   return new WireWriter(16).tag(field, WIRE_LEN).lengthPrefix(length).finish().slice();
 }
 
+/** Protobuf refuses a message of 2 GiB or more: the largest .onnx file written inline. */
+export const MAX_INLINE_MODEL = 2 ** 31 - 1;
+/** onnx's `convert_model_to_external_data` default: initializers of at least this many bytes go to the side file. */
+export const EXTERNAL_THRESHOLD = 1024;
+/**
+ * Side-file offsets: every tensor starts on a multiple of 64 bytes (any element type can be
+ * viewed in place), and one of at least 1 MiB on a 4096-byte page, as onnxruntime aligns
+ * large initializers so they can be memory-mapped.
+ */
+const ALIGN_SMALL = 64;
+const ALIGN_PAGE = 4096;
+const PAGE_FROM = 1 << 20;
+
+function aligned(at: number, byteLength: number): number {
+  const a = byteLength >= PAGE_FROM ? ALIGN_PAGE : ALIGN_SMALL;
+  return Math.ceil(at / a) * a;
+}
+
+/** A side file of a model: where it goes, how the model names it, and the tensors it holds. */
+export interface SideFilePlan {
+  readonly path: string;
+  /** The model's external_data location: `path` relative to the model's folder. */
+  readonly location: string;
+  /** Tensors with `side` set; their offsets are in the side file. */
+  readonly tensors: readonly OutputTensor[];
+  readonly size: number;
+  /** Chosen because the model would be over 2 GiB inline, not asked for. */
+  readonly automatic: boolean;
+}
+
+/**
+ * How an .onnx output keeps its initializers.
+ * @example
+ * await planOutput(model, "onnx", targets, "out/m.onnx", { externalData: "m.onnx.data" });
+ * // plan.external: { path: "out/m.onnx.data", location: "m.onnx.data", tensors, size, automatic: false }
+ */
+export interface ModelOutputOptions {
+  /**
+   * A side file's location, relative to the output's folder: initializers of `threshold` bytes or
+   * more are written there. `false`: every initializer inline (refused over 2 GiB). Undefined
+   * (the default): inline, unless that would be over 2 GiB; then `<output>.data`.
+   */
+  externalData?: string | false;
+  /** Default EXTERNAL_THRESHOLD (1024 bytes). */
+  threshold?: number;
+}
+
+/**
+ * The plan of an .onnx output, inline or with a side file as `opts` says (see ModelOutputOptions).
+ * @throws TensorcastError UNSUPPORTED_TYPE when the model cannot be written as asked (over 2 GiB inline).
+ */
+async function planModelOutput(input: TensorFile, targets: ReadonlyMap<FileTensor, DType>, outPath: string, opts: ModelOutputOptions): Promise<OutputPlan> {
+  const threshold = opts.threshold ?? EXTERNAL_THRESHOLD;
+  let automatic = false;
+  if (typeof opts.externalData !== "string") {
+    const inline = await planModel(input, targets, outPath, undefined, threshold);
+    if (inline.size <= MAX_INLINE_MODEL) return inline;
+    if (opts.externalData === false) {
+      throw fileError(
+        "UNSUPPORTED_TYPE", outPath,
+        `would be ${inline.size} bytes inline, over protobuf's limit of 2 GiB (${MAX_INLINE_MODEL} bytes); write its initializers to a side file (--external-data ${basename(outPath)}.data)`,
+      );
+    }
+    automatic = true;
+  }
+  const location = typeof opts.externalData === "string" ? opts.externalData : `${basename(outPath)}.data`;
+  const plan = await planModel(input, targets, outPath, { location, path: sideFilePath(outPath, location), automatic }, threshold);
+  if (plan.size > MAX_INLINE_MODEL) {
+    throw fileError(
+      "UNSUPPORTED_TYPE", outPath,
+      `would be ${plan.size} bytes even with every initializer of ${threshold} bytes or more in ${location}, over protobuf's limit of 2 GiB`,
+    );
+  }
+  return plan;
+}
+
+/** A TensorProto whose data is bytes [offset, offset + length) of the side file `location`. */
+function externalTensorProto(name: string, t: DType, shape: readonly number[], extra: Uint8Array, location: string, offset: number, length: number): Uint8Array {
+  const w = new WireWriter(96 + 3 * (name.length + location.length) + extra.length);
+  for (const d of shape) w.int64Field(1, d);
+  w.uint32Field(2, t.onnx);
+  if (name) w.stringField(8, name, "tensor name");
+  w.raw(extra);
+  // onnx writes location, offset, length in this order; offset and length as decimal strings.
+  for (const [key, value] of [["location", location], ["offset", String(offset)], ["length", String(length)]]) {
+    w.fork(13).stringField(1, key).stringField(2, value, "external data location").join();
+  }
+  w.uint32Field(14, 1);
+  return w.finish().slice();
+}
+
 /**
  * A model with the initializers in `targets` rewritten (dims, data_type, name, their other fields
  * as they were, and the converted raw_data) and every other byte copied: nodes, inputs, outputs,
  * metadata and the other initializers are untouched, so the graph is not updated.
+ *
+ * With `side`, every initializer of `threshold` bytes or more (converted or not, but not strings,
+ * which have no raw layout, nor segmented ones) is rewritten to refer to its bytes in the side file
+ * instead, and its data written there.
  */
-async function planModel(input: TensorFile, targets: ReadonlyMap<FileTensor, DType>, outPath: string): Promise<OutputPlan> {
+async function planModel(
+  input: TensorFile, targets: ReadonlyMap<FileTensor, DType>, outPath: string,
+  side: { location: string; path: string; automatic: boolean } | undefined, threshold: number,
+): Promise<OutputPlan> {
   if (input.format !== "onnx") {
     throw fileError("UNSUPPORTED_TYPE", outPath, `an .onnx output needs an .onnx input to take the graph from; ${input.path} is ${input.format}`);
   }
   const model = input as OnnxModelFile;
   const { graph, initializers } = model.layout;
-  /** `head`: the initializer field's tag and length; `message`: its TensorProto up to raw_data's bytes; `bodyLength`: the whole TensorProto. */
-  const rewritten: { scanned: (typeof initializers)[number]; source: FileTensor; dtype: DType; head: Uint8Array; message: Uint8Array; bodyLength: number }[] = [];
+  /**
+   * `head`: the initializer field's tag and length; `message`: its TensorProto up to raw_data's
+   * bytes (or whole, when its data is in the side file); `bodyLength`: the whole TensorProto.
+   */
+  const rewritten: { scanned: (typeof initializers)[number]; inline?: OutputTensor; head: Uint8Array; message: Uint8Array; bodyLength: number }[] = [];
+  const sideTensors: OutputTensor[] = [];
+  let sideSize = 0;
   for (let i = 0; i < initializers.length; i++) {
     const source = model.tensors[i];
     const scanned = initializers[i];
-    // An initializer with external data is written inline, converted or not: its location is
-    // relative to the input's folder, which need not be the output's.
-    const dtype = targets.get(source) ?? (scanned.storage === "external" ? source.dtype : undefined);
-    if (!dtype) continue;
+    const dtype = targets.get(source) ?? source.dtype;
+    const byteLength = dtype.kind === "string" ? 0 : rawByteLength(dtype, source.size);
+    const toSide = side !== undefined && dtype.kind !== "string" && scanned.storage !== "segment" && byteLength >= threshold;
+    // An initializer with external data in the input is otherwise written inline, converted or
+    // not: its location is relative to the input's folder, which need not be the output's.
+    if (!toSide && !targets.has(source) && scanned.storage !== "external") continue;
     const extraParts = await Promise.all(scanned.extras.map(([s, e]) => model.file.read(s, e - s)));
     const extra = new Uint8Array(extraParts.reduce((n, p) => n + p.length, 0));
     extraParts.reduce((at, p) => (extra.set(p, at), at + p.length), 0);
-    const byteLength = rawByteLength(dtype, source.size);
-    const message = tensorProtoPrefix(source.name, dtype, source.shape, byteLength, extra);
-    const bodyLength = message.length + byteLength;
-    rewritten.push({ scanned, source, dtype, head: lengthDelimitedTag(5, bodyLength), message, bodyLength });
+    const tensor = (offset: number, inSide: boolean): OutputTensor => ({
+      source, name: source.name, dtype, shape: source.shape, size: source.size, encoding: "raw", byteLength, offset, side: inSide,
+    });
+    if (toSide) {
+      const offset = aligned(sideSize, byteLength);
+      sideSize = offset + byteLength;
+      sideTensors.push(tensor(offset, true));
+      const message = externalTensorProto(source.name, dtype, source.shape, extra, side.location, offset, byteLength);
+      rewritten.push({ scanned, head: lengthDelimitedTag(5, message.length), message, bodyLength: message.length });
+    } else {
+      const message = tensorProtoPrefix(source.name, dtype, source.shape, byteLength, extra);
+      const bodyLength = message.length + byteLength;
+      rewritten.push({ scanned, inline: tensor(0, false), head: lengthDelimitedTag(5, bodyLength), message, bodyLength });
+    }
   }
   // Whole fields, length prefixes included: a message that crosses 2^7, 2^14, ... bytes gains or
   // loses a byte of prefix, which the graph's own length must count.
@@ -176,17 +300,17 @@ async function planModel(input: TensorFile, targets: ReadonlyMap<FileTensor, DTy
     copy(at, r.scanned.fieldStart);
     push({ kind: "bytes", data: r.head });
     push({ kind: "bytes", data: r.message });
-    const tensor: OutputTensor = {
-      source: r.source, name: r.source.name, dtype: r.dtype, shape: r.source.shape, size: r.source.size,
-      encoding: "raw", byteLength: rawByteLength(r.dtype, r.source.size), offset,
-    };
-    push({ kind: "tensor", tensor });
-    outputs.push(tensor);
+    if (r.inline) {
+      const tensor: OutputTensor = { ...r.inline, offset };
+      push({ kind: "tensor", tensor });
+      outputs.push(tensor);
+    }
     at = r.scanned.end;
   }
   copy(at, graph.end);
   copy(graph.end, model.size);
-  if (!Number.isSafeInteger(offset)) throw new TensorcastError("INVALID_DATA", `${outPath}: the output would be too large`);
+  if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(sideSize)) throw new TensorcastError("INVALID_DATA", `${outPath}: the output would be too large`);
   const lists = model.tensors.map((t): TensorEntry => ({ name: t.name, dtype: targets.get(t) ?? t.dtype, shape: t.shape }));
-  return { format: "onnx", segments, tensors: outputs, lists, size: offset };
+  const external = side && { ...side, tensors: sideTensors, size: sideSize };
+  return { format: "onnx", segments, tensors: [...outputs, ...sideTensors], lists, size: offset, external };
 }

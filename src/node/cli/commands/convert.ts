@@ -12,6 +12,7 @@ import { exampleCheckpoint } from "../../convert/example.js";
 import { formatOption, formatStat, jobsOption, npyOptions, regexOption, sizeOption } from "../../convert/options.js";
 import { ProgressBar, progressWanted } from "../../convert/progress.js";
 import { Interrupted } from "../../convert/schedule.js";
+import { sideFilePath } from "../../io/external-data.js";
 import { checkOutput } from "../../io/file.js";
 import { formatOfPath } from "../../io/reader.js";
 import { formatBytes } from "../../io/tensors.js";
@@ -41,6 +42,8 @@ const OPTIONS = {
   json: { type: "boolean" },
   jobs: { type: "string", expects: "a number of worker threads" },
   "chunk-size": { type: "string", expects: "a size such as 64MiB" },
+  "external-data": { type: "string", expects: "a file name relative to OUT's folder, such as model.onnx.data" },
+  inline: { type: "boolean" },
   example: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const satisfies OptionSpecs;
@@ -71,6 +74,14 @@ Options:
   --no-saturate          ... or NaN / Inf, as Cast with saturate=0
   --format FMT           IN's format when its name does not say it (safetensors, npy, onnx, pb)
   --output-format FMT    OUT's format when its name does not say it
+  --external-data FILE   .onnx OUT: write every initializer of 1024 bytes or more to FILE (a name
+                         relative to OUT's folder, never outside it; offsets aligned to 64 bytes,
+                         4096 for tensors of 1 MiB or more) and refer to it from OUT (onnx's
+                         external data). Default: inline, unless OUT would be over protobuf's 2 GiB;
+                         then OUT.data. FILE is replaced only with --force, and is never IN or
+                         one of IN's own external data files
+  --inline               .onnx OUT: every initializer inline, even one IN keeps in a side file
+                         (refused if OUT would be over 2 GiB)
   --npy-dtype TYPE       the type of a raw '|V2' / '|V1' .npy array (how np.save writes ml_dtypes types)
   --fortran transpose    read a Fortran-order .npy array as its transpose (shape reversed)
   -f, --force            replace an existing OUT
@@ -87,10 +98,12 @@ Examples:
   tensorcast convert model.safetensors --to float8e4m3fn --skip 'norm|embed' -o model.f8.safetensors
   tensorcast convert weights.npy --to float16 -o weights.f16.npy
   tensorcast convert model.onnx --to float16 --initializers w1,w2 -o model.w16.onnx
+  tensorcast convert big.onnx --to float16 --initializers w1 -o out.onnx --external-data out.onnx.data
 
 Exit code: 0 done; 1 bad input, 2 usage error (including a bad -o), 70 internal error, 74 file
 system error (a missing folder, a full disk); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP.
-Whenever it is not 0, OUT was not written and no temporary file is left.
+Whenever it is not 0, OUT was not written and no temporary file is left. With a side file, the
+side file is renamed into place first and OUT last, so OUT never appears before its data.
 `;
 
 function requireType(value: string | undefined): DType {
@@ -153,6 +166,20 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     }
     const inFormat = inputFormat ?? formatOfPath(input);
     const outFormat = outputFormat ?? formatOfPath(output) ?? inFormat;
+    if (o["external-data"] !== undefined || o.inline) {
+      if (o["external-data"] !== undefined && o.inline) throw new UsageError("--external-data and --inline contradict each other", "convert");
+      if (outFormat !== "onnx") {
+        throw new UsageError(`${o.inline ? "--inline" : "--external-data"} is about an .onnx OUT's initializers; ${output} is ${outFormat ?? "not .onnx"}`, "convert");
+      }
+    }
+    if (o["external-data"] !== undefined) {
+      try {
+        await checkOutput(sideFilePath(output, o["external-data"]), { input, force: o.force === true });
+      } catch (e) {
+        if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE") throw new UsageError(`--external-data: ${e.message}`, "convert");
+        throw e;
+      }
+    }
     if (inFormat === "onnx" && outFormat === "onnx" && !names) {
       throw new UsageError(
         "writing an .onnx model back needs --initializers A,B naming the initializers to convert: the graph is not " +
@@ -170,6 +197,7 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     report = await convertFile(input, output, {
       to, saturate: !o["no-saturate"], only, skip, names, includeIntegers: o["include-int"] === true,
       inputFormat, outputFormat, npy, force: o.force === true, jobs, chunkBytes, signal: stop.signal,
+      externalData: o.inline ? false : o["external-data"],
       onProgress: wantBar
         ? (done, total) => {
             bar ??= new ProgressBar(io.stderr, total, "converting");
@@ -224,11 +252,17 @@ export function renderConvertReport(r: ConvertReport): Text {
   );
   const converted = r.tensors.filter((t) => t.converted).length;
   const rate = r.seconds > 0 ? r.bytesIn / r.seconds : 0;
+  const x = r.externalData;
+  const side = x
+    ? `${x.tensors} ${x.tensors === 1 ? "initializer's" : "initializers'"} data (${formatBytes(x.bytes)}) written to the side file ${x.path}, which ${r.output} names as ${JSON.stringify(x.location)}` +
+      `${x.automatic ? " (chosen because the model would be over protobuf's 2 GiB inline; --inline refuses instead)" : ""}\n`
+    : "";
   return joinText(
     `${r.input} -> ${r.output}  (${r.inputFormat} -> ${r.outputFormat}, to ${r.to}, saturate=${r.saturate})\n`,
     table,
     `\n${converted} of ${r.tensors.length} tensors converted; ${formatBytes(r.bytesIn)} -> ${formatBytes(r.bytesOut)} ` +
-    `in ${formatStat(Number(r.seconds.toFixed(2)))} s (${formatBytes(rate)}/s, ${r.workers === 0 ? "1 thread" : `${r.workers} worker threads`})\n`
+    `in ${formatStat(Number(r.seconds.toFixed(2)))} s (${formatBytes(rate)}/s, ${r.workers === 0 ? "1 thread" : `${r.workers} worker threads`})\n` +
+    side,
   );
 }
 
