@@ -7,14 +7,15 @@
  * bound (TypedArray.prototype.set of the source's bytes into a preallocated array of the same size),
  * each into a preallocated output, as M elements/s from the median of `reps` runs after 2 warm-ups.
  * `--pair float16->float32` runs one pair. Inputs as bench/cast.ts (bench/inputs.ts). Checks that
- * wasm and fast give the same bytes.
+ * wasm and fast give the same bytes. For float32 -> int8 / uint8, also the relaxed-SIMD build of
+ * the kernel against the plain one, where the engine has relaxed SIMD.
  */
 import os from "node:os";
 import { dtype, type DTypeName, type Storage } from "../src/dtype/table.js";
 import { fastCast } from "../src/kernels/fast/index.js";
 import type { ResolvedCastOptions } from "../src/kernels/reference.js";
 import { u8View } from "../src/kernels/fast/views.js";
-import { wasmAvailable, wasmCast } from "../src/kernels/wasm/index.js";
+import { useWasmBuild, wasmAvailable, wasmCast, wasmRelaxed } from "../src/kernels/wasm/index.js";
 import { Rng } from "../test/support/rng.js";
 import { inputFor, median } from "./inputs.js";
 
@@ -83,7 +84,39 @@ function main(): void {
     const y = u8View(b);
     for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) throw new Error(`${f} -> ${t}: wasm and fast differ at byte ${i}`);
     console.log(`| ${f} -> ${t} | ${f0(w.wall)} | ${f0(fast.wall)} | ${f0(mem.wall)} | ${f2(w.wall / fast.wall)}x | ${f2(w.wall / mem.wall)} | ${f2(w.cpu / fast.cpu)}x |`);
+    if (t === "int8" || t === "uint8") relaxedRows.push(relaxedAgainstPlain(src, f, t, n, reps));
   }
+  if (relaxedRows.length > 0) {
+    console.log(`\nf32_i8 with relaxed SIMD (in use here: ${wasmRelaxed() ? "yes" : "no, the engine lacks it"}) against the plain build, turn by turn`);
+    console.log("| pair | relaxed M/s | plain M/s | relaxed/plain |");
+    console.log("|---|---:|---:|---:|");
+    for (const row of relaxedRows) console.log(row);
+  }
+}
+
+const relaxedRows: string[] = [];
+
+/** The relaxed and plain builds of f32_i8 alternating round by round (both load once, then stay). */
+function relaxedAgainstPlain(src: Storage, f: DTypeName, t: DTypeName, n: number, reps: number): string {
+  if (!wasmRelaxed()) return `| ${f} -> ${t} | - | - | - |`;
+  const from = dtype(f);
+  const to = dtype(t);
+  const out = output(t, n);
+  const times: Record<"auto" | "plain", number[]> = { auto: [], plain: [] };
+  for (let r = 0; r < reps + 2; r++) {
+    for (const build of ["auto", "plain"] as const) {
+      useWasmBuild(build);
+      wasmCast(src, from, out, to, 16, OPTS); // instantiates the build outside the timing
+      gc?.();
+      const t0 = performance.now();
+      wasmCast(src, from, out, to, n, OPTS);
+      if (r >= 2) times[build].push(performance.now() - t0);
+    }
+  }
+  useWasmBuild("auto");
+  const relaxed = n / median(times.auto) / 1e3;
+  const plain = n / median(times.plain) / 1e3;
+  return `| ${f} -> ${t} | ${f0(relaxed)} | ${f0(plain)} | ${f2(relaxed / plain)}x |`;
 }
 
 main();

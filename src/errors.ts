@@ -25,7 +25,7 @@ export type ErrorCode =
   | "INVALID_DATA"
   /** An output storage whose bytes overlap the input's (castInto). */
   | "ALIASED_OUTPUT"
-  /** The platform lacks what the call needs (castAsync's shared memory in a page that is not cross-origin isolated). */
+  /** The platform lacks what the call needs: castAsync's shared memory in a page that is not cross-origin isolated, toFloat16Array where there is no Float16Array. */
   | "UNSUPPORTED_PLATFORM"
   /** A castAsync worker did not start (its script did not load) or stopped while it had work. */
   | "WORKER_FAILED"

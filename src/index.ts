@@ -14,7 +14,7 @@ export {
   bitFields, elementCode, readElement, formatHex, formatBinary, splitBits, formatError, parseValue,
   storeValue, changedByStoring, roundingError, classifyCast,
 } from "./checked.js";
-export { Tensor, type ValueOf, type InputOf } from "./tensor.js";
+export { Tensor, type ValueOf, type InputOf, type Float16ArrayLike, type Float16ArrayOf } from "./tensor.js";
 export { cast, castInto, castLike, type CastOptions } from "./ops/cast.js";
 export { reshape, reshapeVersion, LATEST_RESHAPE, type ReshapeOptions, type ShapeLike } from "./ops/reshape.js";
 export { bitcast, type BitcastOptions, type BitcastSemantics } from "./ops/bitcast.js";

@@ -166,6 +166,10 @@ export class Tensor<N extends DTypeName = DTypeName> {
    * - Integers: numbers (or bigints for 64-bit types) that are integers within the type's range;
    *   anything else is an INVALID_VALUE error rather than a silent wrap.
    * - bool: booleans or 0 / 1. string: strings. complex: [re, im] pairs.
+   * - A `Float16Array` for float16 is copied bit for bit (NaN payloads and -0 kept); for other types
+   *   its elements are numbers like any others. `fromStorage` wraps one without copying.
+   *
+   * @example Tensor.fromValues([1, 0.1, NaN], "float16").data // Uint16Array [0x3c00, 0x2e66, 0x7e00]
    */
   static fromValues<N extends DTypeName>(values: ArrayLike<InputOf<N>>, type: DTypeLike<N>, shape?: readonly number[]): Tensor<N> {
     const t = dtype(type);
@@ -177,6 +181,13 @@ export class Tensor<N extends DTypeName = DTypeName> {
     const size = shapeSize(dims);
     if (length !== size) {
       throw new TensorcastError("SHAPE_MISMATCH", `shape ${shapeText(dims)} needs ${size} values, got ${length}`);
+    }
+    // Reading a Float16Array's elements as numbers would turn every NaN code into one NaN: copy its bits.
+    if (t.name === "float16" && isFloat16Array(values)) {
+      const v = values as unknown as Uint16Array;
+      const bits = allocateStorage(t, size) as Uint16Array;
+      bits.set(new Uint16Array(v.buffer, v.byteOffset, v.length));
+      return new Tensor(t, dims, size, bits as StorageOf<N>);
     }
     return new Tensor(t, dims, size, storageFromValues(t, values as ArrayLike<unknown>) as StorageOf<N>);
   }
@@ -218,6 +229,35 @@ export class Tensor<N extends DTypeName = DTypeName> {
     }
     const d = this.data as Exclude<Storage, string[]>;
     return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+  }
+
+  /**
+   * This float16 tensor's storage as a `Float16Array` over the same memory (no copy: writes through
+   * either side show in the other), for APIs that take one (WebGPU uploads, onnxruntime-web on
+   * Node 24+). Reading an element gives its exact value; every NaN code reads as NaN, so keep
+   * `t.data` (the Uint16Array of bit patterns) where NaN payloads matter.
+   *
+   * @example Tensor.fromValues([1.5, -0, 65504], "float16").toFloat16Array() // Float16Array [1.5, -0, 65504]
+   * @throws TensorcastError UNSUPPORTED_TYPE for a tensor of another type (`cast(t, "float16")`
+   *         first); UNSUPPORTED_PLATFORM where the runtime has no Float16Array (Node 20 and 22,
+   *         Chromium before 135, Firefox before 129, Safari before 18.2).
+   */
+  toFloat16Array(): Float16ArrayOf {
+    if (this.dtype.name !== "float16") {
+      throw new TensorcastError(
+        "UNSUPPORTED_TYPE",
+        `toFloat16Array needs a float16 tensor, got ${this.dtype.name}; cast it first: cast(t, "float16").toFloat16Array()`,
+      );
+    }
+    const F16 = float16ArrayClass();
+    if (F16 === undefined) {
+      throw new TensorcastError(
+        "UNSUPPORTED_PLATFORM",
+        "toFloat16Array: this runtime has no Float16Array (it needs Node 24+, Deno, Bun or a current browser); use t.data, the Uint16Array of float16 bit patterns",
+      );
+    }
+    const d = this.data as Uint16Array;
+    return new F16(d.buffer, d.byteOffset, d.length) as Float16ArrayOf;
   }
 
   /**
@@ -263,11 +303,42 @@ function byteView(bytes: unknown): Uint8Array {
  * out) is float16 storage too: it is viewed as the Uint16Array of its bit patterns, no copy.
  */
 function float16Bits<T>(t: DType, data: T): T {
-  const F16 = (globalThis as { Float16Array?: abstract new (...a: never[]) => unknown }).Float16Array;
-  if (t.name !== "float16" || F16 === undefined || !(data instanceof F16)) return data;
+  if (t.name !== "float16" || !isFloat16Array(data)) return data;
   const view = data as unknown as Uint16Array;
   return new Uint16Array(view.buffer, view.byteOffset, view.length) as T;
 }
+
+type Float16ArrayClass = new (buffer: ArrayBufferLike, byteOffset: number, length: number) => unknown;
+
+/** The platform's Float16Array, or undefined (Node 20 and 22, older browsers). Looked up per call: cheap, and tests can hide it. */
+function float16ArrayClass(): Float16ArrayClass | undefined {
+  return (globalThis as { Float16Array?: Float16ArrayClass }).Float16Array;
+}
+
+function isFloat16Array(x: unknown): boolean {
+  const F16 = float16ArrayClass();
+  return F16 !== undefined && x instanceof F16;
+}
+
+/**
+ * The slice of the Float16Array API tensorcast promises, for TypeScript setups whose `lib` lacks
+ * ES2025's Float16Array: a typed array of numbers over a buffer.
+ */
+export interface Float16ArrayLike extends ArrayLike<number> {
+  [index: number]: number;
+  readonly buffer: ArrayBufferLike;
+  readonly byteOffset: number;
+  readonly byteLength: number;
+  readonly BYTES_PER_ELEMENT: number;
+  subarray(begin?: number, end?: number): Float16ArrayLike;
+  set(array: ArrayLike<number>, offset?: number): void;
+}
+
+/**
+ * What `toFloat16Array` returns: the global `Float16Array` type where TypeScript's `lib` has it
+ * (ES2025 or later, "DOM"), else Float16ArrayLike.
+ */
+export type Float16ArrayOf = typeof globalThis extends { Float16Array: abstract new (...args: never[]) => infer A } ? A : Float16ArrayLike;
 
 function storageFromValues(t: DType, values: ArrayLike<unknown>): Storage {
   const n = values.length;

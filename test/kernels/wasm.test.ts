@@ -7,7 +7,9 @@
  *   of random bit patterns (uniform, and with exponents where the casts are busy);
  * - float32 -> int8 / uint8: edges (+/-0, +/-2^31, 2^31 - 128, below -2^31, +/-Inf, NaNs of both signs
  *   and payloads, 127.9, -128.9, 255.5...), every power of two and its neighbours, every multiple of
- *   1/8 in [-600, 600], and millions of random patterns;
+ *   1/8 in [-600, 600], and millions of random patterns; with the relaxed-SIMD build (where the
+ *   engine has relaxed SIMD, whose truncation of NaN and out-of-range lanes differs by CPU) and the
+ *   plain one;
  * - float64 -> float32: every float32 binade (subnormals and overflow included) with the value, the
  *   tie to the next float32 and their float64 neighbours (sticky bits), NaN payloads, float64
  *   subnormals, and millions of random patterns; int64 -> int32: edges and random patterns;
@@ -23,7 +25,7 @@ import assert from "node:assert/strict";
 import { dtype, DTYPES, type DType, type Storage } from "../../src/dtype/table.js";
 import { castReference, type ResolvedCastOptions } from "../../src/kernels/reference.js";
 import { fastCast } from "../../src/kernels/fast/index.js";
-import { wasmAvailable, wasmCast } from "../../src/kernels/wasm/index.js";
+import { useWasmBuild, wasmAvailable, wasmCast, wasmRelaxed } from "../../src/kernels/wasm/index.js";
 import { kernelModule } from "../../src/kernels/wasm/kernels.js";
 import { Rng } from "../support/rng.js";
 
@@ -263,7 +265,35 @@ const INT_EDGES = [
 ];
 const F32_NANS = [0x7fc00000, 0xffc00000, 0x7f800001, 0xff800001, 0x7fa00000, 0xffa5a5a5, 0x7fffffff, 0xffffffff];
 
-test("float32 -> int8 and uint8: edges, every power of two and its neighbours, random patterns, bit for bit", () => {
+/**
+ * Runs `body` with the kernels as they load by default ("auto": relaxed SIMD where the engine has
+ * it) and then without relaxed SIMD ("plain"), so that both builds of f32_i8 are checked wherever
+ * the engine validates the relaxed one.
+ */
+function eachBuild(name: string, body: () => void): void {
+  for (const build of ["auto", "plain"] as const) {
+    test(`${name} (${build} build)`, () => {
+      useWasmBuild(build);
+      try {
+        if (build === "plain") assert.equal(wasmRelaxed(), false);
+        body();
+      } finally {
+        useWasmBuild("auto");
+      }
+    });
+  }
+}
+
+test("the kernels use relaxed SIMD where the engine has it: from Node 22 (V8 11.4) on, not on Node 20", () => {
+  const node = (globalThis as { process?: { versions?: { node?: string; bun?: string } } }).process?.versions;
+  const major = node?.node && !node.bun ? Number(node.node.split(".")[0]) : undefined;
+  const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
+  if (major !== undefined && !isDeno) assert.equal(wasmRelaxed(), major >= 22, `Node ${major}`);
+  const api = (globalThis as unknown as { WebAssembly: { validate(b: Uint8Array): boolean } }).WebAssembly;
+  assert.equal(wasmRelaxed(), api.validate(kernelModule(2, { relaxed: true })));
+});
+
+eachBuild("float32 -> int8 and uint8: edges, every power of two and its neighbours, random patterns, bit for bit", () => {
   const bits: number[] = [...new Uint32Array(Float32Array.from(INT_EDGES).buffer), ...F32_NANS];
   // Around every power of two (every exponent, both signs): the power, its neighbours, the binade's top.
   for (let e = 0; e < 256; e++) {

@@ -131,6 +131,12 @@ export const f32x4Lt = binary(0x43);
 export const f32x4Ne = binary(0x42);
 /** i32x4.trunc_sat_f32x4_s: truncation, saturating to [INT_MIN, INT_MAX], NaN to 0. */
 export const truncSatS = unary(0xf8);
+/**
+ * i32x4.relaxed_trunc_f32x4_s (relaxed SIMD): exact for lanes in int32's range, engine- and
+ * CPU-dependent for the others (NaN, out of range), which callers must mask; x86-64 V8 lowers it to
+ * one cvttps2dq where trunc_sat takes a sequence that fixes NaN and saturation.
+ */
+export const relaxedTruncS = unary(0x101);
 /** f32x4.demote_f64x2_zero: two float64 to float32 (round to nearest even) in lanes 0, 1; lanes 2, 3 zero. */
 export const demoteZero = unary(0x5e);
 export const extendHighS16 = unary(0xa8);

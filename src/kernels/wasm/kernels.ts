@@ -29,7 +29,7 @@
 import {
   and, andNot, anyTrue, demoteZero, extendHighS16, extendLowS16, f32x4Abs, f32x4Add, f32x4Lt, f32x4Ne, f32x4Sub, get,
   i16x8Add, i16x8Eq, i16x8GtS, i16x8LtU, i16x8Shl, i16x8ShrU, i16x8Sub, i32, i32Add, i32Eqz, i32Sub, ifElse, i32x4Add, i32x4GtS, i32x4LtS, i32x4MinS, i32x4Shl, i32x4ShrU, i32x4Sub,
-  load, loadI32, loadU8, moduleBytes, narrowU, narrowU8, or, select, set, shuffle, store, storeI32, i32Shl, truncSatS, whileNot, type Code,
+  load, loadI32, loadU8, moduleBytes, narrowU, narrowU8, or, select, set, shuffle, store, storeI32, i32Shl, relaxedTruncS, truncSatS, whileNot, type Code,
   type Func,
 } from "./encoder.js";
 
@@ -204,7 +204,7 @@ const LOW_HALVES = [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
 const words64 = (high: number): number[] => [0, 8, 16, 24].flatMap((b) => [0, 1, 2, 3].map((i) => b + high + i));
 
 /** 16 float32 (64 bytes) -> 16 bytes per group. */
-function f32ToInt8(pool: ConstantPool): Func {
+function f32ToInt8(pool: ConstantPool, relaxed: boolean): Func {
   const k = new Constants(pool);
   // The low byte of the x86-64 int32 of the float32 at src + offset (INT_MIN, low byte 0, for
   // |x| >= 2^31 and NaN), in an int32 lane, so that the two unsigned narrowings keep it as it is.
@@ -212,7 +212,9 @@ function f32ToInt8(pool: ConstantPool): Func {
   // per shuffle.)
   const lowByte = (offset: number): Code => [
     ...set(X, load(get(SRC), offset)),
-    ...and(and(truncSatS(get(X)), f32x4Lt(f32x4Abs(get(X)), k.c(0x4f000000))), k.c(0xff)),
+    // The mask (|x| < 2^31, false for NaN) zeroes every lane the truncation does not define
+    // exactly, so the relaxed instruction, whose other lanes differ by CPU, gives the same bytes.
+    ...and(and((relaxed ? relaxedTruncS : truncSatS)(get(X)), f32x4Lt(f32x4Abs(get(X)), k.c(0x4f000000))), k.c(0xff)),
   ];
   const code = loop([
     set(R, narrowU(lowByte(0), lowByte(16))),
@@ -299,15 +301,16 @@ export const POOL_BYTES = 1024;
 /**
  * The whole module: the kernels and an exported memory of `pages` 64 KiB pages. The last page
  * starts with `byte_lut32`'s table (`lutAddress`, written by the caller) and ends with the kernels'
- * constants (POOL_BYTES, a data segment); the pages before it are free for the caller.
+ * constants (POOL_BYTES, a data segment); the pages before it are free for the caller. With
+ * `relaxed`, f32_i8 truncates with relaxed SIMD (engines without it do not validate the module).
  */
-export function kernelModule(pages: number): Uint8Array {
+export function kernelModule(pages: number, o: { relaxed?: boolean } = {}): Uint8Array {
   const pool = new ConstantPool(pages * 65536 - POOL_BYTES);
   const funcs = [
     narrowing(pool, "f32_f16", f16Of),
     f16ToF32(pool),
     narrowing(pool, "f32_bf16", bf16Of),
-    f32ToInt8(pool),
+    f32ToInt8(pool, o.relaxed === true),
     f64ToF32(pool),
     int64ToInt32(pool),
     bf16ToF32(pool),

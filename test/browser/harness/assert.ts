@@ -1,6 +1,7 @@
 /**
  * A stand-in for `node:assert/strict` in the browser bundle of the codec tests: the strict
- * comparisons (Object.is for `equal`, structural for `deepEqual`) and `ok` / `fail`. A method the
+ * comparisons (Object.is for `equal` / `notEqual`, structural for `deepEqual`), `ok`, `match`,
+ * `throws` (with a validating function) and `fail`. A method the
  * tests start to use that is missing here throws, naming it, rather than passing silently.
  */
 export class AssertionError extends Error {
@@ -47,6 +48,25 @@ const methods = {
   },
   deepEqual(actual: unknown, expected: unknown, message?: string): void {
     if (!deepEqual(actual, expected)) throw new AssertionError(message ?? `expected ${show(expected)}, got ${show(actual)}`);
+  },
+  notEqual(actual: unknown, expected: unknown, message?: string): void {
+    if (Object.is(actual, expected)) throw new AssertionError(message ?? `expected a value other than ${show(expected)}`);
+  },
+  match(text: string, pattern: RegExp, message?: string): void {
+    if (!pattern.test(text)) throw new AssertionError(message ?? `expected ${show(text)} to match ${pattern}`);
+  },
+  /** `validate` as node's: a function that returns true for the error (or throws its own failure). */
+  throws(fn: () => unknown, validate?: (e: unknown) => boolean, message?: string): void {
+    let thrown = false;
+    let error: unknown;
+    try {
+      fn();
+    } catch (e) {
+      thrown = true;
+      error = e;
+    }
+    if (!thrown) throw new AssertionError(message ?? "expected the function to throw");
+    if (validate && validate(error) !== true) throw new AssertionError(message ?? `the error did not validate: ${String(error)}`);
   },
   fail(message?: string): never {
     throw new AssertionError(message ?? "failed");
