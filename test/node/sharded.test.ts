@@ -341,6 +341,21 @@ test("OUTDIR: a non-empty folder only with --force and only a checkpoint's; an e
   assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith(".")), []);
 });
 
+test("a shard that fails mid-way (the last one) leaves no OUTDIR and no temporary folder", async () => {
+  const folder = variant("odd", (f) => {
+    writeFileSync(join(f, SHARDS[2]), safetensorsBytes([...shardTensors()[2], { name: "odd", dtype: "float32", shape: [3], bytes: f32([1, 2, 3]) }]));
+    rewriteIndex(f, (i) => (i.weight_map.odd = SHARDS[2]));
+  });
+  const parent = join(dir, "odd.parent");
+  mkdirSync(parent);
+  const out = join(parent, "out");
+  // 3 elements of float4e2m1 do not fill whole bytes: refused when the third shard is planned.
+  const r = await cli(["convert", folder, "--to", "float4e2m1", "-o", out]);
+  assert.equal(r.code, 1);
+  assert.match(r.err, /tensor "odd": 3 elements of F4 do not fill whole bytes/);
+  assert.deepEqual(readdirSync(parent), []);
+});
+
 test("inspect and diff take folders", async () => {
   let r = await cli(["inspect", IN, "--json"]);
   assert.equal(r.code, 0, r.err);
