@@ -103,6 +103,8 @@ function folderName(path: string): string {
 }
 
 /**
+ * @example await checkOutputFolder("out", "Llama-3-8B", false) // false: "out" is new or empty
+ *
  * Refuses a whole-folder OUTDIR before anything is converted: the input folder itself, a symbolic
  * link, anything that is not a folder, a folder that is not empty (with `force`, only a folder
  * holding a sharded checkpoint and nothing but regular files, such as an earlier output, is
@@ -187,6 +189,8 @@ function checkOptions(input: string, c: Checkpoint, opts: CheckpointConvertOptio
 /**
  * Converts the sharded checkpoint at `input` (a folder or its index) into the folder `outDir`;
  * see the file comment.
+ * @example await convertCheckpoint("Llama-3-8B", "Llama-3-8B-bf16", { to: "bfloat16" }) // report.totalSize: the new index's total_size
+ * @example await convertCheckpoint("Llama-3-8B", "out", { to: "bfloat16", shard: { index: 0, count: 4 } }) // slice 0 of 4, no index
  * @throws TensorcastError INVALID_DATA for an inconsistent checkpoint (io/checkpoint.ts),
  *         INVALID_ATTRIBUTE for a refused OUTDIR, what convertFile throws for a shard, INTERNAL
  *         when the written index does not read back; `Interrupted` when `signal` aborts.

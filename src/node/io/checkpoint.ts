@@ -23,9 +23,12 @@ import { NameIndex } from "./nameIndex.js";
 import { openTensorFile, type OpenOptions } from "./reader.js";
 import type { FileTensor, TensorFile } from "./tensors.js";
 
-/** How a Hugging Face index's name ends: model.safetensors.index.json, model.fp16.safetensors.index.json, ... */
+/**
+ * How a Hugging Face index's name ends: model.safetensors.index.json, model.fp16.safetensors.index.json, ...
+ * @example "model.safetensors.index.json".endsWith(INDEX_SUFFIX) // true
+ */
 export const INDEX_SUFFIX = ".safetensors.index.json";
-/** The index name when none is inherited from an input. */
+/** The index name when none is inherited from an input: "model.safetensors.index.json", as transformers names it. */
 export const DEFAULT_INDEX_NAME = "model.safetensors.index.json";
 /** Indexes are kilobytes to a few megabytes; a larger one is refused before it is read. */
 const MAX_INDEX_BYTES = 256 * 1024 * 1024;
@@ -65,6 +68,7 @@ export interface ShardTensor {
 /**
  * Whether `path` names a checkpoint rather than a tensor file: a folder, or a file whose name ends
  * in `.index.json`. Nothing is validated yet.
+ * @example await isCheckpointPath("Llama-3-8B") // true for a folder; false for "model.safetensors"
  */
 export async function isCheckpointPath(path: string): Promise<boolean> {
   if (path.endsWith(".index.json")) return true;
@@ -77,6 +81,7 @@ export async function isCheckpointPath(path: string): Promise<boolean> {
 
 /**
  * The folder and index name of `path`: a folder must hold exactly one `*.safetensors.index.json`.
+ * @example await locateIndex("Llama-3-8B") // { folder: "Llama-3-8B", indexName: "model.safetensors.index.json" }
  * @throws TensorcastError INVALID_DATA for a folder with none or several; IO_ERROR when it cannot be read.
  */
 export async function locateIndex(path: string): Promise<{ folder: string; indexName: string }> {
@@ -123,7 +128,9 @@ function badShardName(name: string): string | undefined {
 }
 
 /**
- * The path of `name` in `folder` when it is a regular file there. A symbolic link is followed only
+ * The path of `name` in `folder` when it is a regular file there (`role` says why it is wanted,
+ * for the message: "is named by model.safetensors.index.json").
+ * @example await shardPath("m", "model-00001-of-00002.safetensors", "is named by the index") // "m/model-00001-of-00002.safetensors" A symbolic link is followed only
  * where it stays in the folder or is the Hugging Face cache's own layout (a snapshot's files link
  * to `../../blobs/HASH`: `R/snapshots/REV/f` -> `R/blobs/...`); any other link is refused, so a
  * folder cannot make tensorcast read a file elsewhere.
@@ -205,7 +212,8 @@ async function readIndexJson(path: string): Promise<{ metadata: Record<string, u
 const OTHER_WEIGHTS = /\.(safetensors|bin|pt|pth|ckpt|h5|msgpack|onnx|onnx_data|gguf|npy|npz|pb|index\.json)$/;
 
 /**
- * Reads and validates the checkpoint at `path` (a folder, or its index file). Every shard's header
+ * Reads and validates the checkpoint at `path` (a folder, or its index file).
+ * @example (await readCheckpoint("Llama-3-8B")).shards // ["model-00001-of-00004.safetensors", ...] Every shard's header
  * is read and checked (safetensors' own rules, then the index's claims); no tensor data is read.
  * @throws TensorcastError INVALID_DATA naming the index or the shard and what is wrong.
  */
@@ -217,6 +225,7 @@ export async function readCheckpoint(path: string): Promise<Checkpoint> {
 /**
  * readCheckpoint for the index `indexName` of `folder`, its text read from `indexPath` (which is
  * elsewhere only while a written index is checked under its temporary name).
+ * @example await checkCheckpoint("out", "model.safetensors.index.json", "out/.model.safetensors.index.json.tensorcast-42-ab12cd34.tmp")
  */
 export async function checkCheckpoint(folder: string, indexName: string, indexPath: string): Promise<Checkpoint> {
   const { metadata, weightMap } = await readIndexJson(indexPath);
@@ -289,6 +298,9 @@ export async function checkCheckpoint(folder: string, indexName: string, indexPa
 }
 
 /**
+ * @example encodeIndex({ total_parameters: 3 }, new Map([["b", "s2"], ["a", "s1"]]), 12)
+ * // '{\n  "metadata": {\n    "total_parameters": 3,\n    "total_size": 12\n  },\n  "weight_map": {\n    "a": "s1",\n    "b": "s2"\n  }\n}\n'
+ *
  * The text of an index, as transformers writes it (`json.dumps(index, indent=2, sort_keys=True)`
  * and a newline): metadata with total_size set to `totalSize` and its other keys kept, the
  * weight_map sorted by tensor name.
@@ -304,6 +316,8 @@ export function encodeIndex(metadata: Readonly<Record<string, unknown>>, weightM
 }
 
 /**
+ * @example const f = await openCheckpoint("Llama-3-8B"); f.tensors.length; await f.close();
+ *
  * A checkpoint's shards read as one file (for `inspect` and `diff`): its tensors are every shard's,
  * shard by shard, and `size` is the shards' total. The index's metadata is given as strings.
  */
@@ -328,6 +342,7 @@ export async function openCheckpoint(path: string): Promise<TensorFile> {
 
 /**
  * A tensor file or a sharded checkpoint (a folder or its index): what `inspect` and `diff` open.
+ * @example await openTensorSource("model.safetensors"); await openTensorSource("Llama-3-8B/")
  * @throws TensorcastError as openTensorFile and readCheckpoint do.
  */
 export async function openTensorSource(path: string, opts: OpenOptions = {}): Promise<TensorFile> {
