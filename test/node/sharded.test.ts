@@ -341,6 +341,25 @@ test("OUTDIR: a non-empty folder only with --force and only a checkpoint's; an e
   assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith(".")), []);
 });
 
+test("--initializers names tensors across shards; --skip filters in every shard; an unknown name is refused", async () => {
+  const out = join(dir, "out.named");
+  let r = await cli(["convert", IN, "--to", "float16", "-o", out, "--initializers", "lm_head.weight,model.layers.1.positions", "--json"]);
+  assert.equal(r.code, 0, r.err);
+  const converted = (JSON.parse(r.out).shards as { tensors: { name: string; converted: boolean }[] }[]).flatMap((s) => s.tensors.filter((t) => t.converted).map((t) => t.name));
+  assert.deepEqual(converted.sort(), ["lm_head.weight", "model.layers.1.positions"]);
+  const after = await tensorsOf(join(out, SHARDS[1]));
+  assert.equal(after.get("model.layers.1.positions")!.dtype, dtype("float16"));
+  assert.equal(after.get("model.layers.1.mlp.weight")!.dtype, dtype("float32"));
+  r = await cli(["convert", IN, "--to", "float16", "-o", join(dir, "out.skip"), "--skip", "mlp", "--json"]);
+  const kept = (JSON.parse(r.out).shards as { tensors: { name: string; converted: boolean }[] }[]).flatMap((s) => s.tensors.filter((t) => !t.converted).map((t) => t.name));
+  // norm.weight is already float16.
+  assert.deepEqual(kept.sort(), ["model.layers.0.mlp.weight", "model.layers.0.norm.weight", "model.layers.1.mlp.weight", "model.layers.1.positions", "model.layers.2.mlp.weight"]);
+  r = await cli(["convert", IN, "--to", "float16", "-o", join(dir, "never.named"), "--initializers", "nope"]);
+  assert.equal(r.code, 1);
+  assert.match(r.err, /has no tensor named "nope" in any shard/);
+  assert.ok(!existsSync(join(dir, "never.named")));
+});
+
 test("a shard that fails mid-way (the last one) leaves no OUTDIR and no temporary folder", async () => {
   const folder = variant("odd", (f) => {
     writeFileSync(join(f, SHARDS[2]), safetensorsBytes([...shardTensors()[2], { name: "odd", dtype: "float32", shape: [3], bytes: f32([1, 2, 3]) }]));
