@@ -15,6 +15,11 @@ export { compareTensors, type Difference } from "./conformance/compare.js";
 export { findCases, runCase, totals, type CaseResult, type Outcome } from "./conformance/suite.js";
 export { EXPECTED_DIFFERENCES, type ExpectedDifference } from "./conformance/expected.js";
 export { convertFile, selectTensors, type ConvertOptions, type ConvertReport, type TensorReport } from "./convert/convert.js";
+export {
+  convertCheckpoint, indexCheckpoint, parseShardSlice, sliceShards,
+  type CheckpointConvertOptions, type CheckpointReport, type IndexOptions, type IndexReport, type ShardSlice,
+} from "./convert/sharded.js";
+export { readCheckpoint, openCheckpoint, openTensorSource, encodeIndex, type Checkpoint, type ShardTensor } from "./io/checkpoint.js";
 export { inspectFile, type InspectOptions, type InspectReport, type TensorSummary } from "./convert/inspect.js";
 export { diffFiles, type DiffOptions, type DiffReport, type TensorDiff } from "./convert/diff.js";
 export type { ConvertStats, ValueStats, DiffStats } from "./convert/kernel.js";

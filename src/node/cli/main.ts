@@ -10,6 +10,7 @@ import { convertCommand } from "./commands/convert.js";
 import { diffCommand } from "./commands/diff.js";
 import { exampleCommand } from "./commands/example.js";
 import { inspectCommand } from "./commands/inspect.js";
+import { indexCommand } from "./commands/shardIndex.js";
 import { promoteCommand } from "./commands/promote.js";
 import { typesCommand } from "./commands/types.js";
 import { renderTable, visible } from "./format.js";
@@ -17,7 +18,7 @@ import { processIO, type CliIO } from "./io.js";
 import { EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_IO, EXIT_OK, EXIT_USAGE, UsageError } from "./usage.js";
 import { packageVersion } from "./version.js";
 
-export const COMMANDS: readonly Command[] = [castCommand, typesCommand, exampleCommand, conformanceCommand, promoteCommand, convertCommand, inspectCommand, diffCommand];
+export const COMMANDS: readonly Command[] = [castCommand, typesCommand, exampleCommand, conformanceCommand, promoteCommand, convertCommand, indexCommand, inspectCommand, diffCommand];
 
 const commandNames = (): string => [...COMMANDS.map((c) => c.name), "help"].join(", ");
 

@@ -170,6 +170,14 @@ async function checkSideFile(path: string, file: TensorFile, output: string, for
  *         does not read back as planned; `Interrupted` when `signal` aborts.
  */
 export async function convertFile(input: string, output: string, opts: ConvertOptions): Promise<ConvertReport> {
+  return convertFileOn(input, output, opts);
+}
+
+/**
+ * convertFile on the worker threads of `shared` when given (left open: a sharded checkpoint's
+ * shards share one pool), else on a pool of its own.
+ */
+export async function convertFileOn(input: string, output: string, opts: ConvertOptions, shared?: TaskPool): Promise<ConvertReport> {
   const started = performance.now();
   const to = dtype(opts.to);
   if (to.kind === "string" || to.kind === "complex") {
@@ -205,8 +213,8 @@ export async function convertFile(input: string, output: string, opts: ConvertOp
     out = await AtomicOutput.create(output);
 
     const convertBytes = [...targets.keys()].reduce((n, t) => n + t.byteLength, 0);
-    const jobs = opts.jobs ?? (convertBytes >= THREADS_FROM ? Math.min(2, availableParallelism()) : 0);
-    pool = new TaskPool(jobs);
+    const jobs = shared ? shared.size : opts.jobs ?? (convertBytes >= THREADS_FROM ? Math.min(2, availableParallelism()) : 0);
+    if (!shared) pool = new TaskPool(jobs);
     const chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES;
     const stats = new Map<OutputTensor, ConvertStats>();
 
@@ -246,7 +254,7 @@ export async function convertFile(input: string, output: string, opts: ConvertOp
     const modelFile = file.format === "onnx" ? (file as OnnxModelFile).file : undefined;
     const target = out;
     const sideTarget = side;
-    const activePool = pool;
+    const activePool = shared ?? pool!;
     await runBounded(jobList(), Math.max(2, 2 * jobs), async (job) => {
       if (job.kind === "bytes") return target.write(job.data, job.at);
       if (job.kind === "copy") {

@@ -7,7 +7,7 @@ import { availableParallelism } from "node:os";
 import type { DTypeName } from "../../index.js";
 import type { NpyOptions } from "../io/npy.js";
 import { NameIndex } from "../io/nameIndex.js";
-import { openTensorFile } from "../io/reader.js";
+import { openTensorSource } from "../io/checkpoint.js";
 import type { FileFormat, FileTensor, TensorFile } from "../io/tensors.js";
 import { emptyDiffStats, hasValues, mergeDiffStats, type DiffStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
@@ -75,11 +75,11 @@ function pairs(a: TensorFile, b: TensorFile): { matched: [FileTensor, FileTensor
 
 /** Compares the tensors of `pathA` and `pathB`. */
 export async function diffFiles(pathA: string, pathB: string, opts: DiffOptions = {}): Promise<DiffReport> {
-  const a = await openTensorFile(pathA, { format: opts.formatA, npy: opts.npy });
+  const a = await openTensorSource(pathA, { format: opts.formatA, npy: opts.npy });
   let b: TensorFile | undefined;
   let pool: TaskPool | undefined;
   try {
-    b = await openTensorFile(pathB, { format: opts.formatB, npy: opts.npy });
+    b = await openTensorSource(pathB, { format: opts.formatB, npy: opts.npy });
     const { matched, onlyA, onlyB } = pairs(a, b);
     const rows: TensorDiff[] = [];
     const work: [FileTensor, FileTensor, DiffStats][] = [];

@@ -5,7 +5,7 @@
 import { availableParallelism } from "node:os";
 import type { DTypeName } from "../../index.js";
 import type { NpyOptions } from "../io/npy.js";
-import { openTensorFile } from "../io/reader.js";
+import { openTensorSource } from "../io/checkpoint.js";
 import type { FileFormat, FileTensor } from "../io/tensors.js";
 import { emptyValueStats, hasValues, mergeValueStats, type ValueStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
@@ -48,7 +48,7 @@ const NO_VALUES: Readonly<ValueStats> = emptyValueStats();
 
 /** Lists `path`'s tensors and, by default, their value statistics. */
 export async function inspectFile(path: string, opts: InspectOptions = {}): Promise<InspectReport> {
-  const file = await openTensorFile(path, { format: opts.format, npy: opts.npy });
+  const file = await openTensorSource(path, { format: opts.format, npy: opts.npy });
   let pool: TaskPool | undefined;
   try {
     const wanted = opts.stats ?? true;

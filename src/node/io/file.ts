@@ -17,7 +17,7 @@ export function fileError(code: ErrorCode, file: string, message: string, tensor
 }
 
 /** What a system error means, in words, for the file it happened to. */
-function systemError(file: string, doing: string, e: unknown): TensorcastError {
+export function systemError(file: string, doing: string, e: unknown): TensorcastError {
   const err = e as NodeJS.ErrnoException;
   const why =
     err.code === "ENOENT" ? "no such file or directory"
@@ -33,7 +33,7 @@ function systemError(file: string, doing: string, e: unknown): TensorcastError {
 }
 
 /** "a FIFO (named pipe)", "a character device", ...: what a non-regular file is, for messages. */
-function kindOf(stat: Stats): string {
+export function kindOf(stat: Stats): string {
   return stat.isDirectory() ? "a directory"
     : stat.isSymbolicLink() ? "a symbolic link"
     : stat.isFIFO() ? "a FIFO (named pipe)"
@@ -44,7 +44,7 @@ function kindOf(stat: Stats): string {
 }
 
 /** lstat, or undefined when nothing is there. */
-async function lstatOrNothing(path: string): Promise<Stats | undefined> {
+export async function lstatOrNothing(path: string): Promise<Stats | undefined> {
   try {
     return await fsp.lstat(path);
   } catch (e) {
@@ -217,8 +217,8 @@ function processIsAlive(pid: number): boolean {
 }
 
 /**
- * Removes the temporary files that killed conversions left beside `out` (those whose process is
- * gone). Returns the paths removed. Never touches a file another running process is writing.
+ * Removes the temporary files (and the temporary folders of sharded conversions) that killed
+ * conversions left beside `out` (those whose process is gone). Returns the paths removed. Never touches a file another running process is writing.
  */
 export async function removeStaleTemporaries(out: string): Promise<string[]> {
   const dir = dirname(out);
@@ -236,7 +236,9 @@ export async function removeStaleTemporaries(out: string): Promise<string[]> {
     const pid = Number(m[2]);
     if (pid === process.pid || processIsAlive(pid)) continue;
     try {
-      await fsp.unlink(join(dir, entry));
+      // A sharded checkpoint is built in a temporary folder of the same name (checkpoint convert).
+      if ((await fsp.lstat(join(dir, entry))).isDirectory()) await fsp.rm(join(dir, entry), { recursive: true });
+      else await fsp.unlink(join(dir, entry));
       removed.push(join(dir, entry));
     } catch {
       // Someone else removed it first.

@@ -13,6 +13,8 @@ import { formatOption, formatStat, jobsOption, npyOptions, regexOption, sizeOpti
 import { ProgressBar, progressWanted } from "../../convert/progress.js";
 import { Interrupted } from "../../convert/schedule.js";
 import { sideFilePath } from "../../io/external-data.js";
+import { checkOutputFolder, convertCheckpoint, parseShardSlice, type CheckpointConvertOptions, type CheckpointReport, type ShardSlice } from "../../convert/sharded.js";
+import { isCheckpointPath, locateIndex } from "../../io/checkpoint.js";
 import { checkOutput } from "../../io/file.js";
 import { formatOfPath } from "../../io/reader.js";
 import { formatBytes } from "../../io/tensors.js";
@@ -44,11 +46,13 @@ const OPTIONS = {
   "chunk-size": { type: "string", expects: "a size such as 64MiB" },
   "external-data": { type: "string", expects: "a file name relative to OUT's folder, such as model.onnx.data" },
   inline: { type: "boolean" },
+  shard: { type: "string", expects: "K/N: slice K (from 0) of N of a sharded checkpoint's shards" },
   example: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const satisfies OptionSpecs;
 
 const HELP = `Usage: tensorcast convert IN --to TYPE -o OUT [options]
+       tensorcast convert DIR|DIR/model.safetensors.index.json --to TYPE -o OUTDIR [--shard K/N]
        tensorcast convert --example [--to TYPE]
 
 Converts the tensors of a safetensors, .npy, .onnx or .pb file to TYPE with tensorcast's Cast
@@ -57,6 +61,15 @@ the file's size, and both cores convert. OUT is written under a hidden temporary
 only when complete, so an interrupted run leaves no partial OUT; IN is only read. Prints, for each
 tensor, its old and new type, the largest absolute and relative error, and how many values
 saturated or are not finite.
+
+A sharded Hugging Face checkpoint (a folder of model-0000k-of-0000n.safetensors shards and its
+model.safetensors.index.json; give the folder or the index) is converted shard by shard into the
+folder OUTDIR: the shards keep their names, the folder's other files (config.json, tokenizer
+files) are copied, and the index gets an exact total_size. OUTDIR is built under a hidden
+temporary name and renamed only when complete. --shard K/N converts only slice K of N (shard i
+of the sorted list is in slice i mod N; K counts from 0, like a Kubernetes Indexed Job's
+JOB_COMPLETION_INDEX) straight into OUTDIR, which N processes may share; when all N are done,
+'tensorcast index OUTDIR --from DIR' writes the index. See docs/convert.md.
 
 By default only floating-point tensors are converted; integer, bool and complex tensors are
 copied as they are. OUT's format follows its extension (.safetensors, .npy, .onnx, .pb), else IN's.
@@ -84,7 +97,9 @@ Options:
                          (refused if OUT would be over 2 GiB)
   --npy-dtype TYPE       the type of a raw '|V2' / '|V1' .npy array (how np.save writes ml_dtypes types)
   --fortran transpose    read a Fortran-order .npy array as its transpose (shape reversed)
-  -f, --force            replace an existing OUT
+  -f, --force            replace an existing OUT (an OUTDIR only when it holds a sharded checkpoint
+                         and nothing but regular files; with --shard, the slice's existing files)
+  --shard K/N            convert slice K (0 to N-1) of N of a sharded checkpoint's shards, no index
   -q, --quiet            print nothing but errors (no summary; no progress bar, which is drawn
                          only on a terminal, and never in CI); --json still prints the report
   --json                 print the report as JSON
@@ -99,6 +114,9 @@ Examples:
   tensorcast convert weights.npy --to float16 -o weights.f16.npy
   tensorcast convert model.onnx --to float16 --initializers w1,w2 -o model.w16.onnx
   tensorcast convert big.onnx --to float16 --initializers w1 -o out.onnx --external-data out.onnx.data
+  tensorcast convert Llama-3-8B/ --to float8e4m3fn -o Llama-3-8B-f8/
+  tensorcast convert Llama-3-8B/ --to bfloat16 -o out/ --shard 0/4   (and 1/4, 2/4, 3/4; then:)
+  tensorcast index out/ --from Llama-3-8B/
 
 Exit code: 0 done; 1 bad input, 2 usage error (including a bad -o), 70 internal error, 74 file
 system error (a missing folder, a full disk); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP.
@@ -156,6 +174,13 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     input = positionals[0];
     if (o.output === undefined) throw new UsageError("convert needs an output file: -o OUT", "convert");
     output = o.output;
+    if (await isCheckpointPath(input)) return runCheckpoint(input, output, o, io, {
+      to, saturate: !o["no-saturate"], only, skip, names, includeIntegers: o["include-int"] === true,
+      force: o.force === true, jobs, chunkBytes,
+    });
+    if (o.shard !== undefined) {
+      throw new UsageError(`--shard slices a sharded checkpoint (a folder or its .index.json); ${input} is a file`, "convert");
+    }
     try {
       await checkOutput(output, { input, force: o.force === true });
     } catch (e) {
@@ -230,6 +255,82 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     );
   }
   return EXIT_OK;
+}
+
+type ConvertFlags = ReturnType<typeof parseCommandArgs<typeof OPTIONS>>["options"];
+
+/** `convert DIR -o OUTDIR [--shard K/N]`: a sharded checkpoint. */
+async function runCheckpoint(input: string, output: string, o: ConvertFlags, io: CliIO, opts: CheckpointConvertOptions): Promise<number> {
+  for (const flag of ["format", "npy-dtype", "fortran", "external-data", "inline"] as const) {
+    if (o[flag] !== undefined) throw new UsageError(`--${flag} does not apply to a sharded checkpoint, whose shards are safetensors`, "convert");
+  }
+  if (o["output-format"] !== undefined && formatOption(o["output-format"], "--output-format", "convert") !== "safetensors") {
+    throw new UsageError("a sharded checkpoint is written as safetensors shards; --output-format can only be safetensors", "convert");
+  }
+  if (formatOfPath(output) !== undefined) {
+    throw new UsageError(`-o ${JSON.stringify(output)} names a file, but a sharded checkpoint is written as a folder: give a folder name`, "convert");
+  }
+  let shard: ShardSlice | undefined;
+  try {
+    shard = o.shard === undefined ? undefined : parseShardSlice(o.shard);
+    // An -o that can never work is a usage error, found before any shard is read.
+    if (!shard) await checkOutputFolder(output, (await locateIndex(input)).folder, o.force === true);
+  } catch (e) {
+    if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE") throw new UsageError(e.message.startsWith("--shard") ? e.message : `-o: ${e.message}`, "convert");
+    throw e;
+  }
+  const stop = listenForStop();
+  const wantBar = progressWanted(io.stderr, o.quiet === true);
+  let bar: ProgressBar | undefined;
+  let report: CheckpointReport;
+  try {
+    report = await convertCheckpoint(input, output, {
+      ...opts, shard, signal: stop.signal,
+      onProgress: wantBar
+        ? (done, total) => {
+            bar ??= new ProgressBar(io.stderr, total, "converting");
+            bar.update(done);
+          }
+        : undefined,
+    });
+  } catch (e) {
+    if (e instanceof Interrupted) {
+      bar?.finish();
+      const signal = stop.received() ?? "SIGINT";
+      io.stderr.write(
+        shard
+          ? `interrupted by ${signal}: the shard being converted was not written; the slice's finished shards stay in ${output} (${input} is unchanged)\n`
+          : `interrupted by ${signal}: ${output} was not written (${input} is unchanged)\n`,
+      );
+      return exitCodeOf(signal);
+    }
+    // An existing output file of the slice (without --force) is a bad -o, as for one file.
+    if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE" && e.message.startsWith(output)) throw new UsageError(`-o: ${e.message}`, "convert");
+    throw e;
+  } finally {
+    bar?.finish();
+    stop.dispose();
+  }
+  if (o.json) writeText(io.stdout, jsonText(report));
+  else if (!o.quiet) writeText(io.stdout, renderCheckpointReport(report));
+  return EXIT_OK;
+}
+
+/** What `convert` prints for a sharded checkpoint: each shard's table, then the folder's summary. */
+export function renderCheckpointReport(r: CheckpointReport): Text {
+  const tensors = r.shards.reduce((n, s) => n + s.tensors.length, 0);
+  const converted = r.shards.reduce((n, s) => n + s.tensors.filter((t) => t.converted).length, 0);
+  const what = r.slice ? `slice ${r.slice.index}/${r.slice.count}: ${r.shards.length} shard${r.shards.length === 1 ? "" : "s"}` : `${r.shards.length} shards`;
+  const tail = [
+    `\n${r.input} -> ${r.output}  (${what}, to ${r.to}, saturate=${r.saturate})\n`,
+    `${converted} of ${tensors} tensors converted; ${formatBytes(r.bytesIn)} -> ${formatBytes(r.bytesOut)} in ${formatStat(Number(r.seconds.toFixed(2)))} s\n`,
+    r.copied.length > 0 ? `copied: ${r.copied.join(", ")}\n` : "",
+    r.skipped.length > 0 ? `left out: ${r.skipped.map((s) => `${s.name} (${s.reason})`).join(", ")}\n` : "",
+    r.totalSize !== undefined
+      ? `index: ${r.indexName}, total_size ${r.totalSize} (the tensors' data bytes)\n`
+      : `no index written: when every slice is done, run tensorcast index ${r.output} --from ${r.input}\n`,
+  ];
+  return joinText(...r.shards.flatMap((s, i) => (i === 0 ? [renderConvertReport(s)] : ["\n", renderConvertReport(s)])), ...tail);
 }
 
 /** The per-tensor summary `convert` prints, a row at a time. */

@@ -20,7 +20,7 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const satisfies OptionSpecs;
 
-const HELP = `Usage: tensorcast diff A B [--json]
+const HELP = `Usage: tensorcast diff A B [--json]          (files, or sharded checkpoint folders)
 
 Compares the tensors two files have in common (by name; two single-tensor files are compared
 whatever their names), element by element as exact values: how many differ (NaN equals NaN), the

@@ -20,12 +20,13 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const satisfies OptionSpecs;
 
-const HELP = `Usage: tensorcast inspect FILE [--json] [--no-stats]
+const HELP = `Usage: tensorcast inspect FILE|DIR [--json] [--no-stats]
 
 Lists the tensors of a safetensors, .npy, .onnx (its initializers) or .pb file: name, type, shape
 and bytes, and value statistics read from every element: the smallest, largest and mean finite
 value, and how many are NaN or infinite. The header is validated first; a file whose header lies
-is refused with the tensor and what is wrong.
+is refused with the tensor and what is wrong. A sharded checkpoint (a folder with a
+model.safetensors.index.json, or the index) is read as one file: every shard's tensors.
 
 Options:
   --json               print the report as JSON (with the safetensors __metadata__)

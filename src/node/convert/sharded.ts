@@ -1,0 +1,432 @@
+/**
+ * Sharded checkpoints (io/checkpoint.ts): `convertCheckpoint(IN, OUTDIR, { to })` converts every
+ * shard with convertFile's own pipeline (the same worker threads, chunks, verification), one shard
+ * after another on one shared pool, so memory stays bounded by the chunks in flight whatever the
+ * number and size of the shards.
+ *
+ * Whole folder: the output is built in a hidden temporary folder beside OUTDIR
+ * (`.OUTDIR.tensorcast-<pid>-<random>.tmp`): the shards, under their input names (a Hugging Face
+ * shard's name carries no type), the folder's other regular files copied, and the index with the
+ * exact total_size. The index is read back with every shard's header, then the folder is renamed to
+ * OUTDIR: an interrupted run leaves no OUTDIR.
+ *
+ * `shard: { index: K, count: N }`: only slice K of N (shard i of the sorted shard list is in slice
+ * i mod N, K from 0 as Kubernetes' JOB_COMPLETION_INDEX counts), written straight into OUTDIR,
+ * which N processes share: each shard file appears atomically, slice 0 also copies the other
+ * files, and no index is written; `indexCheckpoint(OUTDIR, { from: IN })` writes it once every
+ * slice is done.
+ */
+import { availableParallelism } from "node:os";
+import { constants, promises as fsp } from "node:fs";
+import { dirname, join } from "node:path";
+import { cast, dtype, Tensor, TensorcastError, type DTypeName } from "../../index.js";
+import {
+  checkCheckpoint, DEFAULT_INDEX_NAME, encodeIndex, readCheckpoint, type Checkpoint,
+} from "../io/checkpoint.js";
+import {
+  AtomicOutput, checkOutput, fileError, kindOf, lstatOrNothing, RandomAccessFile, removeStaleTemporaries, sameFile, systemError, temporaryPath,
+} from "../io/file.js";
+import { openTensorFile } from "../io/reader.js";
+import { convertFileOn, type ConvertOptions, type ConvertReport } from "./convert.js";
+import { TaskPool } from "./pool.js";
+import { Interrupted } from "./schedule.js";
+
+/** Slice `index` (from 0) of `count`. */
+export interface ShardSlice {
+  readonly index: number;
+  readonly count: number;
+}
+
+export interface CheckpointConvertOptions extends ConvertOptions {
+  /** Convert only this slice of the shards, into a shared OUTDIR, and write no index. */
+  shard?: ShardSlice;
+}
+
+export interface CheckpointReport {
+  input: string;
+  output: string;
+  /** The index's name (the input's). */
+  indexName: string;
+  to: DTypeName;
+  saturate: boolean;
+  slice?: ShardSlice;
+  /** One report per shard converted, in shard order. */
+  shards: ConvertReport[];
+  /** The folder's other files, copied as they are. */
+  copied: string[];
+  /** What the folder holds that was left out, and why. */
+  skipped: { name: string; reason: string }[];
+  /** The index's total_size: the bytes of every tensor's data (absent for a slice). */
+  totalSize?: number;
+  bytesIn: number;
+  bytesOut: number;
+  seconds: number;
+  workers: number;
+}
+
+/** Below this much tensor data, threads cost more than they save. */
+const THREADS_FROM = 8 * 1024 * 1024;
+const COPY_CHUNK = 4 * 1024 * 1024;
+const MAX_SLICES = 1_000_000;
+
+/**
+ * Parses `--shard K/N`: K from 0 to N - 1 (0-based like JOB_COMPLETION_INDEX), N from 1.
+ * @throws TensorcastError INVALID_ATTRIBUTE naming the text and what is accepted.
+ * @example parseShardSlice("2/3") // { index: 2, count: 3 }
+ */
+export function parseShardSlice(text: string): ShardSlice {
+  const m = /^(\d{1,7})\/(\d{1,7})$/.exec(text.trim());
+  const index = m ? Number(m[1]) : NaN;
+  const count = m ? Number(m[2]) : NaN;
+  if (!m || count < 1 || count > MAX_SLICES || index >= count) {
+    throw new TensorcastError(
+      "INVALID_ATTRIBUTE",
+      `--shard ${JSON.stringify(text)} is not a slice K/N with 0 <= K < N and 1 <= N <= ${MAX_SLICES} (K counts from 0, as JOB_COMPLETION_INDEX does: 0/3, 1/3 and 2/3 are the three slices of 3)`,
+    );
+  }
+  return { index, count };
+}
+
+/**
+ * The shards of slice `s`: shard i (of the list sorted by name) belongs to slice i mod N, so every
+ * process computes the same split from the index alone and the slices differ by one shard at most.
+ * @example sliceShards(["a", "b", "c", "d"], { index: 1, count: 3 }) // ["b"]
+ */
+export function sliceShards(shards: readonly string[], s: ShardSlice): string[] {
+  return shards.filter((_, i) => i % s.count === s.index);
+}
+
+/** OUTDIR without trailing slashes ("out/" names the folder out). */
+function folderName(path: string): string {
+  const trimmed = path.replace(/\/+$/, "");
+  return trimmed === "" && path !== "" ? "/" : trimmed;
+}
+
+/**
+ * @example await checkOutputFolder("out", "Llama-3-8B", false) // false: "out" is new or empty
+ *
+ * Refuses a whole-folder OUTDIR before anything is converted: the input folder itself, a symbolic
+ * link, anything that is not a folder, a folder that is not empty (with `force`, only a folder
+ * holding a sharded checkpoint and nothing but regular files, such as an earlier output, is
+ * replaced: never a folder with subfolders), and a parent folder that is missing or not writable.
+ * @returns whether an existing OUTDIR is to be replaced.
+ * @throws TensorcastError INVALID_ATTRIBUTE for what the caller asked wrongly; IO_ERROR for the file system.
+ */
+export async function checkOutputFolder(outDir: string, inputFolder: string, force: boolean): Promise<boolean> {
+  if (outDir === "") throw new TensorcastError("INVALID_ATTRIBUTE", "the output folder's path is empty");
+  const out = folderName(outDir);
+  if (await sameFile(out, inputFolder)) throw fileError("INVALID_ATTRIBUTE", out, "is the input folder; tensorcast never writes into its input");
+  const stat = await lstatOrNothing(out);
+  let replace = false;
+  if (stat?.isSymbolicLink()) throw fileError("INVALID_ATTRIBUTE", out, "is a symbolic link; name the folder itself (a link is never written through or replaced)");
+  if (stat && !stat.isDirectory()) {
+    throw fileError("INVALID_ATTRIBUTE", out, `is ${kindOf(stat)}; a sharded checkpoint is written as a folder${stat.isFile() ? " (give a folder name)" : ""}`);
+  }
+  if (stat) {
+    const entries = await fsp.readdir(out, { withFileTypes: true });
+    if (entries.length > 0) {
+      if (!force) throw fileError("INVALID_ATTRIBUTE", out, "already exists and is not empty; pass --force to replace it, or name a new folder");
+      const odd = entries.find((e) => !e.isFile());
+      if (odd) {
+        throw fileError("INVALID_ATTRIBUTE", out, `holds ${JSON.stringify(odd.name)}, which is not a regular file; --force replaces only a folder of a checkpoint's files, never one with subfolders`);
+      }
+      if (!entries.some((e) => e.name.endsWith(".safetensors.index.json"))) {
+        throw fileError("INVALID_ATTRIBUTE", out, "is not a sharded checkpoint's folder (it has no *.safetensors.index.json); --force replaces only such a folder");
+      }
+      replace = true;
+    }
+  }
+  const parent = dirname(out);
+  try {
+    const p = await fsp.stat(parent);
+    if (!p.isDirectory()) throw fileError("IO_ERROR", out, `cannot write it: ${parent} is ${kindOf(p)}, not a directory`);
+    await fsp.access(parent, constants.W_OK | constants.X_OK);
+  } catch (e) {
+    if (e instanceof TensorcastError) throw e;
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") throw fileError("IO_ERROR", out, `cannot write it: its parent folder ${parent} does not exist`);
+    throw systemError(out, `write in its parent folder ${parent}`, e);
+  }
+  return replace;
+}
+
+/** Copies `from` to `to` through an AtomicOutput: `to` appears complete or not at all. */
+async function copyAtomically(from: string, to: string, force: boolean, signal?: AbortSignal): Promise<void> {
+  await checkOutput(to, { input: from, force });
+  const source = await RandomAccessFile.open(from);
+  let out: AtomicOutput | undefined;
+  try {
+    out = await AtomicOutput.create(to);
+    for (let at = 0; at < source.size; at += COPY_CHUNK) {
+      if (signal?.aborted) throw new Interrupted();
+      await out.write(await source.read(at, Math.min(COPY_CHUNK, source.size - at)), at);
+    }
+    await out.finish(source.size);
+    if (signal?.aborted) throw new Interrupted();
+    await out.commit(force);
+    out = undefined;
+  } finally {
+    if (out) await out.abort();
+    await source.close();
+  }
+}
+
+/** Checks the options once, before any file work, as convertFile does for one file. */
+function checkOptions(input: string, c: Checkpoint, opts: CheckpointConvertOptions): void {
+  const to = dtype(opts.to);
+  if (to.kind === "string" || to.kind === "complex") {
+    throw new TensorcastError("UNSUPPORTED_TYPE", `cannot convert to ${to.name}: Cast has no ${to.kind} target for tensors read from files`);
+  }
+  cast(Tensor.zeros("float32", [0]), to, { saturate: opts.saturate ?? true });
+  if (opts.outputFormat !== undefined && opts.outputFormat !== "safetensors") {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `${input}: a sharded checkpoint is written as safetensors shards, not ${opts.outputFormat}`);
+  }
+  const missing = opts.names?.filter((n) => !c.weightMap.has(n)) ?? [];
+  if (missing.length > 0) {
+    throw fileError("INVALID_ATTRIBUTE", input, `has no tensor named ${missing.map((n) => JSON.stringify(n)).join(", ")} in any shard`);
+  }
+}
+
+/**
+ * Converts the sharded checkpoint at `input` (a folder or its index) into the folder `outDir`;
+ * see the file comment.
+ * @example await convertCheckpoint("Llama-3-8B", "Llama-3-8B-bf16", { to: "bfloat16" }) // report.totalSize: the new index's total_size
+ * @example await convertCheckpoint("Llama-3-8B", "out", { to: "bfloat16", shard: { index: 0, count: 4 } }) // slice 0 of 4, no index
+ * @throws TensorcastError INVALID_DATA for an inconsistent checkpoint (io/checkpoint.ts),
+ *         INVALID_ATTRIBUTE for a refused OUTDIR, what convertFile throws for a shard, INTERNAL
+ *         when the written index does not read back; `Interrupted` when `signal` aborts.
+ */
+export async function convertCheckpoint(input: string, outDir: string, opts: CheckpointConvertOptions): Promise<CheckpointReport> {
+  const started = performance.now();
+  const c = await readCheckpoint(input);
+  checkOptions(input, c, opts);
+  const out = folderName(outDir);
+  const force = opts.force ?? false;
+  const mine = opts.shard ? sliceShards(c.shards, opts.shard) : [...c.shards];
+  const mineBytes = c.shards.reduce((n, s, i) => (mine.includes(s) ? n + c.tensors[i].reduce((m, t) => m + t.byteLength, 0) : n), 0);
+  const jobs = opts.jobs ?? (mineBytes >= THREADS_FROM ? Math.min(2, availableParallelism()) : 0);
+
+  let target: string;
+  let replace = false;
+  let building: string | undefined;
+  if (opts.shard) {
+    if (await sameFile(out, c.folder)) throw fileError("INVALID_ATTRIBUTE", out, "is the input folder; tensorcast never writes into its input");
+    await makeSharedFolder(out);
+    // Every file of the slice is checked before any is written: a slice refuses whole, or runs.
+    for (const name of [...mine, ...(opts.shard.index === 0 ? c.others : [])]) await checkOutput(join(out, name), { input: join(c.folder, name), force });
+    target = out;
+  } else {
+    replace = await checkOutputFolder(out, c.folder, force);
+    await removeStaleTemporaries(out);
+    building = temporaryPath(out);
+    try {
+      await fsp.mkdir(building);
+    } catch (e) {
+      throw systemError(out, `create it (as ${building})`, e);
+    }
+    target = building;
+  }
+
+  const pool = new TaskPool(jobs);
+  try {
+    const shards: ConvertReport[] = [];
+    let done = 0;
+    for (const s of mine) {
+      const i = c.shards.indexOf(s);
+      const names = opts.names?.filter((n) => c.weightMap.get(n) === s);
+      const report = await convertFileOn(join(c.folder, s), join(target, s), {
+        ...opts, names, inputFormat: "safetensors", outputFormat: "safetensors", force: opts.shard ? force : false,
+        onProgress: opts.onProgress ? (d) => opts.onProgress!(done + d, mineBytes) : undefined,
+      }, pool);
+      done += c.tensors[i].reduce((m, t) => m + t.byteLength, 0);
+      shards.push(report);
+    }
+    const copied: string[] = [];
+    if (!opts.shard || opts.shard.index === 0) {
+      for (const name of c.others) {
+        await copyAtomically(join(c.folder, name), join(target, name), opts.shard ? force : false, opts.signal);
+        copied.push(name);
+      }
+    }
+    let totalSize: number | undefined;
+    if (building) {
+      totalSize = (await indexFolder(building, { from: c, force: false })).totalSize;
+      // A signal that came while the folder was checked still means "do not write OUTDIR".
+      if (opts.signal?.aborted) throw new Interrupted();
+      await commitFolder(building, out, replace);
+      building = undefined;
+    }
+    return {
+      input, output: out, indexName: c.indexName, to: dtype(opts.to).name, saturate: opts.saturate ?? true,
+      slice: opts.shard, shards, copied, skipped: [...c.skipped], totalSize,
+      bytesIn: shards.reduce((n, r) => n + r.bytesIn, 0), bytesOut: shards.reduce((n, r) => n + r.bytesOut, 0),
+      seconds: (performance.now() - started) / 1000, workers: jobs,
+    };
+  } finally {
+    await pool.close();
+    if (building) await fsp.rm(building, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/** Creates the folder N slices share, or accepts it when it is one (never a link or a file). */
+async function makeSharedFolder(out: string): Promise<void> {
+  try {
+    await fsp.mkdir(out);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") throw fileError("IO_ERROR", out, `cannot create it: its parent folder ${dirname(out)} does not exist`);
+      throw systemError(out, "create it", e);
+    }
+    const stat = await lstatOrNothing(out);
+    if (!stat?.isDirectory()) throw fileError("INVALID_ATTRIBUTE", out, `is ${stat ? kindOf(stat) : "gone"}; the slices of a sharded checkpoint are written into a folder`);
+  }
+}
+
+/**
+ * Renames the finished folder `building` to `out`. A rename onto an existing folder fails unless
+ * that folder is empty, so an OUTDIR that appeared meanwhile is never lost; with `replace`, the
+ * existing OUTDIR (checked by checkOutputFolder) is moved aside first and removed once the new one
+ * is in place, or moved back if that fails.
+ */
+async function commitFolder(building: string, out: string, replace: boolean): Promise<void> {
+  let aside: string | undefined;
+  try {
+    if (replace) {
+      aside = temporaryPath(out);
+      await fsp.rename(out, aside);
+    }
+    await fsp.rename(building, out);
+  } catch (e) {
+    if (aside) await fsp.rename(aside, out).catch(() => undefined);
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOTEMPTY" || code === "EEXIST" || code === "ENOTDIR" || code === "EISDIR") {
+      throw fileError("INVALID_ATTRIBUTE", out, "appeared while converting; it was left alone and nothing was written");
+    }
+    throw systemError(out, "finish writing it", e);
+  }
+  if (aside) await fsp.rm(aside, { recursive: true, force: true }).catch(() => undefined);
+  try {
+    const dir = await fsp.open(dirname(out), "r");
+    try {
+      await dir.sync();
+    } finally {
+      await dir.close();
+    }
+  } catch {
+    // Some file systems cannot sync a directory; the rename itself has happened.
+  }
+}
+
+export interface IndexOptions {
+  /** The input checkpoint (a folder or its index): its shards, tensors, index name and metadata are what `folder` must match. */
+  from?: string | Checkpoint;
+  /** The index's name when there is no input (default model.safetensors.index.json). */
+  name?: string;
+  /** Replace an existing index. */
+  force?: boolean;
+}
+
+export interface IndexReport {
+  /** The index written. */
+  index: string;
+  shards: string[];
+  tensors: number;
+  /** The bytes of every tensor's data. */
+  totalSize: number;
+  metadata: Record<string, unknown>;
+}
+
+/**
+ * Writes the index of the safetensors shards in `folder` (every non-hidden `*.safetensors` file;
+ * each header read and validated), with total_size their tensors' data bytes. With `from`, the
+ * shards must be exactly the input's and hold exactly its tensors, each in the shard of the same
+ * name and of the same shape, and its metadata's other keys are kept. The index is written under a
+ * temporary name, read back with every shard's header, then renamed into place.
+ * @throws TensorcastError INVALID_DATA naming a missing or extra shard or tensor; INVALID_ATTRIBUTE
+ *         for an existing index without `force`; INTERNAL when the written index does not read back.
+ * @example await indexCheckpoint("out", { from: "model" }) // { index: "out/model.safetensors.index.json", totalSize: ..., ... }
+ */
+export async function indexCheckpoint(folder: string, opts: IndexOptions = {}): Promise<IndexReport> {
+  const from = typeof opts.from === "string" ? await readCheckpoint(opts.from) : opts.from;
+  return indexFolder(folderName(folder), { ...opts, from });
+}
+
+async function indexFolder(folder: string, opts: { from?: Checkpoint; name?: string; force?: boolean }): Promise<IndexReport> {
+  const expected = opts.from;
+  const indexName = expected?.indexName ?? opts.name ?? DEFAULT_INDEX_NAME;
+  let entries: import("node:fs").Dirent[];
+  try {
+    entries = await fsp.readdir(folder, { withFileTypes: true });
+  } catch (e) {
+    throw systemError(folder, "read the folder", e);
+  }
+  const shards = entries.filter((e) => !e.name.startsWith(".") && e.name.endsWith(".safetensors") && !e.isDirectory()).map((e) => e.name).sort();
+  if (expected) {
+    const missing = expected.shards.filter((s) => !shards.includes(s));
+    if (missing.length > 0) {
+      throw fileError(
+        "INVALID_DATA", folder,
+        `lacks ${missing.length} of the ${expected.shards.length} shards (${missing.slice(0, 4).join(", ")}${missing.length > 4 ? ", ..." : ""}): a slice has not finished or failed; run it again, then index`,
+      );
+    }
+    const extra = shards.filter((s) => !expected.shards.includes(s));
+    if (extra.length > 0) throw fileError("INVALID_DATA", join(folder, extra[0]), `is not a shard of ${join(expected.folder, expected.indexName)}; remove it or index without --from`);
+  } else if (shards.length === 0) {
+    throw fileError("INVALID_DATA", folder, "holds no .safetensors shard to index");
+  }
+  const weightMap = new Map<string, string>();
+  const shapes = expected ? new Map(expected.tensors.flat().map((t) => [t.name, t.shape])) : undefined;
+  let totalSize = 0;
+  for (const s of shards) {
+    const file = await openTensorFile(join(folder, s), { format: "safetensors" });
+    try {
+      for (const t of file.tensors) {
+        const other = weightMap.get(t.name);
+        if (other !== undefined) throw fileError("INVALID_DATA", file.path, `holds tensor ${JSON.stringify(t.name)}, which ${other} holds too; a tensor must be in one shard`);
+        if (expected) {
+          const want = expected.weightMap.get(t.name);
+          if (want === undefined) throw fileError("INVALID_DATA", file.path, `holds tensor ${JSON.stringify(t.name)}, which the input does not have`);
+          if (want !== s) throw fileError("INVALID_DATA", file.path, `holds tensor ${JSON.stringify(t.name)}, which the input holds in ${want}`);
+          const shape = shapes!.get(t.name)!;
+          if (shape.length !== t.shape.length || shape.some((d, k) => d !== t.shape[k])) {
+            throw fileError("INVALID_DATA", file.path, `tensor ${JSON.stringify(t.name)} has shape [${t.shape.join(", ")}], but [${shape.join(", ")}] in the input`);
+          }
+        }
+        weightMap.set(t.name, s);
+        totalSize += t.byteLength;
+      }
+    } finally {
+      await file.close();
+    }
+  }
+  if (expected && weightMap.size !== expected.weightMap.size) {
+    const lost = [...expected.weightMap.keys()].find((t) => !weightMap.has(t))!;
+    throw fileError("INVALID_DATA", join(folder, expected.weightMap.get(lost)!), `has no tensor ${JSON.stringify(lost)}, which the input's shard of that name holds`);
+  }
+  const metadata = { ...(expected?.metadata ?? {}), total_size: totalSize };
+  const path = join(folder, indexName);
+  await checkOutput(path, { force: opts.force });
+  const out = await AtomicOutput.create(path);
+  try {
+    const bytes = new TextEncoder().encode(encodeIndex(metadata, weightMap, totalSize));
+    await out.write(bytes, 0);
+    await out.finish(bytes.length);
+    // Read back as any input index is, every shard's header with it.
+    let back: Checkpoint;
+    try {
+      back = await checkCheckpoint(folder, indexName, out.temporary);
+    } catch (e) {
+      if (!(e instanceof TensorcastError)) throw e;
+      throw fileError("INTERNAL", path, `the index written does not read back (${e.message}), so it was removed`);
+    }
+    const same = back.weightMap.size === weightMap.size && [...weightMap].every(([t, s]) => back.weightMap.get(t) === s);
+    if (!same || back.dataBytes !== totalSize || back.metadata.total_size !== totalSize) {
+      throw fileError("INTERNAL", path, "the index written does not read back as planned, so it was removed");
+    }
+    await out.commit(opts.force ?? false);
+  } catch (e) {
+    await out.abort();
+    throw e;
+  }
+  return { index: path, shards, tensors: weightMap.size, totalSize, metadata };
+}
+

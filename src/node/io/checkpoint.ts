@@ -1,0 +1,350 @@
+/**
+ * Sharded Hugging Face checkpoints: a folder of safetensors shards
+ * (`model-00001-of-00004.safetensors`, ...) and an index, `model.safetensors.index.json`:
+ *
+ *   { "metadata": { "total_size": 16060522496, ... }, "weight_map": { "tensor": "shard file", ... } }
+ *
+ * `readCheckpoint` validates a folder against its index strictly, reading every shard's header
+ * (nothing else): every file the index names is a plain file name inside the folder (no path, no
+ * "..", not hidden) and a regular file (or a link the Hugging Face cache made, see `shardPath`);
+ * every tensor is in the shard the index names and in no other; no shard holds a tensor the index
+ * does not list; and no `NAME-0000k-of-0000n.safetensors` of a numbered set is missing from the map.
+ * `openCheckpoint` then reads the shards as one TensorFile, so `inspect` and `diff` take folders.
+ *
+ * total_size is what huggingface_hub's split_state_dict_into_shards_factory sums: the bytes of
+ * every tensor's data (storage shared by several tensors once; a safetensors file never shares),
+ * not the shards' file sizes, which also count their headers.
+ */
+import { promises as fsp } from "node:fs";
+import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
+import { TensorcastError } from "../../index.js";
+import { fileError, RandomAccessFile } from "./file.js";
+import { NameIndex } from "./nameIndex.js";
+import { openTensorFile, type OpenOptions } from "./reader.js";
+import type { FileTensor, TensorFile } from "./tensors.js";
+
+/**
+ * How a Hugging Face index's name ends: model.safetensors.index.json, model.fp16.safetensors.index.json, ...
+ * @example "model.safetensors.index.json".endsWith(INDEX_SUFFIX) // true
+ */
+export const INDEX_SUFFIX = ".safetensors.index.json";
+/** The index name when none is inherited from an input: "model.safetensors.index.json", as transformers names it. */
+export const DEFAULT_INDEX_NAME = "model.safetensors.index.json";
+/** Indexes are kilobytes to a few megabytes; a larger one is refused before it is read. */
+const MAX_INDEX_BYTES = 256 * 1024 * 1024;
+/** A shard of a numbered set, as transformers and huggingface_hub name them. */
+const NUMBERED = /^(.*)-(\d+)-of-(\d+)\.safetensors$/;
+
+/** A validated sharded checkpoint. */
+export interface Checkpoint {
+  /** The folder holding the index and the shards. */
+  readonly folder: string;
+  /** The index file's name inside the folder. */
+  readonly indexName: string;
+  /** The index's `metadata`, every key kept (total_size as the input had it). */
+  readonly metadata: Readonly<Record<string, unknown>>;
+  /** The shard files, sorted by name (the order `--shard K/N` slices). */
+  readonly shards: readonly string[];
+  /** Tensor name -> shard file, in the index's order. */
+  readonly weightMap: ReadonlyMap<string, string>;
+  /** The shards' tensors: tensors[i] lists shards[i]'s, in file order. */
+  readonly tensors: readonly (readonly ShardTensor[])[];
+  /** The sum of every tensor's data bytes: what total_size should be. */
+  readonly dataBytes: number;
+  /** Other regular files of the folder (config.json, tokenizer files, ...), sorted. */
+  readonly others: readonly string[];
+  /** What the folder holds that is neither: with the reason it is left out of a conversion. */
+  readonly skipped: readonly { readonly name: string; readonly reason: string }[];
+}
+
+/** A tensor as its shard's header lists it. */
+export interface ShardTensor {
+  readonly name: string;
+  readonly dtype: string;
+  readonly shape: readonly number[];
+  readonly byteLength: number;
+}
+
+/**
+ * Whether `path` names a checkpoint rather than a tensor file: a folder, or a file whose name ends
+ * in `.index.json`. Nothing is validated yet.
+ * @example await isCheckpointPath("Llama-3-8B") // true for a folder; false for "model.safetensors"
+ */
+export async function isCheckpointPath(path: string): Promise<boolean> {
+  if (path.endsWith(".index.json")) return true;
+  try {
+    return (await fsp.stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The folder and index name of `path`: a folder must hold exactly one `*.safetensors.index.json`.
+ * @example await locateIndex("Llama-3-8B") // { folder: "Llama-3-8B", indexName: "model.safetensors.index.json" }
+ * @throws TensorcastError INVALID_DATA for a folder with none or several; IO_ERROR when it cannot be read.
+ */
+export async function locateIndex(path: string): Promise<{ folder: string; indexName: string }> {
+  if (path.endsWith(".index.json")) {
+    if (!path.endsWith(INDEX_SUFFIX)) {
+      throw fileError(
+        "INVALID_DATA", path,
+        `is not a safetensors index (a name ending in ${INDEX_SUFFIX}); tensorcast reads safetensors shards, not pickled .bin ones`,
+      );
+    }
+    return { folder: dirname(path), indexName: basename(path) };
+  }
+  const names = (await listFolder(path)).filter((e) => e.name.endsWith(INDEX_SUFFIX)).map((e) => e.name).sort();
+  if (names.length === 1) return { folder: path, indexName: names[0] };
+  if (names.length === 0) {
+    throw fileError(
+      "INVALID_DATA", path,
+      `is a folder without a sharded checkpoint's index (a file named like ${DEFAULT_INDEX_NAME}); give a safetensors file, or the folder of a sharded checkpoint`,
+    );
+  }
+  throw fileError("INVALID_DATA", path, `holds ${names.length} indexes (${names.join(", ")}); name the one to read: ${join(path, names[0])}`);
+}
+
+async function listFolder(folder: string): Promise<import("node:fs").Dirent[]> {
+  try {
+    return await fsp.readdir(folder, { withFileTypes: true });
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === "ENOENT" ? "no such file or directory" : code === "EACCES" ? "permission denied" : code === "ENOTDIR" ? "not a directory" : (e as Error).message;
+    throw fileError("IO_ERROR", folder, `cannot read the folder: ${why}`);
+  }
+}
+
+/** Why `name` may not be a shard's name in an index, or undefined when it may. */
+function badShardName(name: string): string | undefined {
+  if (name === "") return "is empty";
+  if (isAbsolute(name) || /^[A-Za-z]:/.test(name)) return "is an absolute path";
+  if (name.includes("/") || name.includes("\\")) return "is a path, not a file name in the folder";
+  if (name === "." || name === "..") return "names a folder";
+  if (name.startsWith(".")) return "is a hidden name (tensorcast's temporaries are hidden)";
+  if (name.includes("\0")) return "holds a NUL character";
+  if (!name.endsWith(".safetensors")) return "is not a .safetensors file";
+  return undefined;
+}
+
+/**
+ * The path of `name` in `folder` when it is a regular file there (`role` says why it is wanted,
+ * for the message: "is named by model.safetensors.index.json").
+ * @example await shardPath("m", "model-00001-of-00002.safetensors", "is named by the index") // "m/model-00001-of-00002.safetensors" A symbolic link is followed only
+ * where it stays in the folder or is the Hugging Face cache's own layout (a snapshot's files link
+ * to `../../blobs/HASH`: `R/snapshots/REV/f` -> `R/blobs/...`); any other link is refused, so a
+ * folder cannot make tensorcast read a file elsewhere.
+ * @throws TensorcastError INVALID_DATA naming the file and what it is.
+ */
+export async function shardPath(folder: string, name: string, role: string): Promise<string> {
+  const path = join(folder, name);
+  let stat: import("node:fs").Stats;
+  try {
+    stat = await fsp.lstat(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") throw fileError("INVALID_DATA", path, `${role}, but there is no such file in ${folder}`);
+    throw fileError("IO_ERROR", path, `cannot look at it: ${(e as Error).message}`);
+  }
+  if (stat.isFile()) return path;
+  if (!stat.isSymbolicLink()) throw fileError("INVALID_DATA", path, `${role}, but it is not a regular file`);
+  let target: string;
+  let realFolder: string;
+  try {
+    [target, realFolder] = await Promise.all([fsp.realpath(path), fsp.realpath(folder)]);
+  } catch {
+    throw fileError("INVALID_DATA", path, `${role}, but it is a symbolic link to nothing`);
+  }
+  const inside = (root: string): boolean => {
+    const r = relative(root, target);
+    return r !== "" && !r.startsWith(`..${sep}`) && r !== ".." && !isAbsolute(r);
+  };
+  const snapshot = dirname(realFolder);
+  const hubCache = basename(snapshot) === "snapshots" && inside(join(dirname(snapshot), "blobs"));
+  if (!inside(realFolder) && !hubCache) {
+    throw fileError("INVALID_DATA", path, `${role}, but it is a symbolic link to ${target}, outside the folder (only links into the Hugging Face cache's blobs/ are followed)`);
+  }
+  try {
+    if (!(await fsp.stat(target)).isFile()) throw fileError("INVALID_DATA", path, `${role}, but it links to something that is not a regular file`);
+  } catch (e) {
+    if (e instanceof TensorcastError) throw e;
+    throw fileError("IO_ERROR", path, `cannot look at it: ${(e as Error).message}`);
+  }
+  return path;
+}
+
+/** The index's JSON, checked for the two members it must have. */
+async function readIndexJson(path: string): Promise<{ metadata: Record<string, unknown>; weightMap: Map<string, string> }> {
+  const file = await RandomAccessFile.open(path);
+  let text: string;
+  try {
+    if (file.size > MAX_INDEX_BYTES) throw fileError("INVALID_DATA", path, `is ${file.size} bytes, over the ${MAX_INDEX_BYTES}-byte limit for an index`);
+    text = new TextDecoder("utf-8", { fatal: true }).decode(await file.read(0, file.size));
+  } catch (e) {
+    if (e instanceof TypeError) throw fileError("INVALID_DATA", path, "is not valid UTF-8");
+    throw e;
+  } finally {
+    await file.close();
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw fileError("INVALID_DATA", path, `is not valid JSON: ${(e as Error).message}`);
+  }
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+  if (!isObject(json)) throw fileError("INVALID_DATA", path, "is not a JSON object with a weight_map");
+  const map = json.weight_map;
+  if (!isObject(map)) throw fileError("INVALID_DATA", path, `has no "weight_map" object (tensor name -> shard file)`);
+  const meta = json.metadata ?? {};
+  if (!isObject(meta)) throw fileError("INVALID_DATA", path, `"metadata" is ${JSON.stringify(meta).slice(0, 40)}, not an object`);
+  const weightMap = new Map<string, string>();
+  for (const [tensor, shard] of Object.entries(map)) {
+    if (typeof shard !== "string") throw fileError("INVALID_DATA", path, `weight_map maps tensor ${JSON.stringify(tensor)} to ${JSON.stringify(shard)}, not to a file name`);
+    const why = badShardName(shard);
+    if (why) throw fileError("INVALID_DATA", path, `weight_map maps tensor ${JSON.stringify(tensor)} to ${JSON.stringify(shard)}, which ${why}`);
+    weightMap.set(tensor, shard);
+  }
+  if (weightMap.size === 0) throw fileError("INVALID_DATA", path, "has an empty weight_map");
+  return { metadata: meta, weightMap };
+}
+
+/** Files that hold weights in another form, left out of a converted folder rather than copied unconverted. */
+const OTHER_WEIGHTS = /\.(safetensors|bin|pt|pth|ckpt|h5|msgpack|onnx|onnx_data|gguf|npy|npz|pb|index\.json)$/;
+
+/**
+ * Reads and validates the checkpoint at `path` (a folder, or its index file).
+ * @example (await readCheckpoint("Llama-3-8B")).shards // ["model-00001-of-00004.safetensors", ...] Every shard's header
+ * is read and checked (safetensors' own rules, then the index's claims); no tensor data is read.
+ * @throws TensorcastError INVALID_DATA naming the index or the shard and what is wrong.
+ */
+export async function readCheckpoint(path: string): Promise<Checkpoint> {
+  const { folder, indexName } = await locateIndex(path);
+  return checkCheckpoint(folder, indexName, await shardPath(folder, indexName, "is the index"));
+}
+
+/**
+ * readCheckpoint for the index `indexName` of `folder`, its text read from `indexPath` (which is
+ * elsewhere only while a written index is checked under its temporary name).
+ * @example await checkCheckpoint("out", "model.safetensors.index.json", "out/.model.safetensors.index.json.tensorcast-42-ab12cd34.tmp")
+ */
+export async function checkCheckpoint(folder: string, indexName: string, indexPath: string): Promise<Checkpoint> {
+  const { metadata, weightMap } = await readIndexJson(indexPath);
+  const shards = [...new Set(weightMap.values())].sort();
+  const entries = await listFolder(folder);
+  const present = new Set(entries.map((e) => e.name));
+  // A numbered set must be complete: a shard the map forgets would be lost without a word.
+  const sets = new Map<string, number>();
+  for (const s of shards) {
+    const m = NUMBERED.exec(s);
+    if (m) sets.set(`${m[1]}\0${m[3]}`, (sets.get(`${m[1]}\0${m[3]}`) ?? 0) + 1);
+  }
+  for (const name of [...present].sort()) {
+    const m = NUMBERED.exec(name);
+    if (!m || shards.includes(name)) continue;
+    if (sets.has(`${m[1]}\0${m[3]}`)) {
+      throw fileError("INVALID_DATA", join(folder, indexName), `maps no tensor to ${name}, a shard of the same numbered set as the others`);
+    }
+  }
+  const tensors: ShardTensor[][] = [];
+  let dataBytes = 0;
+  const seen = new NameIndex();
+  const seenIn: number[] = [];
+  for (let i = 0; i < shards.length; i++) {
+    const p = await shardPath(folder, shards[i], `is named by ${indexName}`);
+    const file = await openTensorFile(p, { format: "safetensors" });
+    try {
+      const list: ShardTensor[] = [];
+      for (const t of file.tensors) {
+        const j = seen.find(t.name);
+        if (j >= 0) {
+          throw fileError("INVALID_DATA", p, `holds tensor ${JSON.stringify(t.name)}, which ${shards[seenIn[j]]} holds too; a tensor must be in one shard`);
+        }
+        seen.add(t.name);
+        seenIn.push(i);
+        const mapped = weightMap.get(t.name);
+        if (mapped === undefined) throw fileError("INVALID_DATA", p, `holds tensor ${JSON.stringify(t.name)}, which ${indexName}'s weight_map does not list`);
+        if (mapped !== shards[i]) throw fileError("INVALID_DATA", p, `holds tensor ${JSON.stringify(t.name)}, which ${indexName} says is in ${mapped}`);
+        list.push({ name: t.name, dtype: t.dtype.name, shape: t.shape, byteLength: t.byteLength });
+        dataBytes += t.byteLength;
+      }
+      tensors.push(list);
+    } finally {
+      await file.close();
+    }
+  }
+  if (seen.names.length !== weightMap.size) {
+    for (const [t, s] of weightMap) {
+      if (seen.find(t) < 0) throw fileError("INVALID_DATA", join(folder, s), `has no tensor ${JSON.stringify(t)}, which ${indexName} says it holds`);
+    }
+  }
+  const others: string[] = [];
+  const skipped: { name: string; reason: string }[] = [];
+  for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+    if (e.name === indexName || shards.includes(e.name) || e.name.startsWith(".")) continue;
+    if (e.isDirectory()) skipped.push({ name: e.name, reason: "a subfolder" });
+    else if (OTHER_WEIGHTS.test(e.name)) skipped.push({ name: e.name, reason: "weights the index does not list" });
+    else if (e.isFile()) others.push(e.name);
+    else if (e.isSymbolicLink()) {
+      try {
+        await shardPath(folder, e.name, "is a file of the folder");
+        others.push(e.name);
+      } catch (err) {
+        if (!(err instanceof TensorcastError)) throw err;
+        skipped.push({ name: e.name, reason: "a symbolic link out of the folder" });
+      }
+    } else skipped.push({ name: e.name, reason: "not a regular file" });
+  }
+  return { folder, indexName, metadata, shards, weightMap, tensors, dataBytes, others, skipped };
+}
+
+/**
+ * @example encodeIndex({ total_parameters: 3 }, new Map([["b", "s2"], ["a", "s1"]]), 12)
+ * // '{\n  "metadata": {\n    "total_parameters": 3,\n    "total_size": 12\n  },\n  "weight_map": {\n    "a": "s1",\n    "b": "s2"\n  }\n}\n'
+ *
+ * The text of an index, as transformers writes it (`json.dumps(index, indent=2, sort_keys=True)`
+ * and a newline): metadata with total_size set to `totalSize` and its other keys kept, the
+ * weight_map sorted by tensor name.
+ */
+export function encodeIndex(metadata: Readonly<Record<string, unknown>>, weightMap: ReadonlyMap<string, string>, totalSize: number): string {
+  const meta: Record<string, unknown> = { ...metadata, total_size: totalSize };
+  const sortedMeta = Object.fromEntries(Object.keys(meta).sort().map((k) => [k, meta[k]]));
+  const names = [...weightMap.keys()].sort();
+  // Built by hand, not through an object: a tensor named "0" would move first, "__proto__" vanish.
+  const lines = names.map((n, i) => `    ${JSON.stringify(n)}: ${JSON.stringify(weightMap.get(n))}${i < names.length - 1 ? "," : ""}`);
+  const metaText = JSON.stringify(sortedMeta, null, 2).split("\n").join("\n  ");
+  return `{\n  "metadata": ${metaText},\n  "weight_map": {\n${lines.join("\n")}\n  }\n}\n`;
+}
+
+/**
+ * @example const f = await openCheckpoint("Llama-3-8B"); f.tensors.length; await f.close();
+ *
+ * A checkpoint's shards read as one file (for `inspect` and `diff`): its tensors are every shard's,
+ * shard by shard, and `size` is the shards' total. The index's metadata is given as strings.
+ */
+export async function openCheckpoint(path: string): Promise<TensorFile> {
+  const c = await readCheckpoint(path);
+  const files: TensorFile[] = [];
+  try {
+    for (const s of c.shards) files.push(await openTensorFile(join(c.folder, s), { format: "safetensors" }));
+  } catch (e) {
+    await Promise.all(files.map((f) => f.close()));
+    throw e;
+  }
+  const tensors: FileTensor[] = files.flatMap((f) => f.tensors);
+  const metadata = Object.fromEntries(Object.entries(c.metadata).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]));
+  return {
+    path, format: "safetensors", size: files.reduce((n, f) => n + f.size, 0), tensors, metadata,
+    close: async () => {
+      await Promise.all(files.map((f) => f.close()));
+    },
+  };
+}
+
+/**
+ * A tensor file or a sharded checkpoint (a folder or its index): what `inspect` and `diff` open.
+ * @example await openTensorSource("model.safetensors"); await openTensorSource("Llama-3-8B/")
+ * @throws TensorcastError as openTensorFile and readCheckpoint do.
+ */
+export async function openTensorSource(path: string, opts: OpenOptions = {}): Promise<TensorFile> {
+  return (await isCheckpointPath(path)) ? openCheckpoint(path) : openTensorFile(path, opts);
+}
