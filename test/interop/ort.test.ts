@@ -366,3 +366,20 @@ test("the bfloat16 advice holds: cast to float32, then toOrt, then fromOrt and b
     else assert.ok(Object.is(a[i], b[i]), `code ${i}`);
   }
 });
+
+test("docs/interop.md's onnxruntime example gives what the page prints", async () => {
+  const s = await castSession("float16", "float32");
+  const x = Tensor.fromValues([1.5, 65504, -Infinity, NaN], "float16");
+  const feed = toOrt(x, ort.Tensor);
+  assert.deepEqual([feed.type, [...feed.dims]], ["float16", [4]]);
+  assert.ok(feed.data instanceof Uint16Array);
+  assert.deepEqual(Array.from(feed.data), [15872, 31743, 64512, 32256]);
+  const { y } = await s.run({ x: feed });
+  assert.deepEqual(fromOrt(y).toValues(), [1.5, 65504, -Infinity, NaN]);
+  const s16 = await castSession("float32", "float16");
+  const y16 = (await s16.run({ x: toOrt(Tensor.fromValues([0.1, 70000], "float32"), ort.Tensor) }))["y"];
+  assert.deepEqual(Array.from(fromOrt(y16).data as Uint16Array), [11878, 31744]);
+  assert.deepEqual(fromOrt(y16).toValues(), [0.0999755859375, Infinity]);
+  const i4 = toOrt(Tensor.fromValues([1, -1, 7], "int4"));
+  assert.deepEqual({ ...i4, data: Array.from(i4.data as Uint8Array) }, { type: "int4", data: [0xf1, 0x07], dims: [3], location: "cpu" });
+});

@@ -190,3 +190,16 @@ test("the advice is true: each type called exact comes back from int32 / float32
     }
   }
 });
+
+test("docs/interop.md's TensorFlow.js example gives what the page prints", () => {
+  assert.deepEqual(fromTfjs(fake("bool", [3], new Uint8Array([1, 0, 1]))).toValues(), [true, false, true]);
+  const d = toTfjs(Tensor.fromValues([1, 2, 3, 4], "int32", [2, 2]));
+  assert.ok(d.dtype === "int32");
+  assert.deepEqual([Array.from(d.values), d.shape], [[1, 2, 3, 4], [2, 2]]);
+  const f = toTfjs(cast(Tensor.fromValues([0.5, -2], "bfloat16"), "float32"));
+  assert.ok(f.dtype === "float32");
+  assert.deepEqual([Array.from(f.values), f.shape], [[0.5, -2], [2]]);
+  const c = toTfjs(Tensor.fromValues([[1, 2]], "complex64"));
+  assert.ok(c.dtype === "complex64");
+  assert.deepEqual([Array.from(c.real), Array.from(c.imag), c.shape], [[1], [2], [1]]);
+});
