@@ -26,7 +26,10 @@ export type OrtTypeName =
   | "float32" | "uint8" | "int8" | "uint16" | "int16" | "int32" | "int64" | "string" | "bool"
   | "float16" | "float64" | "uint32" | "uint64" | "uint4" | "int4";
 
-/** Every `OrtTypeName`, in onnxruntime-common's order. */
+/**
+ * Every `OrtTypeName`, in onnxruntime-common's order.
+ * @example ORT_TYPES.includes(t.dtype.name as OrtTypeName) // whether toOrt(t) takes t
+ */
 export const ORT_TYPES: readonly OrtTypeName[] = Object.freeze([
   "float32", "uint8", "int8", "uint16", "int16", "int32", "int64", "string", "bool",
   "float16", "float64", "uint32", "uint64", "uint4", "int4",
@@ -142,8 +145,7 @@ function containerFits(type: OrtTypeName, data: unknown): boolean {
  * the Uint16Array in a Float16Array, and onnxruntime-node 1.30's binding reads a Float16Array as
  * 0 bytes ("not enough space: expected 8, got 0"): a Float16Array works on no Node version. So the
  * tensor's data is set back to the Uint16Array of bit patterns, the type onnxruntime-common
- * declares for float16 and the one every onnxruntime backend reads (onnxruntime-web copies the
- * bytes whatever the view).
+ * declares for float16 (onnxruntime-web's WebAssembly backend copies the bytes whatever the view).
  *
  * Types onnxruntime has no name for (bfloat16, the float8s, float4e2m1, float6s, int2, uint2,
  * complex) are UNSUPPORTED_TYPE errors that say which exact cast to make first.

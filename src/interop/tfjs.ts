@@ -19,7 +19,10 @@ import { expectTensor, shapeSize, shapeText, Tensor } from "../tensor.js";
 /** TensorFlow.js's data types. */
 export type TfjsDType = "float32" | "int32" | "bool" | "complex64" | "string";
 
-/** Every `TfjsDType`. */
+/**
+ * Every `TfjsDType`.
+ * @example TFJS_DTYPES.includes(t.dtype.name as TfjsDType) // whether toTfjs(t) takes t
+ */
 export const TFJS_DTYPES: readonly TfjsDType[] = Object.freeze(["float32", "int32", "bool", "complex64", "string"] as const);
 
 /** What `fromTfjs` reads: a tfjs `Tensor`, or any object with these members. */
