@@ -42,3 +42,9 @@ export { VALUE_SYNTAX, type InputValue } from "./explain/value.js";
 export { formatNumber } from "./explain/format.js";
 export type { BitFields, BitField, Element } from "./explain/element.js";
 export type { CastFlag } from "./explain/outcome.js";
+// Tensors of the runtimes users already hold, duck-typed (neither package is imported).
+export {
+  fromOrt, toOrt, ORT_TYPES,
+  type OrtTypeName, type OrtData, type OrtTensorData, type OrtTensorLike, type OrtTensorConstructor,
+} from "./interop/ort.js";
+export { fromTfjs, toTfjs, TFJS_DTYPES, type TfjsDType, type TfjsTensorLike, type TfjsData } from "./interop/tfjs.js";

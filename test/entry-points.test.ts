@@ -100,6 +100,9 @@ const GOOD: Readonly<Record<string, readonly unknown[]>> = {
   changedByStoring: [tc.parseValue("1.5"), tc.readElement(t, 0)],
   roundingError: [tc.readElement(t, 0), tc.readElement(t, 1)],
   classifyCast: [tc.readElement(t, 0), tc.readElement(t, 1), tc.dtype("float16")],
+  fromOrt: [{ type: "float32", data: new Float32Array(2), dims: [2] }],
+  toOrt: [t, class OrtTensor { constructor(readonly type: string, readonly data: unknown, readonly dims: readonly number[]) {} }],
+  fromTfjs: [{ dtype: "float32", shape: [2], dataSync: () => new Float32Array(2) }], toTfjs: [t],
 };
 
 function exportedFunctions(): [string, (...a: unknown[]) => unknown][] {
