@@ -216,6 +216,10 @@ test("int64_data and uint64_data: full 64-bit range; uint32 lives in uint64_data
 test("string_data: UTF-8, strictly", () => {
   const t = decodeTensorProto(tensorProto(8, [3]).len(6, "héllo").len(6, "").len(6, "日本").bytes()).tensor;
   assert.deepEqual(t.toValues(), ["héllo", "", "日本"]);
+  // A leading U+FEFF is a character of the element, not a byte order mark to drop (TextDecoder's default).
+  const bom = decodeTensorProto(tensorProto(8, [2], "\ufeffname").len(6, "\ufeffa").len(6, "\ufeff").bytes());
+  assert.deepEqual(bom.tensor.toValues(), ["\ufeffa", "\ufeff"]);
+  assert.equal(bom.name, "\ufeffname");
   throwsCode(() => decodeTensorProto(tensorProto(8, [1]).len(6, [0xc3, 0x28]).bytes()), "INVALID_DATA", /string_data\[0\] is not valid UTF-8/);
   throwsCode(() => decodeTensorProto(tensorProto(8, [1]).len(9, [0x61]).bytes()), "INVALID_DATA", /never raw_data/);
   throwsCode(() => decodeTensorProto(tensorProto(1, [1], "").len(8, [0xff]).bytes()), "INVALID_DATA", /TensorProto: field 8 \(name\) is not valid UTF-8 \(at byte 6\)/);

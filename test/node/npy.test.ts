@@ -135,6 +135,24 @@ function npy(dict: string, data = 4): Buffer {
   return Buffer.concat([prefix, length, Buffer.from(header, "latin1"), Buffer.alloc(data)]);
 }
 
+test("a version 3.0 header that starts with U+FEFF is refused, as NumPy refuses it (its 'utf8' decode keeps the mark)", async () => {
+  const dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }";
+  const file = (text: string): Buffer => {
+    const bytes = Buffer.from(text, "utf8");
+    const total = Math.ceil((12 + bytes.length + 1) / 64) * 64;
+    const header = Buffer.concat([bytes, Buffer.alloc(total - 12 - 1 - bytes.length, 0x20), Buffer.from("\n")]);
+    const length = Buffer.alloc(4);
+    length.writeUInt32LE(header.length);
+    return Buffer.concat([Buffer.from("\x93NUMPY\x03\x00", "latin1"), length, header, Buffer.alloc(4)]);
+  };
+  const plain = join(dir, "v3-plain.npy");
+  const marked = join(dir, "v3-bom.npy");
+  writeFileSync(plain, file(dict));
+  writeFileSync(marked, file("\ufeff" + dict));
+  assert.deepEqual((await readNpy(plain)).shape, [1]);
+  await rejectsCode(readNpy(marked), "INVALID_DATA");
+});
+
 function hasNumpy(): boolean {
   try {
     execFileSync("python3", ["-c", "import numpy"], { stdio: "ignore" });

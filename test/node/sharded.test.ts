@@ -269,6 +269,8 @@ const BROKEN: [string, (folder: string) => void, RegExp][] = [
   }, /model-00003-of-00003\.safetensors: is named by model\.safetensors\.index\.json, but it is a symbolic link to .*, outside the folder/],
   ["no weight_map", (f) => writeFileSync(join(f, "model.safetensors.index.json"), '{"metadata": {}}'), /has no "weight_map" object/],
   ["not JSON", (f) => writeFileSync(join(f, "model.safetensors.index.json"), "{"), /is not valid JSON/],
+  // Python's json (transformers reads the index with it) refuses a byte order mark too.
+  ["a byte order mark", (f) => writeFileSync(join(f, "model.safetensors.index.json"), "\ufeff" + readFileSync(join(f, "model.safetensors.index.json"), "utf8")), /is not valid JSON/],
   ["a shard that is not safetensors", (f) => writeFileSync(join(f, SHARDS[0]), "garbage!"), /model-00001-of-00003\.safetensors: header length/],
   ["two indexes", (f) => writeFileSync(join(f, "model.fp16.safetensors.index.json"), "{}"), /holds 2 indexes \(model\.fp16\.safetensors\.index\.json, model\.safetensors\.index\.json\); name the one to read/],
 ];

@@ -28,16 +28,17 @@ const TWO32 = 4294967296;
 interface Utf8Decoder {
   decode(input: Uint8Array): string;
 }
-declare const TextDecoder: new (label: string, options: { fatal: boolean }) => Utf8Decoder;
+declare const TextDecoder: new (label: string, options: { fatal: boolean; ignoreBOM: boolean }) => Utf8Decoder;
 
 let utf8: Utf8Decoder | undefined;
 
 /**
  * Decodes UTF-8 strictly: invalid bytes are an INVALID_DATA error rather than U+FFFD, because a
- * silently altered name or string element would compare unequal later for no visible reason.
+ * silently altered name or string element would compare unequal later for no visible reason. A
+ * leading U+FEFF is kept (ignoreBOM): in a protobuf string it is a character, not a byte order mark.
  */
 export function decodeUtf8(bytes: Uint8Array, what: string): string {
-  utf8 ??= new TextDecoder("utf-8", { fatal: true });
+  utf8 ??= new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
   try {
     return utf8.decode(bytes);
   } catch {

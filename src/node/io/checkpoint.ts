@@ -178,7 +178,7 @@ async function readIndexJson(path: string): Promise<{ metadata: Record<string, u
   let text: string;
   try {
     if (file.size > MAX_INDEX_BYTES) throw fileError("INVALID_DATA", path, `is ${file.size} bytes, over the ${MAX_INDEX_BYTES}-byte limit for an index`);
-    text = new TextDecoder("utf-8", { fatal: true }).decode(await file.read(0, file.size));
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(await file.read(0, file.size));
   } catch (e) {
     if (e instanceof TypeError) throw fileError("INVALID_DATA", path, "is not valid UTF-8");
     throw e;

@@ -124,7 +124,7 @@ export function parseNpyHeader(
   let text: string;
   if (prefix.version === 3) {
     try {
-      text = new TextDecoder("utf-8", { fatal: true }).decode(header);
+      text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(header);
     } catch {
       throw bad(file, "the .npy 3.0 header is not valid UTF-8");
     }
