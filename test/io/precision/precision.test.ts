@@ -1,0 +1,181 @@
+/**
+ * Whole-graph float16 / bfloat16 conversion and float8 weight storage of ONNX models
+ * (src/io/onnx/precision): each test model is converted, checked for the ONNX rules the pass must
+ * keep (unique names, topological order, declared types that agree with the converted tensors),
+ * run in onnxruntime-node (in a child process) next to the float32 original, and its outputs
+ * compared within the tolerance the model states. Converted tensors must equal tensorcast's plain
+ * Cast of the original bit for bit.
+ */
+import assert from "node:assert/strict";
+import { after, describe, it } from "node:test";
+import { decodeModel, type OnnxGraph } from "../../../src/io/onnx/model.js";
+import { convertModelPrecision, type PrecisionOptions } from "../../../src/io/onnx/precision/model.js";
+import { castWeights } from "../../../src/io/onnx/precision/tensors.js";
+import { cast } from "../../../src/ops/cast.js";
+import { dtype } from "../../../src/dtype/table.js";
+import { Tensor } from "../../../src/tensor.js";
+import { allModels, type TestModel } from "./models.js";
+import { runInChild, tempModels, type RunFeed, type RunJob, type RunResult } from "./ort-run.js";
+
+type Variant = "float16" | "float16-keep-io" | "bfloat16" | "float8e4m3fn";
+
+const VARIANTS: Record<Variant, PrecisionOptions> = {
+  float16: { to: "float16" },
+  "float16-keep-io": { to: "float16", keepIoTypes: true },
+  // onnxruntime-node has no bfloat16 tensors to feed or read, so the bfloat16 graphs keep float32 io.
+  bfloat16: { to: "bfloat16", keepIoTypes: true },
+  float8e4m3fn: { to: "float8e4m3fn" },
+};
+
+function toleranceOf(m: TestModel, v: Variant): number {
+  return v === "bfloat16" ? m.tolerance.bfloat16 : v === "float8e4m3fn" ? m.tolerance.weights8 : m.tolerance.float16;
+}
+
+function feedsFor(m: TestModel, v: Variant): RunFeed[] {
+  return m.feeds.map((f) => ({ ...f, type: f.type === "float32" && v === "float16" ? "float16" : f.type }));
+}
+
+/** Every name a node reads is defined earlier (input, initializer, earlier node, enclosing graph). */
+function assertTopological(g: OnnxGraph, label: string): void {
+  const defined = new Set<string>([...g.inputs.map((v) => v.name), ...g.initializers.map((t) => t.name)]);
+  const produced = new Set<string>();
+  for (const n of g.nodes) {
+    for (const s of n.inputs) if (s !== "") assert.ok(defined.has(s) || !g.nodes.some((m) => m.outputs.includes(s)), `${label}: ${n.name} reads ${s} before it is produced`);
+    for (const s of n.outputs) {
+      assert.ok(!produced.has(s), `${label}: ${s} is produced twice`);
+      produced.add(s);
+      defined.add(s);
+    }
+  }
+  const nodeNames = g.nodes.map((n) => n.name).filter((s) => s !== "");
+  assert.equal(new Set(nodeNames).size, nodeNames.length, `${label}: node names are not unique`);
+  for (const o of g.outputs) assert.ok(defined.has(o.name), `${label}: output ${o.name} is never produced`);
+}
+
+const models = allModels();
+const store = tempModels();
+after(() => store.dispose());
+
+interface Case {
+  model: TestModel;
+  variant: Variant;
+  converted: ReturnType<typeof convertModelPrecision>;
+}
+
+const cases: Case[] = [];
+for (const model of models) {
+  for (const variant of Object.keys(VARIANTS) as Variant[]) {
+    cases.push({ model, variant, converted: convertModelPrecision(model.bytes, VARIANTS[variant]) });
+  }
+}
+
+// One child process for every run: the originals, then each converted model.
+const jobs: RunJob[] = [];
+for (const m of models) jobs.push({ path: store.path(`${m.name}.onnx`, m.bytes), feeds: m.feeds });
+for (const c of cases) jobs.push({ path: store.path(`${c.model.name}.${c.variant}.onnx`, c.converted.bytes), feeds: feedsFor(c.model, c.variant) });
+const results: RunResult[] = runInChild(jobs);
+const originalOf = (m: TestModel): RunResult => results[models.indexOf(m)];
+const resultOf = (c: Case): RunResult => results[models.length + cases.indexOf(c)];
+
+describe("convertModelPrecision: the converted models run in onnxruntime-node close to float32", () => {
+  for (const c of cases) {
+    it(`${c.model.name} -> ${c.variant} (tolerance ${toleranceOf(c.model, c.variant)})`, () => {
+      const base = originalOf(c.model);
+      const got = resultOf(c);
+      assert.ok(base.ok, `the float32 model failed: ${!base.ok ? base.error : ""}`);
+      assert.ok(got.ok, `the converted model failed: ${!got.ok ? got.error : ""}`);
+      const tol = toleranceOf(c.model, c.variant);
+      for (const [name, want] of Object.entries(base.outputs)) {
+        const out: { type: string; dims: number[]; values: number[] } | undefined = got.outputs[name];
+        assert.ok(out, `output ${name} is missing`);
+        assert.deepEqual(out.dims, want.dims);
+        const keepsFloat32 = c.variant !== "float16";
+        assert.equal(out.type, keepsFloat32 ? "float32" : "float16", `output ${name}'s type`);
+        let worst = 0;
+        for (let i = 0; i < want.values.length; i++) {
+          const err = Math.abs(out.values[i] - want.values[i]) / Math.max(1, Math.abs(want.values[i]));
+          if (!(err <= worst)) worst = err;
+        }
+        assert.ok(worst <= tol, `${name}: largest error ${worst} exceeds ${tol}`);
+      }
+    });
+  }
+});
+
+describe("convertModelPrecision: the converted graph", () => {
+  for (const c of cases) {
+    it(`${c.model.name} -> ${c.variant}: valid, topologically sorted, tensors equal a plain Cast`, () => {
+      const before = decodeModel(c.model.bytes);
+      const after = decodeModel(c.converted.bytes);
+      assertTopological(after.graph, `${c.model.name} ${c.variant}`);
+      const to = dtype(VARIANTS[c.variant].to);
+      const originals = new Map(before.graph.initializers.map((t) => [t.name, t.tensor]));
+      let checked = 0;
+      for (const init of after.graph.initializers) {
+        if (c.converted.mode === "weights") {
+          const source = init.name.endsWith(`__${to.name}`) ? originals.get(init.name.slice(0, -(to.name.length + 2))) : undefined;
+          if (!source) continue;
+          assert.deepEqual(init.tensor.bytes(), cast(source, to, { saturate: true }).bytes(), `${init.name}`);
+          // A Cast back to float32 writes the original name.
+          assert.ok(after.graph.nodes.some((n) => n.opType === "Cast" && n.inputs[0] === init.name && n.outputs[0] === init.name.slice(0, -(to.name.length + 2))));
+          checked++;
+        } else {
+          const source = originals.get(init.name);
+          if (!source || source.dtype.name !== "float32" || init.tensor.dtype.name === "float32") continue;
+          assert.equal(init.tensor.dtype, to);
+          assert.deepEqual(init.tensor.bytes(), cast(source, to).bytes(), `${init.name}`);
+          checked++;
+        }
+      }
+      const floatInits = before.graph.initializers.filter((t) => t.tensor.dtype.name === "float32").length;
+      if (c.model.name !== "constants") assert.ok(checked > 0 && (c.variant === "bfloat16" || checked >= floatInits - 1), `only ${checked} of ${floatInits} initializers converted`);
+      if (c.converted.mode === "weights") {
+        assert.equal(c.converted.opsetAfter, Math.max(19, c.converted.opsetBefore));
+      } else {
+        // Declared io types: float32 kept with --keep-io-types, else the target.
+        const io = c.variant === "float16" ? to.onnx : 1;
+        for (const v of [...after.graph.inputs, ...after.graph.outputs]) {
+          const was = [...before.graph.inputs, ...before.graph.outputs].find((w) => w.name === v.name)!;
+          assert.equal(v.elemType, was.elemType === 1 ? io : was.elemType, `${v.name}'s declared type`);
+        }
+      }
+    });
+  }
+
+  it("the transformer in float16 keeps no node in float32 and inserts no Cast (every op allows float16)", () => {
+    const c = cases.find((x) => x.model.name === "transformer" && x.variant === "float16")!;
+    assert.deepEqual(c.converted.kept, []);
+    assert.equal(c.converted.castsInserted, 0);
+  });
+
+  it("Constant values (value and value_floats) and ConstantOfShape's value are converted", () => {
+    const c = cases.find((x) => x.model.name === "constants" && x.variant === "float16")!;
+    const kinds = c.converted.tensors.map((t) => `${t.kind}:${t.name}`).sort();
+    assert.deepEqual(kinds, ["attribute:ConstantOfShape_z.value", "constant:Constant_c1", "constant:Constant_c2"]);
+    const after = decodeModel(c.converted.bytes);
+    const c1 = after.graph.nodes.find((n) => n.name === "Constant_c1")!.attributes[0];
+    assert.equal(c1.type, "TENSOR");
+    if (c1.type === "TENSOR") assert.deepEqual(c1.value.bytes(), cast(Tensor.fromValues([0.5, -1.25, 2, 3.5], "float32"), "float16").bytes());
+    const c2 = after.graph.nodes.find((n) => n.name === "Constant_c2")!.attributes[0];
+    assert.equal(c2.name, "value");
+    if (c2.type === "TENSOR") assert.deepEqual(c2.value.bytes(), cast(Tensor.fromValues([0.25, 0.75, -0.5, 1], "float32"), "float16").bytes());
+  });
+
+  it("If: the branches' declared outputs change type and the outer initializer they read is converted", () => {
+    const c = cases.find((x) => x.model.name === "if" && x.variant === "float16")!;
+    assert.deepEqual(c.converted.kept, []);
+    const names = c.converted.tensors.map((t) => t.name).sort();
+    assert.deepEqual(names, ["bias_e", "two", "w"]);
+  });
+});
+
+describe("castWeights: float16 clamps finite overflow to +/-65504, as onnxruntime's converter does", () => {
+  it("65519.99 rounds to 65504 as Cast does; 65520 and beyond clamp instead of becoming Inf; Inf and NaN stay", () => {
+    const x = Tensor.fromValues([65519.99, 65520, -70000, 1e30, Infinity, -Infinity, NaN, 1e-9, -0], "float32");
+    const got = castWeights(x, { to: dtype("float16"), saturate: true }).data as Uint16Array;
+    assert.deepEqual(Array.from(got), [0x7bff, 0x7bff, 0xfbff, 0x7bff, 0x7c00, 0xfc00, 0x7e00, 0x0000, 0x8000]);
+    // Plain Cast turns the same finite values into infinities.
+    const plain = cast(x, "float16").data as Uint16Array;
+    assert.deepEqual(Array.from(plain.slice(0, 4)), [0x7bff, 0x7c00, 0xfc00, 0x7c00]);
+  });
+});
