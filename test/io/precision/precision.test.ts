@@ -7,6 +7,7 @@
  * Cast of the original bit for bit.
  */
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { after, describe, it } from "node:test";
 import { decodeModel, type OnnxGraph } from "../../../src/io/onnx/model.js";
 import { convertModelPrecision, type PrecisionOptions } from "../../../src/io/onnx/precision/model.js";
@@ -17,18 +18,19 @@ import { Tensor } from "../../../src/tensor.js";
 import { allModels, type TestModel } from "./models.js";
 import { runInChild, tempModels, type RunFeed, type RunJob, type RunResult } from "./ort-run.js";
 
-type Variant = "float16" | "float16-keep-io" | "bfloat16" | "float8e4m3fn";
+type Variant = "float16" | "float16-keep-io" | "bfloat16" | "bfloat16-weights" | "float8e4m3fn";
 
 const VARIANTS: Record<Variant, PrecisionOptions> = {
   float16: { to: "float16" },
   "float16-keep-io": { to: "float16", keepIoTypes: true },
   // onnxruntime-node has no bfloat16 tensors to feed or read, so the bfloat16 graphs keep float32 io.
   bfloat16: { to: "bfloat16", keepIoTypes: true },
+  "bfloat16-weights": { to: "bfloat16", weightsOnly: true },
   float8e4m3fn: { to: "float8e4m3fn" },
 };
 
 function toleranceOf(m: TestModel, v: Variant): number {
-  return v === "bfloat16" ? m.tolerance.bfloat16 : v === "float8e4m3fn" ? m.tolerance.weights8 : m.tolerance.float16;
+  return v === "bfloat16" || v === "bfloat16-weights" ? m.tolerance.bfloat16 : v === "float8e4m3fn" ? m.tolerance.weights8 : m.tolerance.float16;
 }
 
 function feedsFor(m: TestModel, v: Variant): RunFeed[] {
@@ -83,6 +85,13 @@ describe("convertModelPrecision: the converted models run in onnxruntime-node cl
       const base = originalOf(c.model);
       const got = resultOf(c);
       assert.ok(base.ok, `the float32 model failed: ${!base.ok ? base.error : ""}`);
+      if (c.variant === "bfloat16" && !got.ok) {
+        // onnxruntime's CPU provider has no bfloat16 kernel for any compute operator (probed:
+        // Relu, Add, MatMul, Gemm, Softmax, Erf, ...): it refuses the graph when it loads it. Should
+        // it gain them, the outputs get compared like the others.
+        assert.ok(/Could not find an implementation for \w+\(\d+\)/.test(got.error), `expected onnxruntime to lack bfloat16 kernels: ${JSON.stringify(got)}`);
+        return;
+      }
       assert.ok(got.ok, `the converted model failed: ${!got.ok ? got.error : ""}`);
       const tol = toleranceOf(c.model, c.variant);
       for (const [name, want] of Object.entries(base.outputs)) {
@@ -130,7 +139,8 @@ describe("convertModelPrecision: the converted graph", () => {
       const floatInits = before.graph.initializers.filter((t) => t.tensor.dtype.name === "float32").length;
       if (c.model.name !== "constants") assert.ok(checked > 0 && (c.variant === "bfloat16" || checked >= floatInits - 1), `only ${checked} of ${floatInits} initializers converted`);
       if (c.converted.mode === "weights") {
-        assert.equal(c.converted.opsetAfter, Math.max(19, c.converted.opsetBefore));
+        const need = c.variant === "float8e4m3fn" ? 19 : 13;
+        assert.equal(c.converted.opsetAfter, Math.max(need, c.converted.opsetBefore));
       } else {
         // Declared io types: float32 kept with --keep-io-types, else the target.
         const io = c.variant === "float16" ? to.onnx : 1;
@@ -167,6 +177,20 @@ describe("convertModelPrecision: the converted graph", () => {
     const names = c.converted.tensors.map((t) => t.name).sort();
     assert.deepEqual(names, ["bias_e", "two", "w"]);
   });
+});
+
+const PYTHON = "/usr/bin/python3";
+const pythonOnnx = spawnSync(PYTHON, ["-c", "import onnx.checker"]).status === 0;
+
+describe("the whole-graph conversions pass onnx.checker with full_check (type and shape inference)", { skip: !pythonOnnx && "no python3 with onnx" }, () => {
+  // onnx 1.12 knows IR 8 and opsets up to 17: the float8 models (IR 9, opset 19) are beyond it.
+  for (const c of cases.filter((x) => x.converted.mode === "graph")) {
+    it(`${c.model.name} -> ${c.variant}`, () => {
+      const path = store.path(`${c.model.name}.${c.variant}.check.onnx`, c.converted.bytes);
+      const r = spawnSync(PYTHON, ["-c", "import onnx,sys; onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)", path], { encoding: "utf8" });
+      assert.equal(r.status, 0, r.stderr.split("\n").slice(-3).join("\n"));
+    });
+  }
 });
 
 describe("castWeights: float16 clamps finite overflow to +/-65504, as onnxruntime's converter does", () => {

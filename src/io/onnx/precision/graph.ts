@@ -104,7 +104,7 @@ class Pass {
    * Converts graph `g`. `outer`: the new types of the values of enclosing graphs it may read;
    * `outerOrig`: their original types.
    */
-  graph(g: PbMessage, outer: Map<string, number>, outerOrig: Map<string, number>, main: boolean): void {
+  graph(g: PbMessage, outer: Map<string, number>, outerOrig: Map<string, number>, main: boolean, keepAll = false): void {
     const T = this.T;
     const graphName = g.string(2);
     const orig = new Map(outerOrig);
@@ -129,7 +129,7 @@ class Pass {
     const infos: NodeInfo[] = [];
     for (const f of g.all(1)) {
       const node = g.message(f, "NodeProto");
-      const info = this.decide(node, f, orig, declared, graphName);
+      const info = this.decide(node, f, orig, declared, keepAll);
       infos.push(info);
     }
 
@@ -142,10 +142,10 @@ class Pass {
       s.add(w);
     };
     for (const info of infos) info.inputs.forEach((name, k) => addWant(name, info.want[k]));
-    const ioType = (name: string): number => ((orig.get(name) ?? 0) === FLOAT ? (main && this.opts.keepIoTypes ? FLOAT : T) : 0);
+    const ioType = (name: string): number => ((orig.get(name) ?? 0) === FLOAT ? ((main && this.opts.keepIoTypes) || keepAll ? FLOAT : T) : 0);
     for (const v of outputs) addWant(v.string(1), ioType(v.string(1)));
     for (const info of infos) {
-      for (const body of bodiesOf(info.node)) for (const name of outerReads(body)) if (orig.get(name) === FLOAT) addWant(name, T);
+      for (const body of bodiesOf(info.node)) for (const name of outerReads(body)) if (orig.get(name) === FLOAT) addWant(name, info.kept ? FLOAT : T);
     }
 
     // 3. What each value is produced as.
@@ -184,7 +184,7 @@ class Pass {
     for (const info of infos) {
       if (info.source) {
         const name = info.outputs[0];
-        if (convertSource(name)) this.convertConstant(info, graphName);
+        if (convertSource(name)) this.convertConstant(info);
         else {
           info.kept = true;
           info.produce[0] = FLOAT;
@@ -245,9 +245,10 @@ class Pass {
         info.node.setStringAt(1, k, castName);
       });
       if (info.kept && !info.source) this.report.kept.push({ graph: graphName, name: info.node.string(3), opType: info.opType, reason: keptReason(info) });
-      if (CONTAINERS.has(info.opType) && !info.kept) {
+      if (CONTAINERS.has(info.opType)) {
+        // A kept container's bodies stay float32 too, with Casts where they read converted values.
         const visibleOrig = new Map(orig);
-        for (const body of bodiesOf(info.node)) this.graph(body, produced, visibleOrig, false);
+        for (const body of bodiesOf(info.node)) this.graph(body, produced, visibleOrig, false, keepAll || info.kept);
       }
       nodes.push(info.field);
     }
@@ -260,7 +261,7 @@ class Pass {
   }
 
   /** Original output types of `node` and whether it computes in the target type. */
-  decide(node: PbMessage, field: PbField, orig: Map<string, number>, declared: Map<string, number>, graphName: string): NodeInfo {
+  decide(node: PbMessage, field: PbField, orig: Map<string, number>, declared: Map<string, number>, keepAll: boolean): NodeInfo {
     const T = this.T;
     const opType = node.string(4);
     const domain = node.string(7);
@@ -310,6 +311,7 @@ class Pass {
       info.produce = outType.map((t) => t);
       return info;
     }
+    if (keepAll) return keep("inside a body kept in float32");
     if (this.opts.blockOps.has(opType)) return keep("on the block list");
     if (!defaultDomain) return keep(`domain ${JSON.stringify(domain)} is not converted`);
     if (opType === "Constant") {
@@ -318,6 +320,9 @@ class Pass {
       return info;
     }
     if (CONTAINERS.has(opType)) {
+      // If, Loop and Scan take "V" (every tensor type at the version) for their values.
+      const allowed = schema?.t.V;
+      if (!allowed || !allowed.includes(T)) return keep(`${opType}${schema ? `-${schema.v}` : ""} does not allow ${typeLabel(T)} for its values`);
       info.want = typeIn.map((t) => (t === FLOAT ? T : 0));
       info.produce = outType.map((t) => (t === FLOAT ? T : t));
       return info;
@@ -348,14 +353,14 @@ class Pass {
       if (t !== FLOAT) return t;
       const slot = slotOf(schema, k, true);
       if (slot === undefined || !allowedBy(schema, slot).includes(T)) return FLOAT;
-      if (typeof slot === "string" && !inputParams.has(slot)) return this.outputOnlyParam(node, attrs, opType, info, graphName);
+      if (typeof slot === "string" && !inputParams.has(slot)) return this.outputOnlyParam(node, attrs, opType, info);
       return T;
     });
     return info;
   }
 
   /** An output whose type an attribute decides (Cast's `to`, a `dtype`, ConstantOfShape's value). */
-  private outputOnlyParam(node: PbMessage, attrs: PbMessage[], opType: string, info: NodeInfo, graphName: string): number {
+  private outputOnlyParam(node: PbMessage, attrs: PbMessage[], opType: string, info: NodeInfo): number {
     const T = this.T;
     const a = attrs.find((x) => x.string(1) === "to" || x.string(1) === "dtype");
     if (a && a.has(3)) {
@@ -366,21 +371,19 @@ class Pass {
     if (opType === "ConstantOfShape") {
       const v = attrs.find((x) => x.string(1) === "value");
       if (!v) return FLOAT;
-      const f = node.all(5)[attrs.indexOf(v)];
       const t = v.all(5).at(-1);
       if (!t) return FLOAT;
       const converted = convertTensorField(t, this.opts, `${node.string(3) || opType}.value`, "attribute", this.report.tensors);
       if (!converted) return FLOAT;
       t.msg = converted;
-      void f;
-      void graphName;
       return T;
     }
     return FLOAT;
   }
 
+
   /** A Constant whose float value is converted: `value` as a tensor, `value_float(s)` become one. */
-  private convertConstant(info: NodeInfo, graphName: string): void {
+  private convertConstant(info: NodeInfo): void {
     const node = info.node;
     const label = node.string(3) || info.outputs[0];
     for (const f of node.all(5)) {
@@ -408,7 +411,6 @@ class Pass {
         info.produce[0] = this.T;
       }
     }
-    void graphName;
   }
 
   /** Renames value `from` to `to` wherever graph `g` and its bodies define or read it. */
