@@ -18,11 +18,13 @@ import { Tensor } from "../../../src/tensor.js";
 import { allModels, type TestModel } from "./models.js";
 import { runInChild, tempModels, type RunFeed, type RunJob, type RunResult } from "./ort-run.js";
 
-type Variant = "float16" | "float16-keep-io" | "bfloat16" | "bfloat16-weights" | "float8e4m3fn";
+type Variant = "float16" | "float16-keep-io" | "float16-blocked" | "bfloat16" | "bfloat16-weights" | "float8e4m3fn";
 
 const VARIANTS: Record<Variant, PrecisionOptions> = {
   float16: { to: "float16" },
   "float16-keep-io": { to: "float16", keepIoTypes: true },
+  // Casts around kept nodes, in the middle of the graph and at its ends.
+  "float16-blocked": { to: "float16", blockOps: ["Relu", "Softmax", "LayerNormalization", "Erf", "Conv", "Mul", "Sigmoid", "If", "Add"] },
   // onnxruntime-node has no bfloat16 tensors to feed or read, so the bfloat16 graphs keep float32 io.
   bfloat16: { to: "bfloat16", keepIoTypes: true },
   "bfloat16-weights": { to: "bfloat16", weightsOnly: true },
@@ -34,7 +36,7 @@ function toleranceOf(m: TestModel, v: Variant): number {
 }
 
 function feedsFor(m: TestModel, v: Variant): RunFeed[] {
-  return m.feeds.map((f) => ({ ...f, type: f.type === "float32" && v === "float16" ? "float16" : f.type }));
+  return m.feeds.map((f) => ({ ...f, type: f.type === "float32" && (v === "float16" || v === "float16-blocked") ? "float16" : f.type }));
 }
 
 /** Every name a node reads is defined earlier (input, initializer, earlier node, enclosing graph). */
@@ -98,7 +100,7 @@ describe("convertModelPrecision: the converted models run in onnxruntime-node cl
         const out: { type: string; dims: number[]; values: number[] } | undefined = got.outputs[name];
         assert.ok(out, `output ${name} is missing`);
         assert.deepEqual(out.dims, want.dims);
-        const keepsFloat32 = c.variant !== "float16";
+        const keepsFloat32 = c.variant !== "float16" && c.variant !== "float16-blocked";
         assert.equal(out.type, keepsFloat32 ? "float32" : "float16", `output ${name}'s type`);
         let worst = 0;
         for (let i = 0; i < want.values.length; i++) {
@@ -137,13 +139,13 @@ describe("convertModelPrecision: the converted graph", () => {
         }
       }
       const floatInits = before.graph.initializers.filter((t) => t.tensor.dtype.name === "float32").length;
-      if (c.model.name !== "constants") assert.ok(checked > 0 && (c.variant === "bfloat16" || checked >= floatInits - 1), `only ${checked} of ${floatInits} initializers converted`);
+      if (c.model.name !== "constants") assert.ok(c.variant === "float16-blocked" || (checked > 0 && (c.variant === "bfloat16" || checked >= floatInits - 1)), `only ${checked} of ${floatInits} initializers converted`);
       if (c.converted.mode === "weights") {
         const need = c.variant === "float8e4m3fn" ? 19 : 13;
         assert.equal(c.converted.opsetAfter, Math.max(need, c.converted.opsetBefore));
       } else {
         // Declared io types: float32 kept with --keep-io-types, else the target.
-        const io = c.variant === "float16" ? to.onnx : 1;
+        const io = c.variant === "float16" || c.variant === "float16-blocked" ? to.onnx : 1;
         for (const v of [...after.graph.inputs, ...after.graph.outputs]) {
           const was = [...before.graph.inputs, ...before.graph.outputs].find((w) => w.name === v.name)!;
           assert.equal(v.elemType, was.elemType === 1 ? io : was.elemType, `${v.name}'s declared type`);
@@ -156,6 +158,16 @@ describe("convertModelPrecision: the converted graph", () => {
     const c = cases.find((x) => x.model.name === "transformer" && x.variant === "float16")!;
     assert.deepEqual(c.converted.kept, []);
     assert.equal(c.converted.castsInserted, 0);
+  });
+
+  it("float16 with blocked ops: each kept node is reported, and Casts join it to its converted neighbours", () => {
+    const c = cases.find((x) => x.model.name === "mlp" && x.variant === "float16-blocked")!;
+    assert.deepEqual(c.converted.kept.map((k) => k.opType), ["Relu", "Add", "Sigmoid"]);
+    const g = decodeModel(c.converted.bytes).graph;
+    // Gemm(f16) -> Cast f32 -> Relu -> Cast f16 -> MatMul -> Cast f32 -> Add(b2 read as f32) -> Sigmoid -> Cast f16 -> y.
+    assert.deepEqual(g.nodes.map((n) => n.opType), ["Gemm", "Cast", "Relu", "Cast", "MatMul", "Cast", "Add", "Sigmoid", "Cast"]);
+    assert.equal(g.initializers.find((t) => t.name === "b2")!.tensor.dtype.name, "float32", "b2 is read only by the kept Add");
+    assert.equal(c.converted.castsInserted, 4);
   });
 
   it("Constant values (value and value_floats) and ConstantOfShape's value are converted", () => {
