@@ -30,6 +30,8 @@ export const DEFAULT_BLOCKED_OPS: readonly string[] = [
   "LabelEncoder", "LinearClassifier", "LinearRegressor", "Normalizer", "OneHotEncoder", "SVMClassifier", "SVMRegressor",
   "Scaler", "TreeEnsembleClassifier", "TreeEnsembleRegressor", "ZipMap", "NonMaxSuppression", "TopK", "RoiAlign",
   "Resize", "Range", "CumSum", "Min", "Max", "Upsample", "RandomUniformLike",
+  // Its function body (which onnxruntime expands) adds a float32 epsilon Constant to T.
+  "MeanVarianceNormalization",
 ];
 
 /** A node kept in float32, and why. */
@@ -208,7 +210,8 @@ class Pass {
         for (const info of infos) info.outputs = info.outputs.map((s) => (s === name ? renamed : s));
         for (const info of infos) info.inputs = info.inputs.map((s) => (s === name ? renamed : s));
         produced.set(renamed, p);
-        tail.push(castNode(this.fresh(`${name}__cast`), renamed, name, w));
+        tail.push(castNode(this.fresh(`${name}__cast`), renamed, name, w, this.opset));
+        if (this.opset < 6) g.addMessage(13, typedValue(renamed, p));
         this.report.castsInserted++;
       }
       if (w !== 0) setElemType(v, w);
@@ -238,7 +241,9 @@ class Pass {
         if (!castName) {
           castName = this.fresh(`${name}__${typeLabel(w)}`);
           casts.set(key, castName);
-          nodes.push(fieldOf(castNode(this.fresh(`${name}__cast_${typeLabel(w)}`), name, castName, w)));
+          nodes.push(fieldOf(castNode(this.fresh(`${name}__cast_${typeLabel(w)}`), name, castName, w, this.opset)));
+          // onnxruntime infers no type for Cast-1 (its `to` is a string): the model says it.
+          if (this.opset < 6) g.addMessage(13, typedValue(castName, w));
           this.report.castsInserted++;
         }
         info.inputs[k] = castName;
@@ -289,7 +294,7 @@ class Pass {
       if (slot === undefined) return 0;
       if (typeof slot !== "string") return slot.length === 1 ? slot[0] : 0;
       for (let j = 0; j < inputs.length; j++) if (slotOf(schema, j, false) === slot && typeIn[j] !== 0) return typeIn[j];
-      const dt = intAttr("to") ?? intAttr("dtype");
+      const dt = intAttr("to") ?? intAttr("dtype") ?? cast1To(attrs);
       if (dt !== undefined) return dt;
       if (DTYPE_OR_INPUT.has(opType)) return typeIn[0];
       const allowed = allowedBy(schema, slot);
@@ -367,6 +372,10 @@ class Pass {
       if (Number(a.varint(3)) === FLOAT) a.setVarint(3, T);
       return T;
     }
+    if (a && a.has(4) && a.string(4) === "FLOAT" && CAST1_NAMES[T]) {
+      a.setString(4, CAST1_NAMES[T]);
+      return T;
+    }
     if (DTYPE_OR_INPUT.has(opType)) return info.want[0] === T ? T : FLOAT;
     if (opType === "ConstantOfShape") {
       const v = attrs.find((x) => x.string(1) === "value");
@@ -432,6 +441,15 @@ class Pass {
   }
 }
 
+/** Cast-1's STRING `to` as a type number; undefined when absent or not a type it names. */
+function cast1To(attrs: PbMessage[]): number | undefined {
+  const a = attrs.find((x) => x.string(1) === "to");
+  if (!a || !a.has(4)) return undefined;
+  const s = a.string(4);
+  const names: Record<string, number> = { FLOAT: 1, UINT8: 2, INT8: 3, UINT16: 4, INT16: 5, INT32: 6, INT64: 7, STRING: 8, BOOL: 9, FLOAT16: 10, DOUBLE: 11, UINT32: 12, UINT64: 13 };
+  return names[s];
+}
+
 function keptReason(info: NodeInfo): string {
   return (info as NodeInfo & { reason?: string }).reason ?? "its float value is read only in float32";
 }
@@ -448,9 +466,16 @@ function fieldOf(msg: PbMessage): PbField {
   return { no: 1, wire: 2, data: new Uint8Array(0), msg };
 }
 
-/** A Cast node (NodeProto) from `input` to `output` as element type `to`. */
-export function castNode(name: string, input: string, output: string, to: number): PbMessage {
-  const attr = new PbMessage([], "AttributeProto").addString(1, "to").addVarint(3, to).addVarint(20, 2);
+/** Cast-1's `to` is a STRING naming the type (TensorProto.DataType's enum names). */
+const CAST1_NAMES: Record<number, string> = { 1: "FLOAT", 10: "FLOAT16", 11: "DOUBLE" };
+
+/** A Cast node (NodeProto) from `input` to `output` as element type `to`, in the form `opset` reads. */
+export function castNode(name: string, input: string, output: string, to: number, opset: number): PbMessage {
+  const attr = new PbMessage([], "AttributeProto").addString(1, "to");
+  if (opset < 6) {
+    if (!CAST1_NAMES[to]) throw new TensorcastError("NOT_IMPLEMENTED", `Cast-1 (opset ${opset}) cannot cast to type ${to}`);
+    attr.addString(4, CAST1_NAMES[to]).addVarint(20, 3);
+  } else attr.addVarint(3, to).addVarint(20, 2);
   return new PbMessage([], "NodeProto").addString(1, input).addString(2, output).addString(3, name).addString(4, "Cast").addMessage(5, attr);
 }
 
@@ -479,6 +504,12 @@ function outerReads(g: PbMessage): Set<string> {
   };
   walk(g);
   return reads;
+}
+
+/** A ValueInfoProto of a tensor of element type `t`, shape unknown. */
+function typedValue(name: string, t: number): PbMessage {
+  const tensor = new PbMessage([], "TypeProto.Tensor").addVarint(1, t);
+  return new PbMessage([], "ValueInfoProto").addString(1, name).addMessage(2, new PbMessage([], "TypeProto").addMessage(1, tensor));
 }
 
 /** TypeProto.tensor_type.elem_type of a ValueInfoProto; 0 when it has none. */

@@ -101,7 +101,7 @@ export function convertModelPrecision(bytes: Uint8Array, opts: PrecisionOptions)
   const graph = model.sub(7, "GraphProto");
   if (!graph) throw new TensorcastError("INVALID_DATA", "ModelProto has no graph");
   if (weightsOnly) {
-    result.castsInserted = storeWeights(graph, { to, saturate }, result.tensors);
+    result.castsInserted = storeWeights(graph, { to, saturate }, result.tensors, result.opsetAfter);
   } else {
     const report = convertGraphPrecision(model, result.opsetAfter, {
       to, saturate, keepIoTypes: opts.keepIoTypes === true, blockOps: new Set(opts.blockOps ?? DEFAULT_BLOCKED_OPS),
@@ -115,7 +115,7 @@ export function convertModelPrecision(bytes: Uint8Array, opts: PrecisionOptions)
 }
 
 /** Weights only: each float32 initializer stored as `to`, read back through a Cast to float32. */
-function storeWeights(graph: PbMessage, opts: { to: DType; saturate: boolean }, out: ConvertedTensor[]): number {
+function storeWeights(graph: PbMessage, opts: { to: DType; saturate: boolean }, out: ConvertedTensor[], opset: number): number {
   const names = new Set<string>();
   const collect = (g: PbMessage): void => {
     for (const n of g.subs(1, "NodeProto")) {
@@ -145,7 +145,7 @@ function storeWeights(graph: PbMessage, opts: { to: DType; saturate: boolean }, 
     const stored = fresh(`${name}__${opts.to.name}`);
     converted.setString(8, stored);
     f.msg = converted;
-    casts.push({ no: 1, wire: 2, data: new Uint8Array(0), msg: castNode(fresh(`${name}__cast`), stored, name, 1) });
+    casts.push({ no: 1, wire: 2, data: new Uint8Array(0), msg: castNode(fresh(`${name}__cast`), stored, name, 1, opset) });
   }
   const first = graph.fields.findIndex((f) => f.no === 1);
   graph.fields.splice(first < 0 ? 0 : first, 0, ...casts);
