@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { after, describe, it } from "node:test";
+import { encodeModel } from "../../../src/io/onnx/encode.js";
 import { decodeModel, type OnnxGraph } from "../../../src/io/onnx/model.js";
 import { convertModelPrecision, type PrecisionOptions } from "../../../src/io/onnx/precision/model.js";
 import { castWeights } from "../../../src/io/onnx/precision/tensors.js";
@@ -168,6 +169,40 @@ describe("convertModelPrecision: the converted graph", () => {
     assert.deepEqual(g.nodes.map((n) => n.opType), ["Gemm", "Cast", "Relu", "Cast", "MatMul", "Cast", "Add", "Sigmoid", "Cast"]);
     assert.equal(g.initializers.find((t) => t.name === "b2")!.tensor.dtype.name, "float32", "b2 is read only by the kept Add");
     assert.equal(c.converted.castsInserted, 4);
+  });
+
+  it("bfloat16 at opset 13: Conv-11, BatchNormalization-9 and MaxPool-12 allow no bfloat16 and stay float32", () => {
+    const c = cases.find((x) => x.model.name === "cnn" && x.variant === "bfloat16")!;
+    assert.deepEqual(c.converted.kept.map((k) => `${k.opType}: ${k.reason}`), [
+      "Conv: Conv-11 does not allow bfloat16 for T",
+      "BatchNormalization: BatchNormalization-9 does not allow bfloat16 for T",
+      "MaxPool: MaxPool-12 does not allow bfloat16 for T",
+    ]);
+    const g = decodeModel(c.converted.bytes).graph;
+    assert.equal(g.initializers.find((t) => t.name === "k")!.tensor.dtype.name, "float32");
+    assert.equal(g.initializers.find((t) => t.name === "fw")!.tensor.dtype.name, "bfloat16");
+  });
+
+  it("an input the schema fixes to float32 (Resize-13's scales) keeps its initializer float32 while the node converts", () => {
+    const bytes = encodeModel({
+      irVersion: 8, opsetImports: [{ domain: "", version: 13 }],
+      graph: {
+        name: "resize",
+        nodes: [{ name: "rs", opType: "Resize", domain: "", inputs: ["x", "", "scales"], outputs: ["y"], attributes: [] }],
+        initializers: [{ name: "scales", tensor: Tensor.fromValues([1, 1, 2, 2], "float32", [4]) }],
+        inputs: [{ name: "x", elemType: 1, shape: [1, 1, 2, 2] }], outputs: [{ name: "y", elemType: 1, shape: [1, 1, 4, 4] }],
+      },
+    });
+    const r = convertModelPrecision(bytes, { to: "float16", blockOps: [] });
+    assert.deepEqual(r.kept, []);
+    assert.equal(r.castsInserted, 0);
+    const g = decodeModel(r.bytes).graph;
+    assert.equal(g.initializers[0].tensor.dtype.name, "float32");
+    assert.deepEqual([g.inputs[0].elemType, g.outputs[0].elemType], [10, 10]);
+    // With the default block list Resize stays float32 behind Casts instead.
+    const d = convertModelPrecision(bytes, { to: "float16" });
+    assert.deepEqual(d.kept.map((k) => k.opType), ["Resize"]);
+    assert.equal(d.castsInserted, 2);
   });
 
   it("Constant values (value and value_floats) and ConstantOfShape's value are converted", () => {
