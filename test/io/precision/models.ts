@@ -197,6 +197,27 @@ export function ifModel(): TestModel {
   };
 }
 
+/**
+ * Loop, 3 iterations, carrying v: v <- v * w + b, with w from the outer graph and b an
+ * initializer of the body.
+ */
+export function loopModel(): TestModel {
+  const body = graphOf(model("body", 13, [
+    node("Identity", ["cond_in"], ["cond_out"]),
+    node("Mul", ["v_in", "w"], ["m"]),
+    node("Add", ["m", "b"], ["v_out"]),
+  ], [init("b", [3], [0.25, -0.5, 1])], [vi("iter", I64, []), vi("cond_in", 9, []), vi("v_in", F, [3])], [vi("cond_out", 9, []), vi("v_out", F, [3])]));
+  const outer = model("loop_model", 13, [
+    node("Loop", ["M", "", "x"], ["v_final"], [], "loop_node"),
+    node("Relu", ["v_final"], ["y"]),
+  ], [init("M", [], [3], "int64"), init("w", [3], [1.5, -0.75, 0.5])], [vi("x", F, [3])], [vi("y", F, [3])]);
+  return {
+    name: "loop", bytes: addGraphAttributes(outer, "loop_node", [["body", body]]),
+    feeds: [{ name: "x", type: "float32", dims: [3], values: [1, -2, 3] }],
+    tolerance: { float16: 4e-3, bfloat16: 3e-2, weights8: 0.1 },
+  };
+}
+
 /** The GraphProto bytes of a serialized ModelProto (field 7). */
 function graphOf(modelBytes: Uint8Array): Uint8Array {
   let at = 0;
@@ -270,5 +291,5 @@ function splitFields(bytes: Uint8Array): { no: number; raw: Uint8Array; body?: U
 
 /** Every test model. */
 export function allModels(): TestModel[] {
-  return [mlp(), cnn(), transformer(false), transformer(true), constants(), ifModel()];
+  return [mlp(), cnn(), transformer(false), transformer(true), constants(), ifModel(), loopModel()];
 }
