@@ -205,6 +205,27 @@ describe("convertModelPrecision: the converted graph", () => {
     assert.equal(d.castsInserted, 2);
   });
 
+  it("a custom-domain node stays float32; its undeclared output, added to a float32 weight, is taken as float32 and cast", () => {
+    const bytes = encodeModel({
+      irVersion: 8, opsetImports: [{ domain: "", version: 13 }, { domain: "custom", version: 1 }],
+      graph: {
+        name: "custom",
+        nodes: [
+          { name: "foo", opType: "Foo", domain: "custom", inputs: ["x"], outputs: ["f"], attributes: [] },
+          { name: "add", opType: "Add", domain: "", inputs: ["f", "w"], outputs: ["y"], attributes: [] },
+        ],
+        initializers: [{ name: "w", tensor: Tensor.fromValues([1, 2], "float32", [2]) }],
+        inputs: [{ name: "x", elemType: 1, shape: [2] }], outputs: [{ name: "y", elemType: 1, shape: [2] }],
+      },
+    });
+    const r = convertModelPrecision(bytes, { to: "float16" });
+    assert.deepEqual(r.kept.map((k) => k.name), ["foo"]);
+    const g = decodeModel(r.bytes).graph;
+    // x (float16) -> Cast float32 -> Foo -> Cast float16 -> Add(w float16) -> y.
+    assert.deepEqual(g.nodes.map((n) => `${n.opType}(${n.inputs.join(",")})`), ["Cast(x)", "Foo(x__float32)", "Cast(f)", "Add(f__float16,w)"]);
+    assert.equal(g.initializers[0].tensor.dtype.name, "float16");
+  });
+
   it("Constant values (value and value_floats) and ConstantOfShape's value are converted", () => {
     const c = cases.find((x) => x.model.name === "constants" && x.variant === "float16")!;
     const kinds = c.converted.tensors.map((t) => `${t.kind}:${t.name}`).sort();

@@ -109,6 +109,9 @@ class Pass {
   graph(g: PbMessage, outer: Map<string, number>, outerOrig: Map<string, number>, main: boolean, keepAll = false): void {
     const T = this.T;
     const graphName = g.string(2);
+    if (g.has(15)) {
+      throw new TensorcastError("NOT_IMPLEMENTED", `graph ${JSON.stringify(graphName)} has sparse initializers, which the precision pass does not convert`);
+    }
     const orig = new Map(outerOrig);
     const declared = new Map<string, number>();
     const inputs = g.subs(11, "ValueInfoProto");
@@ -282,6 +285,22 @@ class Pass {
       return a && a.has(3) ? Number(a.varint(3)) : undefined;
     };
 
+    // Inputs of unknown type that share a type parameter with a float32 input are float32 too:
+    // the schema binds one type to the parameter.
+    if (schema) {
+      const floatParams = new Set<string>();
+      typeIn.forEach((t, j) => {
+        const slot = slotOf(schema, j, false);
+        if (t === FLOAT && typeof slot === "string") floatParams.add(slot);
+      });
+      typeIn.forEach((t, j) => {
+        const slot = slotOf(schema, j, false);
+        if (t === 0 && inputs[j] !== "" && typeof slot === "string" && floatParams.has(slot)) {
+          typeIn[j] = FLOAT;
+          orig.set(inputs[j], FLOAT);
+        }
+      });
+    }
     // Original output types: declared, else from the schema.
     const outType = outputs.map((s, k) => {
       if (declared.has(s)) return declared.get(s)!;
