@@ -261,6 +261,51 @@ describe("the whole-graph conversions pass onnx.checker with full_check (type an
   }
 });
 
+describe("convertModelPrecision refuses what it cannot do, with a TensorcastError code", () => {
+  const code = (f: () => unknown): string | undefined => {
+    try {
+      f();
+    } catch (e) {
+      return (e as { code?: string }).code;
+    }
+    return undefined;
+  };
+  const model = (opset: number): Uint8Array => encodeModel({
+    irVersion: 7, opsetImports: [{ domain: "", version: opset }],
+    graph: {
+      name: "g", nodes: [{ name: "n", opType: "Add", domain: "", inputs: ["x", "w"], outputs: ["y"], attributes: [] }],
+      initializers: [{ name: "w", tensor: Tensor.fromValues([1], "float32", [1]) }],
+      inputs: [{ name: "x", elemType: 1, shape: [1] }], outputs: [{ name: "y", elemType: 1, shape: [1] }],
+    },
+  });
+  it("bad arguments", () => {
+    assert.equal(code(() => convertModelPrecision(null as unknown as Uint8Array, { to: "float16" })), "INVALID_DATA");
+    assert.equal(code(() => convertModelPrecision(model(13), { to: "float16", keepIo: true } as PrecisionOptions)), "INVALID_ATTRIBUTE");
+    assert.equal(code(() => convertModelPrecision(model(13), { to: "int8" })), "UNSUPPORTED_TYPE");
+    assert.equal(code(() => convertModelPrecision(new Uint8Array([0x0a, 0x05]), { to: "float16" })), "INVALID_DATA");
+  });
+  it("float8 weights in a model below opset 13 (not raised), bfloat16 graph below 13", () => {
+    assert.equal(code(() => convertModelPrecision(model(11), { to: "float8e4m3fn" })), "NOT_IMPLEMENTED");
+    assert.equal(code(() => convertModelPrecision(model(11), { to: "bfloat16" })), "NOT_IMPLEMENTED");
+    const r = convertModelPrecision(model(13), { to: "float8e5m2" });
+    assert.equal(r.opsetAfter, 19);
+    const m = decodeModel(r.bytes);
+    assert.equal(m.irVersion, 9);
+    assert.deepEqual(m.graph.initializers.map((t) => [t.name, t.tensor.dtype.name]), [["w__float8e5m2", "float8e5m2"]]);
+  });
+  it("Reduce* axes attributes move to an input when the opset goes from 17 to 19", () => {
+    const c = cases.find((x) => x.model.name === "transformer_decomposed" && x.variant === "float8e4m3fn")!;
+    const g = decodeModel(c.converted.bytes).graph;
+    const reduce = g.nodes.filter((n) => n.opType === "ReduceMean");
+    assert.equal(reduce.length, 2);
+    for (const n of reduce) {
+      assert.deepEqual(n.attributes, []);
+      const axes = g.initializers.find((t) => t.name === n.inputs[1])!;
+      assert.deepEqual(axes.tensor.toValues(), [-1n]);
+    }
+  });
+});
+
 describe("castWeights: float16 clamps finite overflow to +/-65504, as onnxruntime's converter does", () => {
   it("65519.99 rounds to 65504 as Cast does; 65520 and beyond clamp instead of becoming Inf; Inf and NaN stay", () => {
     const x = Tensor.fromValues([65519.99, 65520, -70000, 1e30, Infinity, -Infinity, NaN, 1e-9, -0], "float32");

@@ -13,7 +13,6 @@
  * `scales`, say) stay float32.
  */
 import { TensorcastError } from "../../../errors.js";
-import type { DType } from "../../../dtype/table.js";
 import { PbMessage, type PbField } from "./pb.js";
 import { allowedBy, schemaAt, slotOf } from "./schema-types.js";
 import { convertTensorField, type ConvertedTensor, type TensorCastOptions } from "./tensors.js";
@@ -42,6 +41,7 @@ export interface KeptNode {
   reason: string;
 }
 
+/** How the whole-graph pass converts (see convertModelPrecision's options). */
 export interface GraphPassOptions extends TensorCastOptions {
   /** Keep the main graph's float32 inputs and outputs float32, with Casts at the boundary. */
   keepIoTypes: boolean;
@@ -49,6 +49,7 @@ export interface GraphPassOptions extends TensorCastOptions {
   blockOps: ReadonlySet<string>;
 }
 
+/** What the whole-graph pass did. */
 export interface GraphPassReport {
   tensors: ConvertedTensor[];
   kept: KeptNode[];
@@ -488,7 +489,10 @@ function fieldOf(msg: PbMessage): PbField {
 /** Cast-1's `to` is a STRING naming the type (TensorProto.DataType's enum names). */
 const CAST1_NAMES: Record<number, string> = { 1: "FLOAT", 10: "FLOAT16", 11: "DOUBLE" };
 
-/** A Cast node (NodeProto) from `input` to `output` as element type `to`, in the form `opset` reads. */
+/**
+ * A Cast node (NodeProto) from `input` to `output` as element type `to`, in the form `opset` reads.
+ * @example castNode("c", "x", "x16", 10, 13).strings(4)  // ["Cast"]
+ */
 export function castNode(name: string, input: string, output: string, to: number, opset: number): PbMessage {
   const attr = new PbMessage([], "AttributeProto").addString(1, "to");
   if (opset < 6) {
@@ -498,7 +502,10 @@ export function castNode(name: string, input: string, output: string, to: number
   return new PbMessage([], "NodeProto").addString(1, input).addString(2, output).addString(3, name).addString(4, "Cast").addMessage(5, attr);
 }
 
-/** The GRAPH (g) and GRAPHS attributes of a node. */
+/**
+ * The GRAPH (g) and GRAPHS attributes of a node.
+ * @example bodiesOf(ifNode).length  // 2: then_branch and else_branch
+ */
 export function bodiesOf(node: PbMessage): PbMessage[] {
   const out: PbMessage[] = [];
   for (const a of node.subs(5, "AttributeProto")) {
@@ -531,7 +538,10 @@ function typedValue(name: string, t: number): PbMessage {
   return new PbMessage([], "ValueInfoProto").addString(1, name).addMessage(2, new PbMessage([], "TypeProto").addMessage(1, tensor));
 }
 
-/** TypeProto.tensor_type.elem_type of a ValueInfoProto; 0 when it has none. */
+/**
+ * TypeProto.tensor_type.elem_type of a ValueInfoProto; 0 when it has none.
+ * @example elemTypeOf(graph.subs(11)[0])  // 1 for a float32 input
+ */
 export function elemTypeOf(v: PbMessage): number {
   const tensor = v.sub(2, "TypeProto")?.sub(1, "TypeProto.Tensor");
   return tensor ? tensor.int(1) : 0;
@@ -584,6 +594,7 @@ function floatsOf(a: PbMessage): number[] {
 
 /**
  * Runs the pass over a parsed ModelProto's graph (in place).
+ * @example convertGraphPrecision(PbMessage.parse(bytes, "ModelProto"), 13, opts).kept  // [] for an MLP
  * @throws TensorcastError NOT_IMPLEMENTED for tensors with external data.
  */
 export function convertGraphPrecision(model: PbMessage, opset: number, opts: GraphPassOptions): GraphPassReport {
@@ -595,4 +606,3 @@ export function convertGraphPrecision(model: PbMessage, opset: number, opts: Gra
   return pass.report;
 }
 
-export type { DType };

@@ -3,6 +3,7 @@
  * or with its float32 weights stored in a smaller type and cast back where they are read
  * (weights only: any float target, and the only mode for float8, int4 and float4 targets).
  */
+import { expectBytes, expectObject, expectOptions } from "../../../args.js";
 import { TensorcastError } from "../../../errors.js";
 import { dtype, type DType, type DTypeLike } from "../../../dtype/table.js";
 import { validateMessage } from "../validate.js";
@@ -13,6 +14,7 @@ import { convertTensorField, type ConvertedTensor } from "./tensors.js";
 export { DEFAULT_BLOCKED_OPS, type KeptNode } from "./graph.js";
 export type { ConvertedTensor } from "./tensors.js";
 
+/** What `convertModelPrecision` does; only `to` is required. */
 export interface PrecisionOptions {
   /** float16 or bfloat16 for the whole graph; with `weightsOnly` any float, int4 or uint4 type. */
   to: DTypeLike;
@@ -26,6 +28,7 @@ export interface PrecisionOptions {
   saturate?: boolean;
 }
 
+/** The converted model and what was done to it. */
 export interface PrecisionResult {
   /** The converted ModelProto. */
   bytes: Uint8Array;
@@ -70,6 +73,13 @@ const AXES_TO_INPUT_AT_18 = new Set([
  *         raised.
  */
 export function convertModelPrecision(bytes: Uint8Array, opts: PrecisionOptions): PrecisionResult {
+  expectBytes(bytes, "convertModelPrecision's input");
+  expectObject(opts, "convertModelPrecision's options", "INVALID_ATTRIBUTE");
+  const isBool = (v: unknown): boolean => typeof v === "boolean";
+  expectOptions(opts, "convertModelPrecision", {
+    to: () => true, weightsOnly: isBool, keepIoTypes: isBool, saturate: isBool,
+    blockOps: (v) => Array.isArray(v) && v.every((s) => typeof s === "string"),
+  }, { weightsOnly: "a boolean", keepIoTypes: "a boolean", saturate: "a boolean", blockOps: "an array of operator names" });
   const to = dtype(opts.to);
   const weightsOnly = opts.weightsOnly === true || (to.name !== "float16" && to.name !== "bfloat16");
   if (weightsOnly ? !STORAGE_NEEDS[to.name] && to.name !== "float16" : false) {

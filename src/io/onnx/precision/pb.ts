@@ -18,7 +18,10 @@ export interface PbField {
   msg?: PbMessage;
 }
 
-/** UTF-8 bytes of a string (the core has no TextEncoder in its lib types). */
+/**
+ * UTF-8 bytes of a string (the core has no TextEncoder in its lib types).
+ * @example utf8Bytes("é")  // Uint8Array [0xc3, 0xa9]
+ */
 export function utf8Bytes(s: string): Uint8Array {
   return new WireWriter(3 * s.length + 8).utf8(s).finish().slice();
 }
