@@ -16,6 +16,7 @@ import { castWeights } from "../../../src/io/onnx/precision/tensors.js";
 import { cast } from "../../../src/ops/cast.js";
 import { dtype } from "../../../src/dtype/table.js";
 import { Tensor } from "../../../src/tensor.js";
+import { W } from "../../support/protobuf.js";
 import { allModels, type TestModel } from "./models.js";
 import { runInChild, tempModels, type RunFeed, type RunJob, type RunResult } from "./ort-run.js";
 
@@ -328,6 +329,19 @@ describe("weights stored as every type a Cast reads back (the MLP)", () => {
       assert.ok(run.ok, !run.ok ? run.error : "");
       assert.deepEqual(run.outputs.y.dims, [2, 4]);
     });
+  });
+});
+
+describe("fields the pass does not touch are written back as they were", () => {
+  it("model doc_string, metadata_props and an unknown field; an initializer's doc_string", () => {
+    const extra = new W().len(6, "model doc").len(14, new W().len(1, "key").len(2, "value")).int(99, 12345).bytes();
+    const base = models[0].bytes;
+    const bytes = new Uint8Array([...base, ...extra]);
+    for (const opts of [{ to: "float16" }, { to: "float8e4m3fn" }] as PrecisionOptions[]) {
+      const out = convertModelPrecision(bytes, opts).bytes;
+      const tail = out.subarray(out.length - extra.length);
+      assert.deepEqual(tail, extra, `${opts.to}: the trailing fields`);
+    }
   });
 });
 
