@@ -213,7 +213,8 @@ export function convertChunk(
   return { bytes, stats };
 }
 
-function measureConversion(source: Tensor, result: Tensor): ConvertStats {
+/** How converting `source` into `result` changed each element (see ConvertStats). */
+export function measureConversion(source: Tensor, result: Tensor): ConvertStats {
   const to = result.dtype;
   const decodeX = decoder(source);
   const decodeY = decoder(result);

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dtype, TensorcastError, type DType } from "../../../index.js";
 import { convertFile, type ConvertReport } from "../../convert/convert.js";
+import { convertModelFile, type ModelConvertReport } from "../../convert/model-precision.js";
 import { exampleCheckpoint } from "../../convert/example.js";
 import { formatOption, formatStat, jobsOption, npyOptions, regexOption, sizeOption } from "../../convert/options.js";
 import { ProgressBar, progressWanted } from "../../convert/progress.js";
@@ -48,6 +49,9 @@ const OPTIONS = {
   inline: { type: "boolean" },
   shard: { type: "string", expects: "K/N: slice K (from 0) of N of a sharded checkpoint's shards" },
   example: { type: "boolean" },
+  "keep-io-types": { type: "boolean" },
+  "weights-only": { type: "boolean" },
+  "block-ops": { type: "string", expects: "a comma-separated list of operator names" },
   help: { type: "boolean", short: "h" },
 } as const satisfies OptionSpecs;
 
@@ -74,6 +78,11 @@ JOB_COMPLETION_INDEX) straight into OUTDIR, which N processes may share; when al
 By default only floating-point tensors are converted; integer, bool and complex tensors are
 copied as they are. OUT's format follows its extension (.safetensors, .npy, .onnx, .pb), else IN's.
 
+An .onnx model written back as .onnx is converted as a whole: with --to float16 or bfloat16 its
+graph computes in TYPE (operators that cannot stay in float32 behind Casts); with a float8, int4 or
+float4 TYPE (or --weights-only) its weights are stored in TYPE and cast back to float32 where read
+(the opset is raised to 19, 21 or 23 when the Cast needs it).
+
 Options:
   --to TYPE              the new type: bfloat16, float16, float32, float8e4m3fn, float8e5m2, ...
   -o, --output OUT       the file to write: refused if it is IN, a directory, a device or a FIFO;
@@ -81,8 +90,14 @@ Options:
   --only REGEX           convert only tensors whose name matches
   --skip REGEX           never convert tensors whose name matches
   --include-int          convert integer and bool tensors too
-  --initializers A,B     convert exactly these tensors; required to write an .onnx model back, whose
-                         graph is left as it is (nodes reading them then see the new type)
+  --initializers A,B     .onnx to .onnx: convert exactly these tensors and leave the graph as it is
+                         (nodes reading them then see the new type)
+  --keep-io-types        .onnx to .onnx, whole graph: float32 inputs and outputs stay float32 (Casts
+                         at the boundary)
+  --weights-only         .onnx to .onnx: store the float32 weights as TYPE with a Cast back to
+                         float32 after each (the default, and the only way, for float8, int4, float4)
+  --block-ops A,B        .onnx to .onnx, whole graph: operators kept in float32 (default: those the
+                         onnxconverter-common float16 converter blocks; see docs/convert.md)
   --saturate             float8 / e8m0 targets: out-of-range values become +/-max (the default)
   --no-saturate          ... or NaN / Inf, as Cast with saturate=0
   --format FMT           IN's format when its name does not say it (safetensors, npy, onnx, pb)
@@ -112,6 +127,8 @@ Examples:
   tensorcast convert model.safetensors --to bfloat16 -o model.bf16.safetensors
   tensorcast convert model.safetensors --to float8e4m3fn --skip 'norm|embed' -o model.f8.safetensors
   tensorcast convert weights.npy --to float16 -o weights.f16.npy
+  tensorcast convert model.onnx --to float16 -o model.f16.onnx
+  tensorcast convert model.onnx --to float8e4m3fn -o model.w8.onnx
   tensorcast convert model.onnx --to float16 --initializers w1,w2 -o model.w16.onnx
   tensorcast convert big.onnx --to float16 --initializers w1 -o out.onnx --external-data out.onnx.data
   tensorcast convert Llama-3-8B/ --to float8e4m3fn -o Llama-3-8B-f8/
@@ -155,6 +172,7 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
   let input: string;
   let output: string;
   let exampleDir: string | undefined;
+  let wholeModel = false;
   if (o.example) {
     if (positionals.length > 0 || o.output !== undefined) {
       throw new UsageError("--example converts the built-in checkpoint; it takes no IN and no -o", "convert");
@@ -205,13 +223,20 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
         throw e;
       }
     }
-    if (inFormat === "onnx" && outFormat === "onnx" && !names) {
-      throw new UsageError(
-        "writing an .onnx model back needs --initializers A,B naming the initializers to convert: the graph is not " +
-          "rewritten, so its nodes would otherwise see types they do not expect (or write -o OUT.safetensors)",
-        "convert",
-      );
+    wholeModel = inFormat === "onnx" && outFormat === "onnx" && !names;
+  }
+  const modelOnly = (["keep-io-types", "weights-only", "block-ops"] as const).filter((k) => o[k] !== undefined);
+  if (!wholeModel && modelOnly.length > 0) {
+    throw new UsageError(`--${modelOnly[0]} applies to an .onnx model written back as .onnx without --initializers`, "convert");
+  }
+  if (wholeModel) {
+    const filters = (["only", "skip", "include-int"] as const).filter((k) => o[k] !== undefined);
+    if (filters.length > 0) throw new UsageError(`--${filters[0]} does not apply to a whole .onnx model, whose float tensors are all converted`, "convert");
+    if (o["keep-io-types"] && o["weights-only"]) throw new UsageError("--keep-io-types applies to whole-graph conversion, not --weights-only", "convert");
+    if (o["external-data"] !== undefined) {
+      throw new UsageError("--external-data is not supported yet for a whole-model conversion, which writes its model inline (up to 2 GiB)", "convert");
     }
+    return runModel(input, output, to, o, io);
   }
 
   const stop = listenForStop();
@@ -261,7 +286,7 @@ type ConvertFlags = ReturnType<typeof parseCommandArgs<typeof OPTIONS>>["options
 
 /** `convert DIR -o OUTDIR [--shard K/N]`: a sharded checkpoint. */
 async function runCheckpoint(input: string, output: string, o: ConvertFlags, io: CliIO, opts: CheckpointConvertOptions): Promise<number> {
-  for (const flag of ["format", "npy-dtype", "fortran", "external-data", "inline"] as const) {
+  for (const flag of ["format", "npy-dtype", "fortran", "external-data", "inline", "keep-io-types", "weights-only", "block-ops"] as const) {
     if (o[flag] !== undefined) throw new UsageError(`--${flag} does not apply to a sharded checkpoint, whose shards are safetensors`, "convert");
   }
   if (o["output-format"] !== undefined && formatOption(o["output-format"], "--output-format", "convert") !== "safetensors") {
@@ -331,6 +356,41 @@ export function renderCheckpointReport(r: CheckpointReport): Text {
       : `no index written: when every slice is done, run tensorcast index ${r.output} --from ${r.input}\n`,
   ];
   return joinText(...r.shards.flatMap((s, i) => (i === 0 ? [renderConvertReport(s)] : ["\n", renderConvertReport(s)])), ...tail);
+}
+
+/** An .onnx model converted as a whole (src/node/convert/model-precision.ts). */
+async function runModel(input: string, output: string, to: DType, o: ConvertFlags, io: CliIO): Promise<number> {
+  const blockOps = o["block-ops"]?.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const stop = listenForStop();
+  let report: ModelConvertReport;
+  try {
+    report = await convertModelFile(input, output, {
+      to, saturate: !o["no-saturate"], keepIoTypes: o["keep-io-types"] === true, weightsOnly: o["weights-only"] === true,
+      blockOps, force: o.force === true, signal: stop.signal,
+    });
+  } catch (e) {
+    if (e instanceof Interrupted) {
+      const signal = stop.received() ?? "SIGINT";
+      io.stderr.write(`interrupted by ${signal}: ${output} was not written (${input} is unchanged)\n`);
+      return exitCodeOf(signal);
+    }
+    throw e;
+  } finally {
+    stop.dispose();
+  }
+  if (o.json) {
+    writeText(io.stdout, jsonText(report));
+    return EXIT_OK;
+  }
+  if (o.quiet) return EXIT_OK;
+  writeText(io.stdout, renderConvertReport(report));
+  const opset = report.opsetAfter !== report.opsetBefore ? `; opset ${report.opsetBefore} -> ${report.opsetAfter}` : "";
+  const kept = report.kept.map((k) => `  ${k.opType} ${JSON.stringify(k.name)}${k.graph ? ` (graph ${JSON.stringify(k.graph)})` : ""}: ${k.reason}\n`).join("");
+  io.stdout.write(
+    `${report.mode === "graph" ? `graph converted to ${report.to}` : `weights stored as ${report.to}`}: ` +
+      `${report.castsInserted} Cast nodes inserted, ${report.kept.length} nodes kept in float32${opset}\n${kept}`,
+  );
+  return EXIT_OK;
 }
 
 /** The per-tensor summary `convert` prints, a row at a time. */

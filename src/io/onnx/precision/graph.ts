@@ -1,0 +1,608 @@
+/**
+ * Whole-graph precision conversion: a float32 ONNX model computing in float16 or bfloat16.
+ *
+ * Each value's float32-ness is found from the model's declarations (inputs, outputs, value_info,
+ * initializers, Constant values) and, where none is given, from the operator schemas' type
+ * constraints (type-constraints.ts): an output whose type parameter is shared with an input has
+ * that input's type. Then every node either computes in the target type (its float32 inputs and
+ * outputs change type) or is kept in float32: when its operator is on the block list, is not of the
+ * default domain, is unknown to the schema table, or binds float32 to a type parameter that does
+ * not allow the target at the model's opset. A Cast is inserted wherever a value's producer and a
+ * consumer disagree (one per value and type, right before the first consumer, so the node order
+ * stays topological). Initializers and Constant values that only float32 consumers read (Resize's
+ * `scales`, say) stay float32.
+ */
+import { TensorcastError } from "../../../errors.js";
+import { PbMessage, type PbField } from "./pb.js";
+import { allowedBy, schemaAt, slotOf } from "./schema-types.js";
+import { convertTensorField, type ConvertedTensor, type TensorCastOptions } from "./tensors.js";
+
+const FLOAT = 1;
+
+/**
+ * Operators kept in float32 by default: those the onnxconverter-common / onnxruntime float16
+ * converters block (ML operators, and ones whose float16 kernels are missing or lossy:
+ * NonMaxSuppression, TopK, RoiAlign, Resize, Range, CumSum, Min, Max, Upsample, RandomUniformLike).
+ */
+export const DEFAULT_BLOCKED_OPS: readonly string[] = [
+  "ArrayFeatureExtractor", "Binarizer", "CastMap", "CategoryMapper", "DictVectorizer", "FeatureVectorizer", "Imputer",
+  "LabelEncoder", "LinearClassifier", "LinearRegressor", "Normalizer", "OneHotEncoder", "SVMClassifier", "SVMRegressor",
+  "Scaler", "TreeEnsembleClassifier", "TreeEnsembleRegressor", "ZipMap", "NonMaxSuppression", "TopK", "RoiAlign",
+  "Resize", "Range", "CumSum", "Min", "Max", "Upsample", "RandomUniformLike",
+  // Its function body (which onnxruntime expands) adds a float32 epsilon Constant to T.
+  "MeanVarianceNormalization",
+];
+
+/** A node kept in float32, and why. */
+export interface KeptNode {
+  graph: string;
+  name: string;
+  opType: string;
+  reason: string;
+}
+
+/** How the whole-graph pass converts (see convertModelPrecision's options). */
+export interface GraphPassOptions extends TensorCastOptions {
+  /** Keep the main graph's float32 inputs and outputs float32, with Casts at the boundary. */
+  keepIoTypes: boolean;
+  /** Operators kept in float32. */
+  blockOps: ReadonlySet<string>;
+}
+
+/** What the whole-graph pass did. */
+export interface GraphPassReport {
+  tensors: ConvertedTensor[];
+  kept: KeptNode[];
+  castsInserted: number;
+}
+
+/** Ops whose float output follows their input when no `dtype` attribute says otherwise. */
+const DTYPE_OR_INPUT = new Set(["EyeLike", "RandomNormalLike", "RandomUniformLike", "Bernoulli"]);
+/** Ops whose bodies run as part of the node (attributes of type GRAPH / GRAPHS). */
+const CONTAINERS = new Set(["If", "Loop", "Scan"]);
+
+interface NodeInfo {
+  node: PbMessage;
+  field: PbField;
+  opType: string;
+  inputs: string[];
+  outputs: string[];
+  /** Per input: the type it must arrive in (0: whatever it is). */
+  want: number[];
+  /** Per output: the type it is produced in (0: unknown or not float). */
+  produce: number[];
+  /** Constant nodes whose float value is converted only if some consumer wants the target. */
+  source: boolean;
+  kept: boolean;
+}
+
+class Pass {
+  readonly names = new Set<string>();
+  readonly report: GraphPassReport = { tensors: [], kept: [], castsInserted: 0 };
+  readonly T: number;
+
+  constructor(readonly opts: GraphPassOptions, readonly opset: number) {
+    this.T = opts.to.onnx;
+  }
+
+  fresh(base: string): string {
+    let n = base;
+    for (let k = 1; this.names.has(n); k++) n = `${base}_${k}`;
+    this.names.add(n);
+    return n;
+  }
+
+  collectNames(g: PbMessage): void {
+    for (const n of g.subs(1, "NodeProto")) {
+      this.names.add(n.string(3));
+      for (const s of n.strings(1)) this.names.add(s);
+      for (const s of n.strings(2)) this.names.add(s);
+      for (const body of bodiesOf(n)) this.collectNames(body);
+    }
+    for (const t of g.subs(5, "TensorProto")) this.names.add(t.string(8));
+    for (const no of [11, 12, 13]) for (const v of g.subs(no, "ValueInfoProto")) this.names.add(v.string(1));
+  }
+
+  /**
+   * Converts graph `g`. `outer`: the new types of the values of enclosing graphs it may read;
+   * `outerOrig`: their original types.
+   */
+  graph(g: PbMessage, outer: Map<string, number>, outerOrig: Map<string, number>, main: boolean, keepAll = false): void {
+    const T = this.T;
+    const graphName = g.string(2);
+    if (g.has(15)) {
+      throw new TensorcastError("NOT_IMPLEMENTED", `graph ${JSON.stringify(graphName)} has sparse initializers, which the precision pass does not convert`);
+    }
+    const orig = new Map(outerOrig);
+    const declared = new Map<string, number>();
+    const inputs = g.subs(11, "ValueInfoProto");
+    const outputs = g.subs(12, "ValueInfoProto");
+    const valueInfo = g.subs(13, "ValueInfoProto");
+    for (const v of [...valueInfo, ...inputs, ...outputs]) {
+      const e = elemTypeOf(v);
+      if (e !== 0) declared.set(v.string(1), e);
+    }
+    const initFields = g.all(5);
+    const initNames = new Map<string, PbField>();
+    for (const f of initFields) {
+      const t = g.message(f, "TensorProto");
+      initNames.set(t.string(8), f);
+      orig.set(t.string(8), t.int(2));
+    }
+    for (const v of inputs) orig.set(v.string(1), elemTypeOf(v));
+
+    // 1. Original types and each node's decision.
+    const infos: NodeInfo[] = [];
+    for (const f of g.all(1)) {
+      const node = g.message(f, "NodeProto");
+      const info = this.decide(node, f, orig, declared, keepAll);
+      infos.push(info);
+    }
+
+    // 2. What each value's consumers want.
+    const wants = new Map<string, Set<number>>();
+    const addWant = (name: string, w: number): void => {
+      if (w === 0 || name === "") return;
+      let s = wants.get(name);
+      if (!s) wants.set(name, (s = new Set()));
+      s.add(w);
+    };
+    for (const info of infos) info.inputs.forEach((name, k) => addWant(name, info.want[k]));
+    const ioType = (name: string): number => ((orig.get(name) ?? 0) === FLOAT ? ((main && this.opts.keepIoTypes) || keepAll ? FLOAT : T) : 0);
+    for (const v of outputs) addWant(v.string(1), ioType(v.string(1)));
+    for (const info of infos) {
+      for (const body of bodiesOf(info.node)) for (const name of outerReads(body)) if (orig.get(name) === FLOAT) addWant(name, info.kept ? FLOAT : T);
+    }
+
+    // 3. What each value is produced as.
+    const produced = new Map(outer);
+    const inputNames = new Set(inputs.map((v) => v.string(1)));
+    for (const v of inputs) {
+      const name = v.string(1);
+      const o = orig.get(name) ?? 0;
+      produced.set(name, o === FLOAT ? ioType(name) : o);
+    }
+    const convertSource = (name: string): boolean => {
+      const w = wants.get(name);
+      return !(w && w.size === 1 && w.has(FLOAT));
+    };
+    for (const [name, f] of initNames) {
+      const o = orig.get(name) ?? 0;
+      if (inputNames.has(name)) continue;
+      if (o === FLOAT && convertSource(name)) {
+        const t = convertTensorField(f, this.opts, name, "initializer", this.report.tensors);
+        if (t) {
+          f.msg = t;
+          produced.set(name, T);
+          continue;
+        }
+      }
+      produced.set(name, o);
+    }
+    // An initializer that is also an input (a default the caller may override) follows the input.
+    for (const name of inputNames) {
+      const f = initNames.get(name);
+      if (f && produced.get(name) === T) {
+        const t = convertTensorField(f, this.opts, name, "initializer", this.report.tensors);
+        if (t) f.msg = t;
+      }
+    }
+    for (const info of infos) {
+      if (info.source) {
+        const name = info.outputs[0];
+        if (convertSource(name)) this.convertConstant(info);
+        else {
+          info.kept = true;
+          info.produce[0] = FLOAT;
+        }
+      }
+      info.outputs.forEach((name, k) => {
+        if (name !== "") produced.set(name, info.produce[k] !== 0 ? info.produce[k] : (orig.get(name) ?? 0));
+      });
+    }
+
+    // 4. Outputs whose producer disagrees with the type they are declared with: the producer's
+    //    value is renamed and a Cast writes the output's name.
+    const tail: PbMessage[] = [];
+    for (const v of outputs) {
+      const name = v.string(1);
+      const w = ioType(name);
+      const p = produced.get(name) ?? 0;
+      if (w !== 0 && p !== 0 && p !== w && !inputNames.has(name)) {
+        const renamed = this.fresh(`${name}__${typeLabel(p)}`);
+        this.rename(g, name, renamed);
+        for (const info of infos) info.outputs = info.outputs.map((s) => (s === name ? renamed : s));
+        for (const info of infos) info.inputs = info.inputs.map((s) => (s === name ? renamed : s));
+        produced.set(renamed, p);
+        tail.push(castNode(this.fresh(`${name}__cast`), renamed, name, w, this.opset));
+        if (this.opset < 6) g.addMessage(13, typedValue(renamed, p));
+        this.report.castsInserted++;
+      }
+      if (w !== 0) setElemType(v, w);
+    }
+    for (const v of inputs) {
+      const p = produced.get(v.string(1)) ?? 0;
+      if (orig.get(v.string(1)) === FLOAT && p !== 0) setElemType(v, p);
+    }
+    const outputNames = new Set(outputs.map((v) => v.string(1)));
+    for (const v of valueInfo) {
+      const name = v.string(1);
+      if (orig.get(name) !== FLOAT && declared.get(name) !== FLOAT) continue;
+      const p = outputNames.has(name) ? ioType(name) : (produced.get(name) ?? 0);
+      if (p !== 0) setElemType(v, p);
+    }
+
+    // 5. Casts before consumers that want another type; bodies converted in place.
+    const casts = new Map<string, string>();
+    const nodes: PbField[] = [];
+    for (const info of infos) {
+      info.inputs.forEach((name, k) => {
+        const w = info.want[k];
+        const p = produced.get(name) ?? 0;
+        if (w === 0 || p === 0 || p === w || name === "" || !isFloatish(p) || !isFloatish(w)) return;
+        const key = `${name}\u0000${w}`;
+        let castName = casts.get(key);
+        if (!castName) {
+          castName = this.fresh(`${name}__${typeLabel(w)}`);
+          casts.set(key, castName);
+          nodes.push(fieldOf(castNode(this.fresh(`${name}__cast_${typeLabel(w)}`), name, castName, w, this.opset)));
+          // onnxruntime infers no type for Cast-1 (its `to` is a string): the model says it.
+          if (this.opset < 6) g.addMessage(13, typedValue(castName, w));
+          this.report.castsInserted++;
+        }
+        info.inputs[k] = castName;
+        info.node.setStringAt(1, k, castName);
+      });
+      if (info.kept && !info.source) this.report.kept.push({ graph: graphName, name: info.node.string(3), opType: info.opType, reason: keptReason(info) });
+      if (CONTAINERS.has(info.opType)) {
+        // A kept container's bodies stay float32 too, with Casts where they read converted values.
+        const visibleOrig = new Map(orig);
+        for (const body of bodiesOf(info.node)) this.graph(body, produced, visibleOrig, false, keepAll || info.kept);
+      }
+      nodes.push(info.field);
+    }
+    for (const c of tail) nodes.push(fieldOf(c));
+    // Nodes go back in their place among the graph's other fields.
+    const first = g.fields.findIndex((f) => f.no === 1);
+    const rest = g.fields.filter((f) => f.no !== 1);
+    rest.splice(first < 0 ? 0 : Math.min(first, rest.length), 0, ...nodes);
+    g.fields = rest;
+  }
+
+  /** Original output types of `node` and whether it computes in the target type. */
+  decide(node: PbMessage, field: PbField, orig: Map<string, number>, declared: Map<string, number>, keepAll: boolean): NodeInfo {
+    const T = this.T;
+    const opType = node.string(4);
+    const domain = node.string(7);
+    const inputs = node.strings(1);
+    const outputs = node.strings(2);
+    const typeIn = inputs.map((s) => (s === "" ? 0 : (orig.get(s) ?? 0)));
+    const info: NodeInfo = { node, field, opType, inputs, outputs, want: inputs.map(() => 0), produce: outputs.map(() => 0), source: false, kept: false };
+    const defaultDomain = domain === "" || domain === "ai.onnx";
+    const schema = defaultDomain ? schemaAt(opType, this.opset) : undefined;
+    const attrs = node.subs(5, "AttributeProto");
+    const intAttr = (name: string): number | undefined => {
+      const a = attrs.find((x) => x.string(1) === name);
+      return a && a.has(3) ? Number(a.varint(3)) : undefined;
+    };
+
+    // Inputs of unknown type that share a type parameter with a float32 input are float32 too:
+    // the schema binds one type to the parameter.
+    if (schema) {
+      const floatParams = new Set<string>();
+      typeIn.forEach((t, j) => {
+        const slot = slotOf(schema, j, false);
+        if (t === FLOAT && typeof slot === "string") floatParams.add(slot);
+      });
+      typeIn.forEach((t, j) => {
+        const slot = slotOf(schema, j, false);
+        if (t === 0 && inputs[j] !== "" && typeof slot === "string" && floatParams.has(slot)) {
+          typeIn[j] = FLOAT;
+          orig.set(inputs[j], FLOAT);
+        }
+      });
+    }
+    // Original output types: declared, else from the schema.
+    const outType = outputs.map((s, k) => {
+      if (declared.has(s)) return declared.get(s)!;
+      if (!defaultDomain) return 0;
+      if (opType === "Constant") return constantType(attrs);
+      if (opType === "ConstantOfShape") return tensorAttrType(attrs, "value") ?? FLOAT;
+      if (CONTAINERS.has(opType)) return containerOutputType(node, opType, k);
+      if (!schema) return 0;
+      const slot = slotOf(schema, k, true);
+      if (slot === undefined) return 0;
+      if (typeof slot !== "string") return slot.length === 1 ? slot[0] : 0;
+      for (let j = 0; j < inputs.length; j++) if (slotOf(schema, j, false) === slot && typeIn[j] !== 0) return typeIn[j];
+      const dt = intAttr("to") ?? intAttr("dtype") ?? cast1To(attrs);
+      if (dt !== undefined) return dt;
+      if (DTYPE_OR_INPUT.has(opType)) return typeIn[0];
+      const allowed = allowedBy(schema, slot);
+      if (allowed.length === 1) return allowed[0];
+      return opType.startsWith("Random") ? FLOAT : 0;
+    });
+    outputs.forEach((s, k) => {
+      if (s !== "") orig.set(s, outType[k]);
+    });
+    const involvesFloat = typeIn.includes(FLOAT) || outType.includes(FLOAT);
+    const keep = (reason: string): NodeInfo => {
+      info.kept = involvesFloat;
+      (info as NodeInfo & { reason?: string }).reason = reason;
+      info.want = typeIn.map((t) => (t === FLOAT ? FLOAT : 0));
+      info.produce = outType.map((t) => t);
+      return info;
+    };
+    if (!involvesFloat) {
+      info.produce = outType.map((t) => t);
+      return info;
+    }
+    if (keepAll) return keep("inside a body kept in float32");
+    if (this.opts.blockOps.has(opType)) return keep("on the block list");
+    if (!defaultDomain) return keep(`domain ${JSON.stringify(domain)} is not converted`);
+    if (opType === "Constant") {
+      info.source = true;
+      info.produce = [outType[0]];
+      return info;
+    }
+    if (CONTAINERS.has(opType)) {
+      // If, Loop and Scan take "V" (every tensor type at the version) for their values.
+      const allowed = schema?.t.V;
+      if (!allowed || !allowed.includes(T)) return keep(`${opType}${schema ? `-${schema.v}` : ""} does not allow ${typeLabel(T)} for its values`);
+      info.want = typeIn.map((t) => (t === FLOAT ? T : 0));
+      info.produce = outType.map((t) => (t === FLOAT ? T : t));
+      return info;
+    }
+    if (!schema) return keep(`${opType} is unknown to the schema table (opsets up to 17)`);
+    // Every type parameter bound to float32 must allow the target.
+    const params = new Set<string>();
+    const fixedOnly: boolean[] = [];
+    typeIn.forEach((t, j) => {
+      const slot = slotOf(schema, j, false);
+      if (t === FLOAT && typeof slot === "string") params.add(slot);
+    });
+    outType.forEach((t, k) => {
+      const slot = slotOf(schema, k, true);
+      if (t === FLOAT && typeof slot === "string") params.add(slot);
+      fixedOnly.push(false);
+    });
+    for (const p of params) {
+      if (!(schema.t[p] ?? []).includes(T)) return keep(`${opType}-${schema.v} does not allow ${typeLabel(T)} for ${p}`);
+    }
+    const inputParams = new Set(inputs.map((_, j) => slotOf(schema, j, false)).filter((s): s is string => typeof s === "string"));
+    info.want = typeIn.map((t, j) => {
+      if (t !== FLOAT) return 0;
+      const slot = slotOf(schema, j, false);
+      return slot !== undefined && allowedBy(schema, slot).includes(T) ? T : FLOAT;
+    });
+    info.produce = outType.map((t, k) => {
+      if (t !== FLOAT) return t;
+      const slot = slotOf(schema, k, true);
+      if (slot === undefined || !allowedBy(schema, slot).includes(T)) return FLOAT;
+      if (typeof slot === "string" && !inputParams.has(slot)) return this.outputOnlyParam(node, attrs, opType, info);
+      return T;
+    });
+    return info;
+  }
+
+  /** An output whose type an attribute decides (Cast's `to`, a `dtype`, ConstantOfShape's value). */
+  private outputOnlyParam(node: PbMessage, attrs: PbMessage[], opType: string, info: NodeInfo): number {
+    const T = this.T;
+    const a = attrs.find((x) => x.string(1) === "to" || x.string(1) === "dtype");
+    if (a && a.has(3)) {
+      if (Number(a.varint(3)) === FLOAT) a.setVarint(3, T);
+      return T;
+    }
+    if (a && a.has(4) && a.string(4) === "FLOAT" && CAST1_NAMES[T]) {
+      a.setString(4, CAST1_NAMES[T]);
+      return T;
+    }
+    if (DTYPE_OR_INPUT.has(opType)) return info.want[0] === T ? T : FLOAT;
+    if (opType === "ConstantOfShape") {
+      const v = attrs.find((x) => x.string(1) === "value");
+      if (!v) return FLOAT;
+      const t = v.all(5).at(-1);
+      if (!t) return FLOAT;
+      const converted = convertTensorField(t, this.opts, `${node.string(3) || opType}.value`, "attribute", this.report.tensors);
+      if (!converted) return FLOAT;
+      t.msg = converted;
+      return T;
+    }
+    return FLOAT;
+  }
+
+
+  /** A Constant whose float value is converted: `value` as a tensor, `value_float(s)` become one. */
+  private convertConstant(info: NodeInfo): void {
+    const node = info.node;
+    const label = node.string(3) || info.outputs[0];
+    for (const f of node.all(5)) {
+      const a = node.message(f, "AttributeProto");
+      const name = a.string(1);
+      if (name === "value") {
+        const t = a.all(5).at(-1);
+        const converted = t && convertTensorField(t, this.opts, label, "constant", this.report.tensors);
+        if (converted) {
+          t.msg = converted;
+          info.produce[0] = this.T;
+        }
+      } else if (name === "value_float" || name === "value_floats") {
+        // Rewritten as a `value` tensor: value_float(s) can only say float32.
+        const values = name === "value_float" ? [floatOf(a.all(2).at(-1))] : floatsOf(a);
+        const shape = name === "value_float" ? [] : [values.length];
+        const tensor = new PbMessage([], "TensorProto");
+        for (const d of shape) tensor.addVarint(1, d);
+        tensor.addVarint(2, FLOAT);
+        const raw = new Uint8Array(new Float32Array(values).buffer);
+        tensor.fields.push({ no: 9, wire: 2, data: raw });
+        const field = { no: 5, wire: 2 as const, data: tensor.encode() };
+        const converted = convertTensorField(field, this.opts, label, "constant", this.report.tensors)!;
+        a.remove(2).remove(7).setString(1, "value").setMessage(5, converted).setVarint(20, 4);
+        info.produce[0] = this.T;
+      }
+    }
+  }
+
+  /** Renames value `from` to `to` wherever graph `g` and its bodies define or read it. */
+  rename(g: PbMessage, from: string, to: string): void {
+    for (const n of g.subs(1, "NodeProto")) {
+      n.strings(1).forEach((s, k) => s === from && n.setStringAt(1, k, to));
+      n.strings(2).forEach((s, k) => s === from && n.setStringAt(2, k, to));
+      for (const body of bodiesOf(n)) this.renameReads(body, from, to);
+    }
+    for (const t of g.subs(5, "TensorProto")) if (t.string(8) === from) t.setString(8, to);
+  }
+
+  private renameReads(g: PbMessage, from: string, to: string): void {
+    for (const n of g.subs(1, "NodeProto")) {
+      n.strings(1).forEach((s, k) => s === from && n.setStringAt(1, k, to));
+      for (const body of bodiesOf(n)) this.renameReads(body, from, to);
+    }
+    for (const v of g.subs(12, "ValueInfoProto")) if (v.string(1) === from) v.setString(1, to);
+  }
+}
+
+/** Cast-1's STRING `to` as a type number; undefined when absent or not a type it names. */
+function cast1To(attrs: PbMessage[]): number | undefined {
+  const a = attrs.find((x) => x.string(1) === "to");
+  if (!a || !a.has(4)) return undefined;
+  const s = a.string(4);
+  const names: Record<string, number> = { FLOAT: 1, UINT8: 2, INT8: 3, UINT16: 4, INT16: 5, INT32: 6, INT64: 7, STRING: 8, BOOL: 9, FLOAT16: 10, DOUBLE: 11, UINT32: 12, UINT64: 13 };
+  return names[s];
+}
+
+function keptReason(info: NodeInfo): string {
+  return (info as NodeInfo & { reason?: string }).reason ?? "its float value is read only in float32";
+}
+
+function isFloatish(t: number): boolean {
+  return t === FLOAT || t === 10 || t === 16;
+}
+
+function typeLabel(t: number): string {
+  return t === FLOAT ? "float32" : t === 10 ? "float16" : t === 16 ? "bfloat16" : `type${t}`;
+}
+
+function fieldOf(msg: PbMessage): PbField {
+  return { no: 1, wire: 2, data: new Uint8Array(0), msg };
+}
+
+/** Cast-1's `to` is a STRING naming the type (TensorProto.DataType's enum names). */
+const CAST1_NAMES: Record<number, string> = { 1: "FLOAT", 10: "FLOAT16", 11: "DOUBLE" };
+
+/**
+ * A Cast node (NodeProto) from `input` to `output` as element type `to`, in the form `opset` reads.
+ * @example castNode("c", "x", "x16", 10, 13).strings(4)  // ["Cast"]
+ */
+export function castNode(name: string, input: string, output: string, to: number, opset: number): PbMessage {
+  const attr = new PbMessage([], "AttributeProto").addString(1, "to");
+  if (opset < 6) {
+    if (!CAST1_NAMES[to]) throw new TensorcastError("NOT_IMPLEMENTED", `Cast-1 (opset ${opset}) cannot cast to type ${to}`);
+    attr.addString(4, CAST1_NAMES[to]).addVarint(20, 3);
+  } else attr.addVarint(3, to).addVarint(20, 2);
+  return new PbMessage([], "NodeProto").addString(1, input).addString(2, output).addString(3, name).addString(4, "Cast").addMessage(5, attr);
+}
+
+/**
+ * The GRAPH (g) and GRAPHS attributes of a node.
+ * @example bodiesOf(ifNode).length  // 2: then_branch and else_branch
+ */
+export function bodiesOf(node: PbMessage): PbMessage[] {
+  const out: PbMessage[] = [];
+  for (const a of node.subs(5, "AttributeProto")) {
+    out.push(...a.subs(6, "GraphProto"), ...a.subs(11, "GraphProto"));
+  }
+  return out;
+}
+
+/** Names a graph (or its bodies) reads that it does not define: values of enclosing graphs. */
+function outerReads(g: PbMessage): Set<string> {
+  const defined = new Set<string>();
+  const reads = new Set<string>();
+  const walk = (h: PbMessage): void => {
+    for (const t of h.subs(5, "TensorProto")) defined.add(t.string(8));
+    for (const v of h.subs(11, "ValueInfoProto")) defined.add(v.string(1));
+    for (const n of h.subs(1, "NodeProto")) {
+      for (const s of n.strings(1)) if (s !== "" && !defined.has(s)) reads.add(s);
+      for (const body of bodiesOf(n)) walk(body);
+      for (const s of n.strings(2)) defined.add(s);
+    }
+    for (const v of h.subs(12, "ValueInfoProto")) if (!defined.has(v.string(1))) reads.add(v.string(1));
+  };
+  walk(g);
+  return reads;
+}
+
+/** A ValueInfoProto of a tensor of element type `t`, shape unknown. */
+function typedValue(name: string, t: number): PbMessage {
+  const tensor = new PbMessage([], "TypeProto.Tensor").addVarint(1, t);
+  return new PbMessage([], "ValueInfoProto").addString(1, name).addMessage(2, new PbMessage([], "TypeProto").addMessage(1, tensor));
+}
+
+/**
+ * TypeProto.tensor_type.elem_type of a ValueInfoProto; 0 when it has none.
+ * @example elemTypeOf(graph.subs(11)[0])  // 1 for a float32 input
+ */
+export function elemTypeOf(v: PbMessage): number {
+  const tensor = v.sub(2, "TypeProto")?.sub(1, "TypeProto.Tensor");
+  return tensor ? tensor.int(1) : 0;
+}
+
+function setElemType(v: PbMessage, t: number): void {
+  const tensor = v.sub(2, "TypeProto")?.sub(1, "TypeProto.Tensor");
+  if (tensor) tensor.setVarint(1, t);
+}
+
+function constantType(attrs: PbMessage[]): number {
+  for (const a of attrs) {
+    const name = a.string(1);
+    if (name === "value") return a.sub(5, "TensorProto")?.int(2) ?? 0;
+    if (name === "value_float" || name === "value_floats") return FLOAT;
+    if (name === "value_int" || name === "value_ints") return 7;
+    if (name === "value_string" || name === "value_strings") return 8;
+  }
+  return 0;
+}
+
+function tensorAttrType(attrs: PbMessage[], name: string): number | undefined {
+  const a = attrs.find((x) => x.string(1) === name);
+  return a?.sub(5, "TensorProto")?.int(2);
+}
+
+function containerOutputType(node: PbMessage, opType: string, k: number): number {
+  const attrs = node.subs(5, "AttributeProto");
+  const body = (name: string): PbMessage | undefined => attrs.find((a) => a.string(1) === name)?.sub(6, "GraphProto");
+  const g = opType === "If" ? body("then_branch") : body("body");
+  if (!g) return 0;
+  const outs = g.subs(12, "ValueInfoProto");
+  const index = opType === "Loop" ? k + 1 : k;
+  return outs[index] ? elemTypeOf(outs[index]) : 0;
+}
+
+function floatOf(f: PbField | undefined): number {
+  if (!f) return 0;
+  return new DataView(f.data.buffer, f.data.byteOffset, 4).getFloat32(0, true);
+}
+
+function floatsOf(a: PbMessage): number[] {
+  const out: number[] = [];
+  for (const f of a.all(7)) {
+    const view = new DataView(f.data.buffer, f.data.byteOffset, f.data.byteLength);
+    for (let at = 0; at + 4 <= f.data.byteLength; at += 4) out.push(view.getFloat32(at, true));
+  }
+  return out;
+}
+
+/**
+ * Runs the pass over a parsed ModelProto's graph (in place).
+ * @example convertGraphPrecision(PbMessage.parse(bytes, "ModelProto"), 13, opts).kept  // [] for an MLP
+ * @throws TensorcastError NOT_IMPLEMENTED for tensors with external data.
+ */
+export function convertGraphPrecision(model: PbMessage, opset: number, opts: GraphPassOptions): GraphPassReport {
+  const graph = model.sub(7, "GraphProto");
+  if (!graph) throw new TensorcastError("INVALID_DATA", "ModelProto has no graph");
+  const pass = new Pass(opts, opset);
+  pass.collectNames(graph);
+  pass.graph(graph, new Map(), new Map(), true);
+  return pass.report;
+}
+
