@@ -130,7 +130,7 @@ async function renderExplorer(job: Job): Promise<void> {
   const list = readValueList(valuesInput.value);
   notes.replaceChildren(...list.notes.map((n) => el("p", { class: "note list-note" }, n)));
   if (list.error) {
-    results.replaceChildren(el("p", { class: "error", "data-error": list.error, role: "alert" }, list.error));
+    results.replaceChildren(el("p", { class: "error", "data-error": list.error }, list.error));
     status.textContent = `The list cannot be read: ${list.error}`;
     return;
   }
@@ -139,28 +139,36 @@ async function renderExplorer(job: Job): Promise<void> {
   explorerPage = Math.min(Math.max(0, explorerPage), pages - 1);
   const from = explorerPage * VALUES_PER_PAGE;
   const shown = tokens.slice(from, from + VALUES_PER_PAGE);
-  const blocks: HTMLElement[] = [];
   let refused = 0;
+  const where = `values ${from + 1}–${from + shown.length} of ${tokens.length}`;
+  const nav = () => pages > 1 ? [pager(explorerPage, pages, where, (p) => { explorerPage = p; explorerView.now(); })] : [];
+  const top = el("div", { class: "pager-box" }, ...nav());
+  const bottom = el("div", { class: "pager-box" }, ...nav());
+  if (results.firstElementChild?.classList.contains("pager-box")) results.firstElementChild.replaceWith(top);
+  else results.prepend(top);
+  // Blocks are replaced one by one, each laid out in its own slice: all eight at once would be one
+  // long layout (1,600 table cells) between two frames.
+  let at = top.nextElementSibling;
   for (const token of shown) {
     await job.yield();
     const x = explain(token, options);
     if (x.error) refused++;
-    blocks.push(valueBlock(x, options.from));
+    const block = valueBlock(x, options.from);
+    if (at && at.classList.contains("value-block")) at.replaceWith(block);
+    else if (at) at.before(block);
+    else results.append(block);
+    at = block.nextElementSibling;
+    void results.offsetHeight;
   }
-  await job.yield();
-  const where = `values ${from + 1}–${from + shown.length} of ${tokens.length}`;
-  const nav = pages > 1 ? [pager(explorerPage, pages, where, (p) => { explorerPage = p; explorerView.now(); })] : [];
-  if (tokens.length === 0) blocks.push(el("p", { class: "note" }, "Type a number, or paste a list."));
-  results.replaceChildren(...nav, ...blocks, ...nav.map((n) => n.cloneNode(true) as HTMLElement).map((n) => rewire(n)));
+  while (at) {
+    const next = at.nextElementSibling;
+    at.remove();
+    at = next;
+  }
+  if (tokens.length === 0) results.append(el("p", { class: "note" }, "Type a number, or paste a list."));
+  results.append(bottom);
   status.textContent = tokens.length === 0 ? "No values." :
     `${tokens.length} value${tokens.length === 1 ? "" : "s"} in ${options.from.name}; showing ${where}` + (refused ? `; ${refused} of them cannot be read or stored` : "") + ".";
-}
-
-/** The copy of the pager below the results, with its buttons working. */
-function rewire(n: HTMLElement): HTMLElement {
-  n.querySelector("button.prev")?.addEventListener("click", () => { explorerPage--; explorerView.now(); });
-  n.querySelector("button.next")?.addEventListener("click", () => { explorerPage++; explorerView.now(); });
-  return n;
 }
 
 function valueBlock(x: Explained, from: DType): HTMLElement {
@@ -311,9 +319,45 @@ function errorBox(f: Failure): HTMLElement {
   return el("div", { class: "error", "data-code": f.code, "data-message": f.message }, f.text);
 }
 
+/**
+ * A paste this long is kept out of the text box: the browser lays out a textarea's whole text
+ * (about 250 ms for 100,000 values, 5 s for a million) before it draws again.
+ */
+const LARGE_PASTE = 100_000;
+let pasted: string | undefined;
+const tValues = byId("t-values", HTMLTextAreaElement);
+const pastedNote = el("p", { class: "note pasted", id: "t-pasted", hidden: true });
+tValues.closest(".controls")!.after(pastedNote);
+
+tValues.addEventListener("paste", (e) => {
+  const text = e.clipboardData?.getData("text/plain") ?? "";
+  if (text.length < LARGE_PASTE) return;
+  e.preventDefault();
+  pasted = text;
+  tValues.value = "";
+  tValues.placeholder = "(the pasted values, below)";
+  const clear = el("button", { type: "button" }, "clear");
+  clear.addEventListener("click", () => {
+    pasted = undefined;
+    pastedNote.hidden = true;
+    tValues.placeholder = "";
+    tensorView.now();
+    tValues.focus();
+  });
+  pastedNote.replaceChildren(`${text.length.toLocaleString("en")} characters pasted: kept out of the text box so the page stays quick; typing there replaces them. `, clear);
+  pastedNote.hidden = false;
+  tensorView.now();
+});
+tValues.addEventListener("input", () => {
+  if (pasted === undefined) return;
+  pasted = undefined;
+  pastedNote.hidden = true;
+  tValues.placeholder = "";
+});
+
 function tensorRequest(): TensorRequest {
   return {
-    values: value("t-values"), dtype: value("t-dtype"), shape: value("t-shape"), op: value("t-op") as TensorOp,
+    values: pasted ?? value("t-values"), dtype: value("t-dtype"), shape: value("t-shape"), op: value("t-op") as TensorOp,
     castTo: value("t-cast-to"), saturate: checked("t-saturate"), roundMode: value("t-round-mode") as RoundMode,
     castOpset: value("t-cast-opset"),
     reshapeShape: value("t-reshape-shape"), allowzero: checked("t-allowzero"), reshapeOpset: value("t-reshape-opset"),

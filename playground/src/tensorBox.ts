@@ -57,7 +57,9 @@ export interface Failure {
 
 function failure(e: unknown): Failure {
   const code = typeof e === "object" && e !== null && "code" in e ? String((e as { code: unknown }).code) : undefined;
-  return { text: errorText(e), message: e instanceof Error ? e.message : String(e), ...(code ? { code } : {}) };
+  // The page's own refusals (too many values, unbalanced brackets) are plain Errors: their message is enough.
+  const text = code ? errorText(e) : e instanceof Error ? e.message : String(e);
+  return { text, message: e instanceof Error ? e.message : String(e), ...(code ? { code } : {}) };
 }
 
 /**
