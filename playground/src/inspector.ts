@@ -161,7 +161,7 @@ function kindOf(t: DType, code: bigint, v: number): CodeKind {
   return exponent === 0n && hasSubnormals ? "subnormal" : "normal";
 }
 
-const SUB = "₀₁";
+const SUB = "₀₁₂₃₄₅₆₇₈₉";
 
 /** The value from the fields: (-1)^s × 2^(E − bias) × 1.m for floats, two's complement for integers. */
 function breakdown(t: DType, code: bigint, v: number, kind: CodeKind, display: string): string {

@@ -93,6 +93,7 @@ let plotIds = 0;
 function plotRoot(width: number, height: number, kind: string, title: string, desc: string, attrs: Record<string, string | number> = {}): SVGElement {
   const id = `plot-${++plotIds}`;
   const root = svg("svg", {
+    // A plot with buttons in it (the compare plot) is a group: an image cannot hold controls.
     viewBox: `0 0 ${width} ${height}`, width, height, class: "plot", "data-plot": kind, role: "img",
     "aria-labelledby": `${id}-title ${id}-desc`, ...attrs,
   });
@@ -275,7 +276,7 @@ export function comparePlot(selected: DType, onPick: (t: DType) => void, l: Layo
   const row = l.narrow ? 34 : 24;
   const height = FORMATS.length * row + 30;
   const root = plotRoot(l.width, height, "compare", "All small float formats on one log2 axis",
-    "One row per format, a tick per positive value, from 2^-140 to 2^130. Each row is a button that picks the format above.");
+    "One row per format, a tick per positive value, from 2^-140 to 2^130. Each row is a button that picks the format above.", { role: "group" });
   FORMATS.forEach((t, i) => {
     const s = formatStats(t);
     const y0 = 4 + i * row;
