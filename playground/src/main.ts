@@ -329,10 +329,8 @@ const tValues = byId("t-values", HTMLTextAreaElement);
 const pastedNote = el("p", { class: "note pasted", id: "t-pasted", hidden: true });
 tValues.closest(".controls")!.after(pastedNote);
 
-tValues.addEventListener("paste", (e) => {
-  const text = e.clipboardData?.getData("text/plain") ?? "";
-  if (text.length < LARGE_PASTE) return;
-  e.preventDefault();
+/** Holds `text` as the values, out of the text box, with a note saying so and a button to clear it. */
+function keepOut(text: string): void {
   pasted = text;
   tValues.value = "";
   tValues.placeholder = "(the pasted values, below)";
@@ -346,13 +344,24 @@ tValues.addEventListener("paste", (e) => {
   });
   pastedNote.replaceChildren(`${text.length.toLocaleString("en")} characters pasted: kept out of the text box so the page stays quick; typing there replaces them. `, clear);
   pastedNote.hidden = false;
+}
+
+tValues.addEventListener("paste", (e) => {
+  const text = e.clipboardData?.getData("text/plain") ?? "";
+  if (text.length < LARGE_PASTE) return;
+  e.preventDefault();
+  keepOut(text);
   tensorView.now();
 });
+// Text that arrives otherwise (dropped, or a paste the event did not carry) is moved out before
+// the browser lays it out: input events run before the next frame.
 tValues.addEventListener("input", () => {
-  if (pasted === undefined) return;
-  pasted = undefined;
-  pastedNote.hidden = true;
-  tValues.placeholder = "";
+  if (tValues.value.length >= LARGE_PASTE) keepOut(tValues.value);
+  else if (pasted !== undefined) {
+    pasted = undefined;
+    pastedNote.hidden = true;
+    tValues.placeholder = "";
+  }
 });
 
 function tensorRequest(): TensorRequest {

@@ -65,7 +65,7 @@ test("the playground in Chromium shows what the library returns in Node", { time
   const { server, url } = await script.servePlayground({ dir: built.out, port: 0 });
   const browser = await chromium.launch(chromiumLaunchOptions());
   try {
-    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     const problems: string[] = [];
     page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
     page.on("console", (m) => { if (m.type() === "error") problems.push(`console error: ${m.text()}`); });
@@ -649,13 +649,17 @@ async function pasteBudget(n: number): Promise<PasteBudget> {
   const box = doc.getElementById("t-values");
   const start = now();
   // A paste as the clipboard makes it (the page keeps a long one out of the text box); where an
-  // engine cannot build a DataTransfer, the text is set and an input event fired.
+  // engine cannot build one, the text is set and an input event fired (a typed-in list).
   const w = g as unknown as { DataTransfer?: new () => { setData(t: string, v: string): void }; ClipboardEvent: new (type: string, init: object) => unknown };
+  let taken = false;
   if (typeof w.DataTransfer === "function") {
     const data = new w.DataTransfer();
     data.setData("text/plain", text);
-    box.dispatchEvent(new w.ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
-  } else {
+    // false: the page called preventDefault, so it took the paste (Firefox drops clipboardData
+    // from a constructed event, and the page then sees nothing to take).
+    taken = !box.dispatchEvent(new w.ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+  }
+  if (!taken) {
     box.value = text;
     box.dispatchEvent(new g.Event("input", { bubbles: true }));
   }
