@@ -71,7 +71,8 @@ export function formatStats(t: DType): FormatStats {
 /** `2^k` for exact powers of two far from 1, the number otherwise. */
 export function formatLimit(x: number): string {
   const k = Math.log2(Math.abs(x));
-  if (Number.isInteger(k) && (k <= -10 || k >= 16)) return `${x < 0 ? "-" : ""}2^${k}`;
+  // log2 rounds: float64's max (2^1024 - 2^971) has log2 1024 exactly, so check the power itself.
+  if (Number.isInteger(k) && 2 ** k === Math.abs(x) && (k <= -10 || k >= 16)) return `${x < 0 ? "-" : ""}2^${k}`;
   return formatNumber(x);
 }
 
@@ -143,7 +144,9 @@ function xAxis(a: Axis, y: number): SVGElement {
   for (let k = Math.ceil(a.lo / step) * step; k <= a.hi; k += step) {
     const x = crisp(a.x(k));
     g.append(svg("line", { x1: x, x2: x, y1: y, y2: y + 4 }));
-    g.append(svg("text", { x, y: y + 16, "text-anchor": "middle" }, k === 0 ? "1" : `2^${k}`));
+    // Labels at the ends are kept inside the plot rather than centred past its edge.
+    const anchor = x > l.width - 16 ? "end" : "middle";
+    g.append(svg("text", { x: anchor === "end" ? l.width - 2 : x, y: y + 16, "text-anchor": anchor }, k === 0 ? "1" : `2^${k}`));
   }
   return g;
 }
