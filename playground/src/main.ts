@@ -186,6 +186,7 @@ function valueBlock(x: Explained, from: DType): HTMLElement {
     el("code", {}, x.input), " stored as ", from.name, " is ", el("code", { class: "source" }, x.source),
     ...(changed ? [el("span", { class: "changed" }, changed)] : [])));
   const table = el("table", { class: "explain" });
+  table.append(el("colgroup", {}, ...["type", "code", "bits", "value", "abs", "rel", "what"].map((c) => el("col", { class: `c-${c}` }))));
   table.append(el("tr", {}, ...["type", "code", "bits", "value", "abs error", "rel error", "what happened"].map((h) => el("th", { scope: "col" }, h))));
   const byName = new Map(x.rows.map((r) => [r.type.name, r]));
   for (const t of SHOWN) table.append(typeRow(byName.get(t.name)!));

@@ -54,7 +54,7 @@ function nextTask(): Promise<void> {
 export interface View {
   /** Redraw after the typing pause (restarted by every call). */
   later(): void;
-  /** Redraw now (a click, a select). */
+  /** Redraw as soon as the browser has drawn a frame (a click, a select). */
   now(): void;
 }
 
@@ -113,7 +113,19 @@ export function view(render: (job: Job) => void | Promise<void>, onError: (e: un
     now() {
       mark();
       if (timer !== undefined) clearTimeout(timer);
-      start();
+      // After the next frame, so the click or choice shows at once; the fallback timer covers a
+      // hidden page, which draws no frames.
+      let due = true;
+      const go = () => {
+        if (!due) return;
+        due = false;
+        clearTimeout(timer);
+        timer = undefined;
+        start();
+      };
+      timer = setTimeout(go, 100);
+      const mine = timer;
+      requestAnimationFrame(() => setTimeout(() => { if (timer === mine) go(); }, 0));
     },
   };
 }
