@@ -15,7 +15,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { chromium, type Page } from "playwright-core";
 import {
@@ -522,6 +522,23 @@ for (const engine of ENGINES) {
       t.diagnostic(`${name}: 1,100,000 values pasted: next frame after ${ms(huge.frameMs)} ms, longest gap ${ms(huge.maxGap)} ms, message after ${ms(huge.settledMs)} ms`);
       assert.ok(huge.frameMs <= 1000 && huge.maxGap <= 1000, JSON.stringify(huge));
       assert.match(huge.error, /1100000 values: the box builds tensors of up to 1,000,000 values/);
+
+      // axe-core in this engine, at its window's width: the page as a new user first sees it.
+      if (existsSync(AXE_PATH)) {
+        await page.evaluate(setControls, { fields: { values: "1000 0.1 -nan" }, fire: "values" });
+        const source = await readFile(AXE_PATH, "utf8");
+        // axe's UMD build sets globalThis.axe when run as a plain script body.
+        const violations = await page.evaluate<string[]>(`(async () => { ${source}\n;
+          const r = await globalThis.axe.run();
+          return r.violations.flatMap((v) => v.nodes.map((n) => v.id + " (" + v.help + "): " + n.target.join(" ")));
+        })()`);
+        t.diagnostic(`${name}: axe-core ${violations.length} violations`);
+        assert.deepEqual(violations, [], `axe-core in ${name}`);
+      } else if (process.env.CI) {
+        throw new Error(`CI=${process.env.CI} and ${AXE_MISSING}`);
+      } else {
+        t.diagnostic(`${name}: axe-core not run: ${AXE_MISSING}`);
+      }
       assert.deepEqual(await page.errors(), []);
     } finally {
       await page.close();
