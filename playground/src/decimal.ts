@@ -4,7 +4,12 @@
  * tensorcast has is a float64 exactly, so this spells any of them.
  */
 
-/** All the digits of finite `x` (a float64 is a whole number times a power of two, so they end). */
+/**
+ * All the digits of finite `x` (a float64 is a whole number times a power of two, so they end).
+ * @example exactDecimal(0.1)   // "0.1000000000000000055511151231257827021181583404541015625"
+ * @example exactDecimal(2 ** 70) // "1180591620717411303424"
+ * @throws RangeError for inf and NaN, which have no digits.
+ */
 export function exactDecimal(x: number): string {
   if (!Number.isFinite(x)) throw new RangeError(`${x} has no decimal expansion`);
   if (x === 0) return Object.is(x, -0) ? "-0" : "0";

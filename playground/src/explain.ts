@@ -21,6 +21,8 @@ const OPENERS: Readonly<Record<string, string>> = { "[": "]", "(": ")", "{": "}"
 /**
  * Why the brackets of a list do not pair up ("[1,2,3" is missing its "]"), or undefined when they
  * do. A list that is cut off is more likely a paste gone wrong than the values wanted.
+ * @example bracketError("[1,2,3") // 'unbalanced brackets: the "[" at character 1 is never closed with "]"'
+ * @example bracketError("[[1, 2], [3, 4]]") // undefined
  */
 export function bracketError(text: string): string | undefined {
   const open: { c: string; at: number }[] = [];
@@ -48,6 +50,8 @@ export interface ValueList {
  * Reads the explorer's list. A comma between two digits with no space ("1,5") is read as a
  * separator, as in "[1,2,3]", but outside brackets it may be a decimal comma, so a note says how
  * it was read.
+ * @example readValueList("1,5") // { tokens: ["1", "5"], notes: ['"1,5" was read as two values, 1 and 5: ...'] }
+ * @example readValueList("[1,2,3]") // { tokens: ["1", "2", "3"], notes: [] }
  */
 export function readValueList(text: string): ValueList {
   const error = bracketError(text);
@@ -65,6 +69,8 @@ export function readValueList(text: string): ValueList {
  * What reading a decimal literal as a float64 did to it, when that is more than rounding: a
  * literal beyond float64's range reads as inf (1e400), a non-zero one below its smallest
  * subnormal as 0 (1e-400).
+ * @example readingNote("1e400", Infinity) // "1e400 is beyond float64's range (max 1.7976931348623157e+308), so it reads as inf"
+ * @example readingNote("0.1", 0.1) // undefined
  */
 export function readingNote(text: string, number: number): string | undefined {
   if (!/^[+-]?(?:\d|\.\d)/.test(text)) return undefined;

@@ -56,6 +56,8 @@ function decode(t: DType, code: bigint): { display: string; value: number; exact
 /**
  * The code `text` names in type `t`: `0x..` or `0b..` is the code itself, anything else a value
  * stored in `t` (rounded to nearest even, as `Tensor.fromValues` stores it).
+ * @example readCode("0b0111", dtype("float4e2m1")) // { code: 7n }
+ * @example readCode("0.1", dtype("float8e4m3fn"))  // { code: 0x1dn, note: "0.1 is stored as 0.1015625" }
  * @throws Error with the reason for text that is neither, or a code wider than the type.
  */
 export function readCode(text: string, t: DType): { code: bigint; note?: string } {
@@ -138,10 +140,8 @@ function neighbours(t: DType, code: bigint, v: number): [bigint | undefined, big
   const sign = 1n << BigInt(t.bits - 1);
   const magnitude = code & (sign - 1n);
   const negative = (code & sign) !== 0n;
-  const inf = v === Infinity || v === -Infinity;
   const up = v === 0 ? 1n : v === Infinity ? undefined : negative ? code - 1n : code + 1n;
   const down = v === 0 ? sign | 1n : v === -Infinity ? undefined : negative ? code + 1n : magnitude === 0n ? undefined : code - 1n;
-  void inf;
   return [down, up];
 }
 
@@ -186,7 +186,10 @@ function breakdown(t: DType, code: bigint, v: number, kind: CodeKind, display: s
   return `${signPart}2^(${e} − ${bias}) × 1.${mBits}${sub("2")} = ${s ? "−" : ""}2^${e - bias} × ${formatNumber(1 + m)} = ${display}`;
 }
 
-/** Everything the inspector shows for `code` of type `t`. */
+/**
+ * Everything the inspector shows for `code` of type `t`.
+ * @example inspect(dtype("float16"), 0x3c00n) // { value: "1", kind: "normal", ulp: "0.0009765625", next: { value: "1.0009765625", ... }, ... }
+ */
 export function inspect(t: DType, code: bigint, note?: string): Inspected {
   const d = decode(t, code);
   const v = d.value;

@@ -61,6 +61,8 @@ export interface View {
 /**
  * A view whose `render` may be async and call `job.yield()` between pieces. `onError` shows a
  * failure in the view instead of leaving it stale.
+ * @example const v = view(async (job) => { for (const x of xs) { await job.yield(); draw(x); } }, show);
+ *          input.addEventListener("input", () => v.later());
  */
 export function view(render: (job: Job) => void | Promise<void>, onError: (e: unknown) => void): View {
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -30,7 +30,11 @@ function controls(root: ParentNode): Control[] {
   return [...root.querySelectorAll<Control>("input[id], select[id], textarea[id]")].filter((c) => !c.dataset.noState);
 }
 
-/** Remembers the defaults, then applies the URL's hash; returns the ids it set. */
+/**
+ * Remembers the defaults, then applies the URL's hash; returns the ids it set (a value a select
+ * has no option for is dropped).
+ * @example restoreState(document, "#values=0.3&from=float16") // ["values", "from"]
+ */
 export function restoreState(root: ParentNode, hash: string): string[] {
   const all = controls(root);
   for (const c of all) defaults.set(c.id, read(c));
