@@ -82,8 +82,11 @@ export async function bundleCore({ entry = join(ROOT, "dist", "index.js"), minif
   return { code, bytes: code.byteLength, gzipBytes: gzipSync(code, { level: 9 }).byteLength };
 }
 
-/** The page's own module: playground/src/main.ts, with "tensorcast" left as an import of ./tensorcast.js. */
-async function bundleApp() {
+/**
+ * One of the page's own modules (playground/src/main.ts, or worker.ts, the tensor box's Web Worker),
+ * with "tensorcast" left as an import of ./tensorcast.js.
+ */
+async function bundleApp(entry = "main.ts") {
   const tensorcastExternal = {
     name: "tensorcast-external",
     setup(build) {
@@ -91,7 +94,7 @@ async function bundleApp() {
     },
   };
   const result = await esbuild.build({
-    entryPoints: [join(ROOT, "playground", "src", "main.ts")],
+    entryPoints: [join(ROOT, "playground", "src", entry)],
     bundle: true,
     format: "esm",
     platform: "browser",
@@ -106,7 +109,8 @@ async function bundleApp() {
 }
 
 /**
- * Builds the page into `out`: index.html, style.css, tensorcast.js (the core bundle) and app.js.
+ * Builds the page into `out`: index.html, style.css, tensorcast.js (the core bundle), app.js and
+ * worker.js (the tensor box's Web Worker, a module that imports tensorcast.js too).
  * @returns the output folder and the core bundle's sizes.
  */
 export async function buildPlayground({ out = DEFAULT_OUT } = {}) {
@@ -121,10 +125,12 @@ export async function buildPlayground({ out = DEFAULT_OUT } = {}) {
     throw new Error(`the core bundle is ${core.gzipBytes} bytes gzipped, over its budget of ${CORE_GZIP_BUDGET}`);
   }
   const app = await bundleApp();
+  const worker = await bundleApp("worker.ts");
   await rm(out, { recursive: true, force: true });
   await mkdir(out, { recursive: true });
   await writeFile(join(out, "tensorcast.js"), core.code);
   await writeFile(join(out, "app.js"), app);
+  await writeFile(join(out, "worker.js"), worker);
   for (const file of ["index.html", "style.css"]) await copyFile(join(ROOT, "playground", file), join(out, file));
   return { out, coreBytes: core.bytes, coreGzipBytes: core.gzipBytes };
 }

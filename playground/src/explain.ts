@@ -16,6 +16,69 @@ export function splitValues(text: string): string[] {
   return text.replace(/[[\](){}]/g, " ").split(/[\s,;]+/).filter((s) => s !== "");
 }
 
+const OPENERS: Readonly<Record<string, string>> = { "[": "]", "(": ")", "{": "}" };
+
+/**
+ * Why the brackets of a list do not pair up ("[1,2,3" is missing its "]"), or undefined when they
+ * do. A list that is cut off is more likely a paste gone wrong than the values wanted.
+ * @example bracketError("[1,2,3") // 'unbalanced brackets: the "[" at character 1 is never closed with "]"'
+ * @example bracketError("[[1, 2], [3, 4]]") // undefined
+ */
+export function bracketError(text: string): string | undefined {
+  const open: { c: string; at: number }[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c in OPENERS) open.push({ c, at: i });
+    else if (c === "]" || c === ")" || c === "}") {
+      const top = open.pop();
+      if (!top) return `unbalanced brackets: the "${c}" at character ${i + 1} closes nothing`;
+      if (OPENERS[top.c] !== c) return `unbalanced brackets: the "${top.c}" at character ${top.at + 1} is closed by "${c}" at character ${i + 1}`;
+    }
+  }
+  const top = open.pop();
+  return top ? `unbalanced brackets: the "${top.c}" at character ${top.at + 1} is never closed with "${OPENERS[top.c]}"` : undefined;
+}
+
+/** A value list as read: its tokens, or why it cannot be read, and notes on how it was read. */
+export interface ValueList {
+  readonly tokens: readonly string[];
+  readonly error?: string;
+  readonly notes: readonly string[];
+}
+
+/**
+ * Reads the explorer's list. A comma between two digits with no space ("1,5") is read as a
+ * separator, as in "[1,2,3]", but outside brackets it may be a decimal comma, so a note says how
+ * it was read.
+ * @example readValueList("1,5") // { tokens: ["1", "5"], notes: ['"1,5" was read as two values, 1 and 5: ...'] }
+ * @example readValueList("[1,2,3]") // { tokens: ["1", "2", "3"], notes: [] }
+ */
+export function readValueList(text: string): ValueList {
+  const error = bracketError(text);
+  if (error) return { tokens: [], error, notes: [] };
+  const tokens = splitValues(text);
+  const notes: string[] = [];
+  if (!/^\s*[[({]/.test(text)) {
+    const m = /(\d+),(\d+)/.exec(text);
+    if (m) notes.push(`"${m[0]}" was read as two values, ${m[1]} and ${m[2]}: the decimal separator is "." (write ${m[1]}.${m[2]}); commas separate values`);
+  }
+  return { tokens, notes };
+}
+
+/**
+ * What reading a decimal literal as a float64 did to it, when that is more than rounding: a
+ * literal beyond float64's range reads as inf (1e400), a non-zero one below its smallest
+ * subnormal as 0 (1e-400).
+ * @example readingNote("1e400", Infinity) // "1e400 is beyond float64's range (max 1.7976931348623157e+308), so it reads as inf"
+ * @example readingNote("0.1", 0.1) // undefined
+ */
+export function readingNote(text: string, number: number): string | undefined {
+  if (!/^[+-]?(?:\d|\.\d)/.test(text)) return undefined;
+  if (!Number.isFinite(number)) return `${text} is beyond float64's range (max 1.7976931348623157e+308), so it reads as ${number > 0 ? "inf" : "-inf"}`;
+  if (number === 0 && /[1-9]/.test(text.replace(/e.*$/i, ""))) return `${text} is below float64's smallest subnormal (5e-324), so it reads as ${Object.is(number, -0) ? "-0" : "0"}`;
+  return undefined;
+}
+
 export interface ExplainOptions {
   readonly from: DType;
   readonly saturate: boolean;
@@ -37,6 +100,8 @@ export interface TypeRow {
   readonly absError: number | null;
   readonly relError: number | null;
   readonly flag: CastFlag | "";
+  /** Why the flag, where it surprises: a NaN that became a number. */
+  readonly why?: string;
 }
 
 export interface Explained {
@@ -45,6 +110,11 @@ export interface Explained {
   readonly error?: string;
   /** The value once stored in the source type, and whether storing changed it. */
   readonly source: string;
+  /** Reading the literal as a float64 already changed it (1e400 is inf): said even when storing "changed" nothing more. */
+  readonly readingNote?: string;
+  /** The library's error when storing failed (code and message), for the page's data attributes. */
+  readonly errorCode?: string;
+  readonly errorMessage?: string;
   readonly sourceChanged: boolean;
   readonly rows: readonly TypeRow[];
 }
@@ -68,18 +138,27 @@ export function explain(text: string, o: ExplainOptions): Explained {
   try {
     stored = storeValue(input, o.from);
   } catch (e) {
-    return { input: text, error: `cannot store ${text} as ${o.from.name}: ${errorText(e)}`, source: "", sourceChanged: false, rows: [] };
+    // The library numbers the values it refuses ("value 0 (Infinity) cannot be stored"); with one
+    // value the number reads as "the value zero", so the page names the value itself.
+    const library = e instanceof TensorcastError ? { errorCode: e.code, errorMessage: e.message } : {};
+    const message = e instanceof TensorcastError ? e.message.replace(/^value 0 \([^)]*\) /, "") : errorText(e);
+    const shown = e instanceof TensorcastError && message !== e.message
+      ? `${text} ${message} (TensorcastError ${e.code})`
+      : `cannot store ${text} as ${o.from.name}: ${errorText(e)}`;
+    return { input: text, error: shown, source: "", sourceChanged: false, rows: [], ...library };
   }
   const s = readElement(stored, 0);
   const options = castOptions(o);
   const rows = DTYPES.map((to) => castRow(stored, s, to, options));
-  return { input: text, source: s.display, sourceChanged: changedByStoring(input, s), rows };
+  const note = readingNote(text, input.number);
+  return { input: text, source: s.display, sourceChanged: changedByStoring(input, s), rows, ...(note ? { readingNote: note } : {}) };
 }
 
 function castRow(stored: Tensor, s: Element, to: DType, options: CastOptions): TypeRow {
   let result: Tensor;
   try {
-    result = cast(stored, to, options);
+    // By name: Cast-1 takes `to` as a type-name string and refuses a DType object.
+    result = cast(stored, to.name, options);
   } catch (e) {
     const row: TypeRow = {
       type: to, error: errorText(e), code: "", fields: [], result: "", absError: null, relError: null, flag: "",
@@ -92,8 +171,10 @@ function castRow(stored: Tensor, s: Element, to: DType, options: CastOptions): T
   }
   const code = elementCode(result, 0);
   const [absError, relError] = roundingError(s, r);
+  const flag = classifyCast(s, r, to);
+  const hex = formatHex(code, to);
   return {
-    type: to, code: formatHex(code, to), fields: splitBits(code, to), result: r.display, absError, relError,
-    flag: classifyCast(s, r, to),
+    type: to, code: hex, fields: splitBits(code, to), result: r.display, absError, relError, flag,
+    ...(flag === "nan lost" ? { why: `${to.name} has no NaN, so the cast writes ${hex} (${r.display}) for ${s.display}, as docs/semantics.md says for ${to.name}` } : {}),
   };
 }

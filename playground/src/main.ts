@@ -1,16 +1,24 @@
 /**
- * The playground page: wires the controls in index.html to the three views (a value in every
- * type, a format's values and rounding error, the tensor box). Everything is recomputed on every
- * input event; the page keeps no state of its own beyond the controls.
+ * The playground page: wires the controls in index.html to its views (a value in every type, a
+ * code bit by bit, a format's values and rounding error, every format side by side, the tensor
+ * box). Input redraws a view after a short pause, in slices (schedule.ts); the tensor box works
+ * in a Web Worker; tables are paged, so the page stays small and quick whatever is pasted. The
+ * controls are the only state, and the URL keeps them (state.ts).
  */
 import {
-  DTYPES, LATEST_OPSET, dtype, formatError, operatorVersion, type DType, type RoundMode, type BitcastSemantics,
+  DTYPES, LATEST_OPSET, dtype, formatError, operatorVersion, type DType, type RoundMode, type BitcastSemantics, type Tensor,
 } from "tensorcast";
 import { byId, el, fillSelect } from "./dom.js";
-import { castOptions, explain, splitValues, type ExplainOptions, type Explained, type TypeRow } from "./explain.js";
+import { castOptions, explain, readValueList, type ExplainOptions, type Explained, type TypeRow } from "./explain.js";
 import { errorText } from "./format.js";
-import { codeTable, comparePlot, errorPlot, FORMATS, formatLimit, formatStats, valuesPlot } from "./plot.js";
-import { runTensorBox, tensorTable, TENSOR_OPS, type TensorOp, type Failure } from "./tensorBox.js";
+import { formatTable } from "./formatTable.js";
+import { INSPECTABLE, inspect, readCode, type Inspected } from "./inspector.js";
+import { codeTable, comparePlot, errorPlot, FORMATS, formatLimit, formatStats, layout, valuesPlot } from "./plot.js";
+import { settled, track, view, type Job } from "./schedule.js";
+import { restoreState, saveState } from "./state.js";
+import { MAX_TENSOR_TEXT, TENSOR_OPS, type Failure, type TensorOp, type TensorRequest } from "./tensorBox.js";
+import { pager, tensorTable } from "./tensorTable.js";
+import { fromWire, runToWire, type WireOutcome } from "./wire.js";
 
 /** The order rows are shown in: floats widest first, then signed and unsigned integers, bool, string, complex. */
 const ORDER = [
@@ -20,10 +28,32 @@ const ORDER = [
 ];
 const rank = (t: DType) => (ORDER.includes(t.name) ? ORDER.indexOf(t.name) : ORDER.length + t.onnx);
 const SHOWN: readonly DType[] = [...DTYPES].sort((a, b) => rank(a) - rank(b));
-/** Values beyond this many are not expanded (the page stays responsive on a large paste). */
-const MAX_VALUES = 64;
+/** Values explained per page: 8 values are 8 tables of 28 rows, about 1,600 cells. */
+const VALUES_PER_PAGE = 8;
 
-// ---- A value in every data type --------------------------------------------------------------
+const value = (id: string) => (document.getElementById(id) as HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement).value;
+const checked = (id: string) => byId(id, HTMLInputElement).checked;
+
+/** Shows a failure of the page's own code in the view's error line, instead of leaving it stale. */
+function failed(errorId: string): (e: unknown) => void {
+  return (e) => {
+    const line = byId(errorId, HTMLParagraphElement);
+    line.textContent = `the page failed: ${errorText(e)}`;
+    line.hidden = false;
+    console.error(e);
+  };
+}
+
+function ok(errorId: string): void {
+  byId(errorId, HTMLParagraphElement).hidden = true;
+}
+
+/** A box that scrolls sideways on its own (a wide table on a phone), reachable by keyboard to scroll. */
+function scrollBox(label: string, child: HTMLElement): HTMLElement {
+  return el("div", { class: "scroll", tabindex: 0, role: "region", "aria-label": label }, child);
+}
+
+// ---- Controls ---------------------------------------------------------------------------------
 
 const valuesInput = byId("values", HTMLTextAreaElement);
 const fromSelect = byId("from", HTMLSelectElement);
@@ -31,77 +61,229 @@ const saturateInput = byId("saturate", HTMLInputElement);
 const roundModeSelect = byId("round-mode", HTMLSelectElement);
 const opsetInput = byId("opset", HTMLInputElement);
 const results = byId("results", HTMLDivElement);
+const formatSelect = byId("format", HTMLSelectElement);
+const inspectType = byId("i-type", HTMLSelectElement);
+const inspectInput = byId("i-input", HTMLInputElement);
 
 fillSelect(fromSelect, SHOWN.filter((t) => t.kind !== "string" && t.kind !== "complex").map((t) => t.name), "float64");
+fillSelect(formatSelect, FORMATS.map((t) => t.name), "float8e4m3fn");
+fillSelect(inspectType, SHOWN.filter((t) => INSPECTABLE.includes(t)).map((t) => t.name), "float16");
+const tensorTypes = SHOWN.map((t) => t.name);
+fillSelect(byId("t-dtype", HTMLSelectElement), tensorTypes, "float32");
+fillSelect(byId("t-op", HTMLSelectElement), TENSOR_OPS, "cast");
+fillSelect(byId("t-cast-to", HTMLSelectElement), tensorTypes, "float8e4m3fn");
+fillSelect(byId("t-bitcast-to", HTMLSelectElement), tensorTypes, "uint8");
+fillSelect(byId("t-promote-with", HTMLSelectElement), tensorTypes, "float16");
 
-function explainOptions(): ExplainOptions {
-  const opset = Number(opsetInput.value || LATEST_OPSET);
-  return {
-    from: dtype(fromSelect.value),
-    saturate: saturateInput.checked,
-    roundMode: roundModeSelect.value as RoundMode,
-    opset: Number.isInteger(opset) && opset >= 1 && opset <= LATEST_OPSET ? opset : LATEST_OPSET,
-  };
+restoreState(document, location.hash);
+
+// ---- A value in every data type --------------------------------------------------------------
+
+/** The opset as typed, or why it is not one (never silently replaced by the newest). */
+function readOpset(): { opset: number } | { error: string } {
+  const text = opsetInput.value.trim();
+  if (text === "") return { opset: LATEST_OPSET };
+  if (!/^[+-]?\d+$/.test(text)) return { error: `opset ${JSON.stringify(text)} is not a whole number; Cast has opsets 1 to ${LATEST_OPSET}` };
+  const opset = Number(text);
+  try {
+    operatorVersion("Cast", opset);
+  } catch (e) {
+    return { error: `opset ${text}: ${errorText(e)}` };
+  }
+  return { opset };
 }
 
-function renderExplorer(): void {
-  const o = explainOptions();
-  const version = operatorVersion("Cast", o.opset);
+function explainOptions(opset: number): ExplainOptions {
+  return { from: dtype(fromSelect.value), saturate: saturateInput.checked, roundMode: roundModeSelect.value as RoundMode, opset };
+}
+
+let explorerPage = 0;
+let explorerText = "";
+
+async function renderExplorer(job: Job): Promise<void> {
+  const status = byId("explorer-status", HTMLParagraphElement);
+  const opsetError = byId("opset-error", HTMLParagraphElement);
+  const notes = byId("list-notes", HTMLDivElement);
+  const o = readOpset();
+  opsetInput.setAttribute("aria-invalid", String("error" in o));
+  if ("error" in o) {
+    opsetError.textContent = o.error;
+    opsetError.hidden = false;
+    opsetError.dataset.error = o.error;
+    byId("cast-version", HTMLSpanElement).textContent = "";
+    results.replaceChildren();
+    notes.replaceChildren();
+    status.textContent = "No results: the opset is not one Cast has.";
+    return;
+  }
+  opsetError.hidden = true;
+  const options = explainOptions(o.opset);
+  const version = operatorVersion("Cast", options.opset);
   saturateInput.disabled = !version.attributes.has("saturate");
   roundModeSelect.disabled = !version.attributes.has("round_mode");
   byId("cast-version", HTMLSpanElement).textContent =
-    `Cast-${version.version}: saturate ${saturateInput.disabled ? "n/a" : o.saturate}, round_mode ${roundModeSelect.disabled ? "n/a" : o.roundMode}`;
-  const tokens = splitValues(valuesInput.value);
-  const blocks = tokens.slice(0, MAX_VALUES).map((token) => valueBlock(explain(token, o)));
-  if (tokens.length > MAX_VALUES) blocks.push(el("p", { class: "note" }, `… and ${tokens.length - MAX_VALUES} more values (only the first ${MAX_VALUES} are shown)`));
-  if (tokens.length === 0) blocks.push(el("p", { class: "note" }, "Type a number, or paste a list."));
-  results.replaceChildren(...blocks);
+    `Cast-${version.version}: saturate ${saturateInput.disabled ? "n/a" : options.saturate}, round_mode ${roundModeSelect.disabled ? "n/a" : options.roundMode}`;
+  if (valuesInput.value !== explorerText) {
+    explorerText = valuesInput.value;
+    explorerPage = 0;
+  }
+  const list = readValueList(valuesInput.value);
+  notes.replaceChildren(...list.notes.map((n) => el("p", { class: "note list-note" }, n)));
+  if (list.error) {
+    results.replaceChildren(el("p", { class: "error", "data-error": list.error }, list.error));
+    status.textContent = `The list cannot be read: ${list.error}`;
+    return;
+  }
+  const tokens = list.tokens;
+  const pages = Math.max(1, Math.ceil(tokens.length / VALUES_PER_PAGE));
+  explorerPage = Math.min(Math.max(0, explorerPage), pages - 1);
+  const from = explorerPage * VALUES_PER_PAGE;
+  const shown = tokens.slice(from, from + VALUES_PER_PAGE);
+  let refused = 0;
+  const where = `values ${from + 1}–${from + shown.length} of ${tokens.length}`;
+  const nav = () => pages > 1 ? [pager(explorerPage, pages, where, (p) => { explorerPage = p; explorerView.now(); })] : [];
+  const top = el("div", { class: "pager-box" }, ...nav());
+  const bottom = el("div", { class: "pager-box" }, ...nav());
+  if (results.firstElementChild?.classList.contains("pager-box")) results.firstElementChild.replaceWith(top);
+  else results.prepend(top);
+  // Blocks are replaced one by one, each laid out in its own slice: all eight at once would be one
+  // long layout (1,600 table cells) between two frames.
+  let at = top.nextElementSibling;
+  for (const token of shown) {
+    await job.yield();
+    const x = explain(token, options);
+    if (x.error) refused++;
+    const block = valueBlock(x, options.from);
+    if (at && at.classList.contains("value-block")) at.replaceWith(block);
+    else if (at) at.before(block);
+    else results.append(block);
+    at = block.nextElementSibling;
+    void results.offsetHeight;
+  }
+  while (at) {
+    const next = at.nextElementSibling;
+    at.remove();
+    at = next;
+  }
+  if (tokens.length === 0) results.append(el("p", { class: "note" }, "Type a number, or paste a list."));
+  results.append(bottom);
+  status.textContent = tokens.length === 0 ? "No values." :
+    `${tokens.length} value${tokens.length === 1 ? "" : "s"} in ${options.from.name}; showing ${where}` + (refused ? `; ${refused} of them cannot be read or stored` : "") + ".";
 }
 
-function valueBlock(x: Explained): HTMLElement {
-  const block = el("section", { class: "value-block", "data-input": x.input, "data-source": x.source, "data-source-changed": String(x.sourceChanged) });
+function valueBlock(x: Explained, from: DType): HTMLElement {
+  const block = el("section", {
+    class: "value-block", "data-input": x.input, "data-source": x.source, "data-source-changed": String(x.sourceChanged),
+    "data-reading-note": x.readingNote,
+  });
   if (x.error) {
-    block.append(el("h3", {}, el("code", {}, x.input)), el("p", { class: "error", "data-error": x.error }, x.error));
+    const library = x.errorCode ? `TensorcastError ${x.errorCode}: ${x.errorMessage}` : x.error;
+    block.append(el("h3", {}, el("code", {}, x.input)), el("p", { class: "error", "data-error": library, "data-shown": x.error }, x.error));
     return block;
   }
-  const from = fromSelect.value;
+  const changed = x.readingNote ? ` (changed by storing it: ${x.readingNote})` : x.sourceChanged ? " (changed by storing it)" : "";
   block.append(el("h3", {},
-    el("code", {}, x.input), " stored as ", from, " is ", el("code", { class: "source" }, x.source),
-    ...(x.sourceChanged ? [el("span", { class: "changed" }, " (changed by storing it)")] : [])));
+    el("code", {}, x.input), " stored as ", from.name, " is ", el("code", { class: "source" }, x.source),
+    ...(changed ? [el("span", { class: "changed" }, changed)] : [])));
   const table = el("table", { class: "explain" });
-  table.append(el("tr", {}, ...["type", "code", "bits", "value", "abs error", "rel error", "what happened"].map((h) => el("th", {}, h))));
+  table.append(el("colgroup", {}, ...["type", "code", "bits", "value", "abs", "rel", "what"].map((c) => el("col", { class: `c-${c}` }))));
+  table.append(el("tr", {}, ...["type", "code", "bits", "value", "abs error", "rel error", "what happened"].map((h) => el("th", { scope: "col" }, h))));
   const byName = new Map(x.rows.map((r) => [r.type.name, r]));
   for (const t of SHOWN) table.append(typeRow(byName.get(t.name)!));
-  block.append(table);
+  block.append(scrollBox(`${x.input} in every type`, table));
   return block;
 }
 
+function bitsCell(fields: Inspected["fields"] | TypeRow["fields"]): HTMLElement {
+  const bits = el("td", { class: "bits" });
+  fields.forEach((f, i) => {
+    if (i > 0) bits.append(el("span", { class: "sep" }, "|"));
+    bits.append(el("span", { class: `f-${f.kind}` }, f.bits));
+  });
+  return bits;
+}
+
 function typeRow(r: TypeRow): HTMLTableRowElement {
-  const name = el("td", { class: "type" }, r.type.name);
+  const name = el("th", { class: "type", scope: "row" }, r.type.name);
   if (r.error) {
     return el("tr", { "data-type": r.type.name, "data-error": r.errorMessage ?? r.error, "data-error-code": r.errorCode },
       name, el("td", { colspan: 6, class: "error" }, r.error));
   }
-  const bits = el("td", { class: "bits" });
-  r.fields.forEach((f, i) => {
-    if (i > 0) bits.append(el("span", { class: "sep" }, "|"));
-    bits.append(el("span", { class: `f-${f.kind}` }, f.bits));
-  });
+  const flag = r.flag ? [el("span", { class: `flag flag-${r.flag.replace(/ /g, "-")}` }, r.flag)] : [];
   return el("tr", {
     "data-type": r.type.name, "data-code": r.code, "data-value": r.result,
     "data-abs": r.absError === null ? "" : String(r.absError), "data-rel": r.relError === null ? "" : String(r.relError),
     "data-flag": r.flag,
   },
-  name, el("td", { class: "code" }, r.code), bits, el("td", { class: "value" }, r.result),
+  name, el("td", { class: "code" }, r.code), bitsCell(r.fields), el("td", { class: "value" }, r.result),
   el("td", { class: "num" }, r.type.kind === "string" ? "" : formatError(r.absError)),
   el("td", { class: "num" }, r.type.kind === "string" ? "" : formatError(r.relError)),
-  el("td", {}, r.flag ? el("span", { class: `flag flag-${r.flag.replace(/ /g, "-")}` }, r.flag) : ""));
+  el("td", { class: "what" }, ...flag, ...(r.why ? [el("span", { class: "why" }, r.why)] : [])));
+}
+
+// ---- A code, bit by bit -----------------------------------------------------------------------
+
+function renderInspector(): void {
+  const t = dtype(inspectType.value);
+  const box = byId("i-result", HTMLDivElement);
+  const status = byId("inspector-status", HTMLParagraphElement);
+  let x: Inspected;
+  try {
+    const { code, note } = readCode(inspectInput.value, t);
+    x = inspect(t, code, note);
+  } catch (e) {
+    const text = errorText(e).replace(/^Error: /, "");
+    inspectInput.setAttribute("aria-invalid", "true");
+    box.replaceChildren(el("p", { class: "error", "data-error": text }, text));
+    status.textContent = text;
+    return;
+  }
+  inspectInput.setAttribute("aria-invalid", "false");
+  const setCode = (code: bigint) => {
+    inspectInput.value = `0x${code.toString(16).padStart(Math.ceil(t.bits / 4), "0")}`;
+    inspectorView.now();
+  };
+  const bits = el("div", { class: "bit-buttons", role: "group", "aria-label": `the ${t.bits} bits of ${x.hex}, most significant first` });
+  let position = t.bits - 1;
+  for (const f of x.fields) {
+    const field = el("span", { class: `field f-${f.kind}` });
+    for (const b of f.bits) {
+      const bit = position--;
+      const button = el("button", {
+        type: "button", class: `bit f-${f.kind}`, "data-bit": bit, "aria-pressed": String(b === "1"),
+        "aria-label": `bit ${bit} (${f.kind}) is ${b}: flip it`,
+      }, b);
+      button.addEventListener("click", () => setCode(x.code ^ (1n << BigInt(bit))));
+      field.append(button);
+    }
+    bits.append(field);
+  }
+  const step = (label: string, n: Inspected["prev"], cls: string) => {
+    if (!n) return el("span", { class: `step ${cls} none` }, `${label}: none`);
+    const b = el("button", { type: "button", class: `step ${cls}`, "data-code": n.hex, "data-value": n.value }, `${label}: ${n.value} (${n.hex})`);
+    b.addEventListener("click", () => setCode(n.code));
+    return b;
+  };
+  const facts: [string, string | HTMLElement, string][] = [
+    ["code", `${x.hex} = 0b${x.code.toString(2).padStart(t.bits, "0")} = ${x.code}`, "code"],
+    ["value", x.value, "value"],
+    ["kind", x.kind, "kind"],
+    ["fields", x.breakdown, "breakdown"],
+    ["exact decimal", x.exact === "" ? "-" : x.exact, "exact"],
+    ["ulp", x.ulp === "" ? "-" : x.ulp, "ulp"],
+  ];
+  const dl = el("dl", { class: "facts" });
+  for (const [k, v, id] of facts) dl.append(el("div", {}, el("dt", {}, k), el("dd", { "data-fact": id }, v)));
+  box.replaceChildren(
+    ...(x.note ? [el("p", { class: "note", "data-note": x.note }, x.note)] : []),
+    bits, el("div", { class: "steps" }, step("previous", x.prev, "prev"), step("next", x.next, "next")), dl);
+  box.dataset.code = x.hex;
+  status.textContent = `${t.name} ${x.hex} is ${x.value} (${x.kind}).`;
 }
 
 // ---- A format, all its values -----------------------------------------------------------------
 
-const formatSelect = byId("format", HTMLSelectElement);
-fillSelect(formatSelect, FORMATS.map((t) => t.name), "float8e4m3fn");
+let plotWidth = 0;
 
 function renderFormat(): void {
   const t = dtype(formatSelect.value);
@@ -117,85 +299,212 @@ function renderFormat(): void {
   byId("format-stats", HTMLDListElement).replaceChildren(
     ...facts.map(([k, v]) => el("div", {}, el("dt", {}, k), el("dd", { "data-fact": k }, v))));
   // The plot follows the saturate and round_mode switches, at the newest Cast (which has both).
-  const options = castOptions({ ...explainOptions(), opset: LATEST_OPSET });
-  byId("values-plot", HTMLDivElement).replaceChildren(valuesPlot(t));
-  byId("error-plot", HTMLDivElement).replaceChildren(errorPlot(t, options));
+  const options = castOptions({ ...explainOptions(LATEST_OPSET) });
+  plotWidth = byId("formats", HTMLElement).clientWidth;
+  const l = layout(Math.min(plotWidth, 960));
+  byId("values-plot", HTMLDivElement).replaceChildren(valuesPlot(t, l));
+  byId("error-plot", HTMLDivElement).replaceChildren(errorPlot(t, options, l));
   byId("code-table", HTMLDivElement).replaceChildren(
-    t.bits <= 8 ? codeTable(t) : el("p", { class: "note" }, `${s.codes} codes: too many for a table; the plots show them all.`));
+    t.bits <= 8 ? scrollBox(`every code of ${t.name}`, codeTable(t)) : el("p", { class: "note" }, `${s.codes} codes: too many for a table; the plots show them all.`));
   byId("compare-plot", HTMLDivElement).replaceChildren(comparePlot(t, (picked) => {
     formatSelect.value = picked.name;
-    renderFormat();
-  }));
+    formatView.now();
+    // The row was redrawn: keep the keyboard where it was.
+    queueMicrotask(() => settled().then(() => document.querySelector<SVGElement>(`svg[data-plot=compare] g[data-format="${picked.name}"]`)?.focus()));
+  }, l));
 }
 
 // ---- The tensor box ---------------------------------------------------------------------------
-
-const tensorTypes = SHOWN.map((t) => t.name);
-fillSelect(byId("t-dtype", HTMLSelectElement), tensorTypes, "float32");
-fillSelect(byId("t-op", HTMLSelectElement), TENSOR_OPS, "cast");
-fillSelect(byId("t-cast-to", HTMLSelectElement), tensorTypes, "float8e4m3fn");
-fillSelect(byId("t-bitcast-to", HTMLSelectElement), tensorTypes, "uint8");
-fillSelect(byId("t-promote-with", HTMLSelectElement), tensorTypes, "float16");
-
-const value = (id: string) => (document.getElementById(id) as HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement).value;
-const checked = (id: string) => byId(id, HTMLInputElement).checked;
 
 function errorBox(f: Failure): HTMLElement {
   return el("div", { class: "error", "data-code": f.code, "data-message": f.message }, f.text);
 }
 
-function renderTensorBox(): void {
-  const op = value("t-op") as TensorOp;
-  for (const params of document.querySelectorAll<HTMLElement>(".op-params")) params.hidden = params.dataset.op !== op;
-  const outcome = runTensorBox({
-    values: value("t-values"), dtype: value("t-dtype"), shape: value("t-shape"), op,
+/**
+ * A paste this long is kept out of the text box: the browser lays out a textarea's whole text
+ * (about 250 ms for 100,000 values, 5 s for a million) before it draws again.
+ */
+const LARGE_PASTE = 100_000;
+let pasted: string | undefined;
+const tValues = byId("t-values", HTMLTextAreaElement);
+const pastedNote = el("p", { class: "note pasted", id: "t-pasted", hidden: true });
+tValues.closest(".controls")!.after(pastedNote);
+
+/** Holds `text` as the values, out of the text box, with a note saying so and a button to clear it. */
+function keepOut(text: string): void {
+  pasted = text;
+  tValues.value = "";
+  tValues.placeholder = "(the pasted values, below)";
+  const clear = el("button", { type: "button" }, "clear");
+  clear.addEventListener("click", () => {
+    pasted = undefined;
+    pastedNote.hidden = true;
+    tValues.placeholder = "";
+    tensorView.now();
+    tValues.focus();
+  });
+  pastedNote.replaceChildren(`${text.length.toLocaleString("en")} characters pasted: kept out of the text box so the page stays quick; typing there replaces them. `, clear);
+  pastedNote.hidden = false;
+}
+
+tValues.addEventListener("paste", (e) => {
+  const text = e.clipboardData?.getData("text/plain") ?? "";
+  if (text.length < LARGE_PASTE) return;
+  e.preventDefault();
+  keepOut(text);
+  tensorView.now();
+});
+// Text that arrives otherwise (dropped, or a paste the event did not carry) is moved out before
+// the browser lays it out: input events run before the next frame.
+tValues.addEventListener("input", () => {
+  if (tValues.value.length >= LARGE_PASTE) keepOut(tValues.value);
+  else if (pasted !== undefined) {
+    pasted = undefined;
+    pastedNote.hidden = true;
+    tValues.placeholder = "";
+  }
+});
+
+function tensorRequest(): TensorRequest {
+  return {
+    values: pasted ?? value("t-values"), dtype: value("t-dtype"), shape: value("t-shape"), op: value("t-op") as TensorOp,
     castTo: value("t-cast-to"), saturate: checked("t-saturate"), roundMode: value("t-round-mode") as RoundMode,
     castOpset: value("t-cast-opset"),
     reshapeShape: value("t-reshape-shape"), allowzero: checked("t-allowzero"), reshapeOpset: value("t-reshape-opset"),
     bitcastTo: value("t-bitcast-to"), semantics: value("t-semantics") as BitcastSemantics,
     promoteWith: value("t-promote-with"), promoteWithShape: value("t-promote-shape"),
     promoteUnsafe: checked("t-promote-unsafe"), pytorchScalar: checked("t-pytorch"),
+  };
+}
+
+/** The worker, while it works: a newer request ends it (terminate) rather than waiting. */
+let worker: Worker | undefined;
+let workerFailed = false;
+let inFlight: { resolve: (o: WireOutcome | undefined) => void } | undefined;
+let requests = 0;
+
+function startWorker(): Worker | undefined {
+  if (workerFailed || typeof Worker !== "function") return undefined;
+  try {
+    return new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+  } catch {
+    workerFailed = true;
+    return undefined;
+  }
+}
+
+/** The box's outcome, from the worker (or here, where there is no worker); undefined if superseded. */
+function runBox(r: TensorRequest): Promise<WireOutcome | undefined> {
+  if (inFlight) {
+    inFlight.resolve(undefined);
+    inFlight = undefined;
+    worker?.terminate();
+    worker = undefined;
+  }
+  worker ??= startWorker();
+  const w = worker;
+  if (!w) return Promise.resolve(runToWire(r).outcome);
+  const id = ++requests;
+  return new Promise((resolve) => {
+    inFlight = { resolve };
+    w.onmessage = (e: MessageEvent<{ id: number; outcome: WireOutcome }>) => {
+      if (e.data.id !== id) return;
+      inFlight = undefined;
+      resolve(e.data.outcome);
+    };
+    w.onerror = (e) => {
+      // A worker that cannot start (no module workers): this and later requests run here.
+      e.preventDefault();
+      workerFailed = true;
+      worker = undefined;
+      inFlight = undefined;
+      resolve(runToWire(r).outcome);
+    };
+    w.postMessage({ id, request: r });
   });
-  byId("t-input", HTMLDivElement).replaceChildren(
-    outcome.input ? tensorTable(outcome.input, "t-input-table") : errorBox(outcome.inputError!));
-  byId("t-note", HTMLDivElement).textContent = outcome.note ?? "";
-  byId("t-output", HTMLDivElement).replaceChildren(
-    outcome.output ? tensorTable(outcome.output, "t-output-table") : outcome.error ? errorBox(outcome.error) : "");
+}
+
+let boxShown: { input?: Tensor; output?: Tensor; key: string } = { key: "" };
+let inputPage = 0;
+let outputPage = 0;
+
+async function renderTensorBox(job: Job): Promise<void> {
+  const op = value("t-op") as TensorOp;
+  for (const params of document.querySelectorAll<HTMLElement>(".op-params")) params.hidden = params.dataset.op !== op;
+  const r = tensorRequest();
+  const status = byId("t-status", HTMLParagraphElement);
+  const key = JSON.stringify(r);
+  if (key !== boxShown.key) {
+    let outcome: WireOutcome | undefined;
+    if (r.values.length > MAX_TENSOR_TEXT) {
+      const message = `${r.values.length.toLocaleString("en")} characters of values: the box reads up to ${MAX_TENSOR_TEXT.toLocaleString("en")}; the library itself has no such limit`;
+      outcome = { inputError: { text: message, message } };
+    } else {
+      status.textContent = "Working…";
+      outcome = await track(runBox(r));
+    }
+    if (!outcome || job.cancelled) return;
+    inputPage = 0;
+    outputPage = 0;
+    const input = outcome.input ? fromWire(outcome.input) : undefined;
+    const output = outcome.output ? fromWire(outcome.output) : undefined;
+    boxShown = { key, ...(input ? { input } : {}), ...(output ? { output } : {}) };
+    byId("t-input", HTMLDivElement).replaceChildren(input ? el("div") : errorBox(outcome.inputError!));
+    byId("t-note", HTMLDivElement).textContent = outcome.note ?? "";
+    byId("t-output", HTMLDivElement).replaceChildren(output ? el("div") : outcome.error ? errorBox(outcome.error) : "");
+    const failure = outcome.inputError ?? outcome.error;
+    status.textContent = failure ? `Error: ${failure.text}` :
+      `${input!.dtype.name} [${input!.shape.join(", ")}] to ${output!.dtype.name} [${output!.shape.join(", ")}].`;
+  }
+  const { input, output } = boxShown;
+  if (input) byId("t-input", HTMLDivElement).replaceChildren(tensorTable(input, "t-input-table", inputPage, (p) => { inputPage = p; tensorView.now(); }));
+  if (output) byId("t-output", HTMLDivElement).replaceChildren(tensorTable(output, "t-output-table", outputPage, (p) => { outputPage = p; tensorView.now(); }));
 }
 
 // ---- Wiring -----------------------------------------------------------------------------------
 
-/** Runs a view's render; a bug shows in the view's error line instead of leaving the page stale. */
-function guarded(render: () => void, errorId: string): () => void {
-  const line = byId(errorId, HTMLParagraphElement);
-  return () => {
-    try {
-      render();
-      line.hidden = true;
-    } catch (e) {
-      line.textContent = `the page failed: ${errorText(e)}`;
-      line.hidden = false;
-      throw e;
-    }
-  };
-}
+const explorerView = view(async (job) => { await renderExplorer(job); ok("explorer-error"); }, failed("explorer-error"));
+const formatView = view(() => { renderFormat(); ok("format-error"); }, failed("format-error"));
+const inspectorView = view(() => renderInspector(), failed("explorer-error"));
+const tensorView = view(async (job) => { await renderTensorBox(job); ok("tensor-error"); }, failed("tensor-error"));
 
-const explorer = guarded(renderExplorer, "explorer-error");
-const formatView = guarded(renderFormat, "format-error");
-const tensorBox = guarded(renderTensorBox, "tensor-error");
-
-for (const id of ["values", "from", "saturate", "round-mode", "opset"]) {
-  byId(id, HTMLElement).addEventListener("input", () => {
-    explorer();
-    if (id === "saturate" || id === "round-mode") formatView();
+/** Typing waits for a pause; a click or a choice redraws at once. */
+function on(e: HTMLElement, redraw: () => void): void {
+  e.addEventListener("input", () => {
+    redraw();
+    stateSaver.later();
   });
 }
-formatSelect.addEventListener("input", formatView);
-for (const e of document.querySelectorAll<HTMLElement>("#tensor-box input, #tensor-box select, #tensor-box textarea")) {
-  e.addEventListener("input", tensorBox);
-}
 
-explorer();
-formatView();
-tensorBox();
-document.body.dataset.ready = "true";
+const stateSaver = view(() => { saveState(document); }, () => undefined);
+for (const id of ["values", "opset"]) on(byId(id, HTMLElement), () => explorerView.later());
+for (const id of ["from", "saturate", "round-mode"]) {
+  on(byId(id, HTMLElement), () => {
+    explorerView.now();
+    if (id !== "from") formatView.now();
+  });
+}
+on(formatSelect, () => formatView.now());
+on(inspectType, () => inspectorView.now());
+on(inspectInput, () => inspectorView.later());
+for (const e of document.querySelectorAll<HTMLElement>("#tensor-box input, #tensor-box select, #tensor-box textarea")) {
+  on(e, () => (e instanceof HTMLSelectElement || (e instanceof HTMLInputElement && e.type === "checkbox") ? tensorView.now() : tensorView.later()));
+}
+// Plots are drawn at the width they are shown at; a new width redraws them.
+let resizeTimer: ReturnType<typeof setTimeout> | undefined;
+addEventListener("resize", () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(() => {
+    if (byId("formats", HTMLElement).clientWidth !== plotWidth) formatView.now();
+  }, 150);
+});
+
+byId("format-table-box", HTMLDivElement).replaceChildren(formatTable());
+explorerView.now();
+formatView.now();
+inspectorView.now();
+tensorView.now();
+
+/** For the browser tests: resolves once every view has finished redrawing. */
+(globalThis as unknown as { playground: { settled: () => Promise<void> } }).playground = { settled };
+void settled().then(() => { document.body.dataset.ready = "true"; });

@@ -71,7 +71,8 @@ export function formatStats(t: DType): FormatStats {
 /** `2^k` for exact powers of two far from 1, the number otherwise. */
 export function formatLimit(x: number): string {
   const k = Math.log2(Math.abs(x));
-  if (Number.isInteger(k) && (k <= -10 || k >= 16)) return `${x < 0 ? "-" : ""}2^${k}`;
+  // log2 rounds: float64's max (2^1024 - 2^971) has log2 1024 exactly, so check the power itself.
+  if (Number.isInteger(k) && 2 ** k === Math.abs(x) && (k <= -10 || k >= 16)) return `${x < 0 ? "-" : ""}2^${k}`;
   return formatNumber(x);
 }
 
@@ -84,46 +85,91 @@ function svg(tag: string, attrs: Record<string, string | number>, ...children: (
   return e;
 }
 
-const WIDTH = 960;
-const LEFT = 110;
-const RIGHT = 20;
+let plotIds = 0;
+
+/**
+ * An SVG drawn at `width` CSS pixels (the viewBox is the same size, so 11 px text stays 11 px on a
+ * phone), announced as an image with a title and a description.
+ */
+function plotRoot(width: number, height: number, kind: string, title: string, desc: string, attrs: Record<string, string | number> = {}): SVGElement {
+  const id = `plot-${++plotIds}`;
+  const root = svg("svg", {
+    // A plot with buttons in it (the compare plot) is a group: an image cannot hold controls.
+    viewBox: `0 0 ${width} ${height}`, width, height, class: "plot", "data-plot": kind, role: "img",
+    "aria-labelledby": `${id}-title ${id}-desc`, ...attrs,
+  });
+  root.append(svg("title", { id: `${id}-title` }, title), svg("desc", { id: `${id}-desc` }, desc));
+  return root;
+}
+
+/** Where a plot's axis starts and ends: narrow plots (a phone) put their labels above, not beside. */
+export interface Layout {
+  readonly width: number;
+  readonly left: number;
+  readonly right: number;
+  readonly narrow: boolean;
+}
+
+/**
+ * The layout for a plot `width` CSS pixels wide (at least 280).
+ * @example layout(390) // { width: 390, left: 44, right: 10, narrow: true }
+ */
+export function layout(width: number): Layout {
+  const w = Math.max(280, Math.round(width));
+  const narrow = w < 600;
+  return { width: w, left: narrow ? 44 : 110, right: narrow ? 10 : 20, narrow };
+}
 
 interface Axis {
   readonly lo: number;
   readonly hi: number;
+  readonly l: Layout;
   x(log2v: number): number;
 }
 
-function axis(lo: number, hi: number): Axis {
-  const span = WIDTH - LEFT - RIGHT;
-  return { lo, hi, x: (l) => LEFT + ((l - lo) / (hi - lo)) * span };
+function axis(l: Layout, lo: number, hi: number): Axis {
+  const span = l.width - l.left - l.right;
+  return { lo, hi, l, x: (v) => l.left + ((v - lo) / (hi - lo)) * span };
 }
 
-/** A step between labelled powers of two giving at most ~12 labels. */
-function labelStep(lo: number, hi: number): number {
-  for (const step of [1, 2, 4, 5, 8, 10, 16, 20, 32, 40, 64]) if ((hi - lo) / step <= 12) return step;
+/** A step between labelled powers of two that keeps labels apart (about 70 px each). */
+function labelStep(a: Axis): number {
+  const most = Math.max(3, Math.floor((a.l.width - a.l.left - a.l.right) / 70));
+  for (const step of [1, 2, 4, 5, 8, 10, 16, 20, 32, 40, 64]) if ((a.hi - a.lo) / step <= most) return step;
   return 128;
 }
 
 function xAxis(a: Axis, y: number): SVGElement {
+  const { l } = a;
   const g = svg("g", { class: "axis" });
-  g.append(svg("line", { x1: LEFT, x2: WIDTH - RIGHT, y1: y, y2: y }));
-  const step = labelStep(a.lo, a.hi);
+  g.append(svg("line", { x1: l.left, x2: l.width - l.right, y1: y + 0.5, y2: y + 0.5 }));
+  const step = labelStep(a);
   for (let k = Math.ceil(a.lo / step) * step; k <= a.hi; k += step) {
-    const x = a.x(k);
+    const x = crisp(a.x(k));
     g.append(svg("line", { x1: x, x2: x, y1: y, y2: y + 4 }));
-    g.append(svg("text", { x, y: y + 16, "text-anchor": "middle" }, k === 0 ? "1" : `2^${k}`));
+    // Labels at the ends are kept inside the plot rather than centred past its edge.
+    const anchor = x > l.width - 16 ? "end" : "middle";
+    g.append(svg("text", { x: anchor === "end" ? l.width - 2 : x, y: y + 16, "text-anchor": anchor }, k === 0 ? "1" : `2^${k}`));
   }
   return g;
+}
+
+/**
+ * The centre of the pixel column holding x: a 1 px line drawn there covers one column fully. (A
+ * line on a column boundary is smeared over two columns at half strength, which drew every other
+ * tick lighter.)
+ */
+function crisp(x: number): number {
+  return Math.floor(x) + 0.5;
 }
 
 /** One path of vertical ticks, one per pixel column (31744 float16 values make ~800 ticks). */
 function ticks(a: Axis, values: readonly number[], y0: number, y1: number, cls: string): SVGElement {
   const columns = new Set<number>();
-  for (const v of values) columns.add(Math.round(a.x(Math.log2(v)) * 2) / 2);
+  for (const v of values) columns.add(crisp(a.x(Math.log2(v))));
   let d = "";
   for (const x of columns) d += `M${x} ${y0}V${y1}`;
-  return svg("path", { d, class: cls });
+  return svg("path", { d, class: cls, "data-columns": columns.size });
 }
 
 /** The x range of a format: a binade of margin around its smallest positive and largest value. */
@@ -135,63 +181,76 @@ function formatRange(t: DType): [number, number] {
 }
 
 /** Every positive representable value of `t` as a tick on a log2 axis (negative values mirror them). */
-export function valuesPlot(t: DType): SVGElement {
+export function valuesPlot(t: DType, l: Layout): SVGElement {
   const s = formatStats(t);
-  const a = axis(...formatRange(t));
-  const height = 84;
-  const root = svg("svg", { viewBox: `0 0 ${WIDTH} ${height}`, width: WIDTH, height, class: "plot", "data-plot": "values", "data-positives": s.positives.length });
-  root.append(svg("text", { x: 8, y: 30, class: "label" }, "positive"));
-  root.append(svg("text", { x: 8, y: 44, class: "label" }, "values"));
+  const a = axis(l, ...formatRange(t));
+  const top = l.narrow ? 16 : 0;
+  const height = 84 + top;
+  const root = plotRoot(l.width, height, "values", `The positive values of ${t.name}`,
+    `${s.positives.length} positive finite values from ${formatLimit(s.positives[0])} to ${formatLimit(s.positives[s.positives.length - 1])} on a log2 axis; ` +
+    `${s.subnormals} subnormal codes, drawn shorter.`, { "data-positives": s.positives.length });
+  if (l.narrow) root.append(svg("text", { x: 4, y: 12, class: "label" }, "positive values"));
+  else {
+    root.append(svg("text", { x: 8, y: 30, class: "label" }, "positive"));
+    root.append(svg("text", { x: 8, y: 44, class: "label" }, "values"));
+  }
   const normals = s.positives.filter((v) => !s.subnormalValues.has(v));
   const subnormals = s.positives.filter((v) => s.subnormalValues.has(v));
-  root.append(ticks(a, normals, 14, 54, "tick-normal"));
-  root.append(ticks(a, subnormals, 24, 54, "tick-subnormal"));
-  root.append(xAxis(a, 58));
+  root.append(ticks(a, normals, top + 14, top + 54, "tick-normal"));
+  root.append(ticks(a, subnormals, top + 24, top + 54, "tick-subnormal"));
+  root.append(xAxis(a, top + 58));
   return root;
 }
 
 const ERROR_LO = -14;
 const ERROR_HI = 1;
-const SAMPLES = 1200;
+/** Samples of the error plot: at least this many in all, and per binade (e8m0 spans 260 binades). */
+const MIN_SAMPLES = 1200;
+const SAMPLES_PER_BINADE = 32;
 
 /**
  * The relative error |cast(x) - x| / x for x from just below the format's smallest positive value
  * to past its largest, on log2 scales. Points where x becomes inf or NaN are marked along the top.
  */
-export function errorPlot(t: DType, options: CastOptions): SVGElement {
+export function errorPlot(t: DType, options: CastOptions, l: Layout): SVGElement {
   const [lo, hi] = formatRange(t);
-  const a = axis(lo, hi);
-  const height = 230;
-  const top = 12;
-  const bottom = 190;
+  const a = axis(l, lo, hi);
+  // The min/max labels sit in a band of their own above the plot, where the curve never goes.
+  const top = 30;
+  const bottom = 208;
+  const height = bottom + 40;
   const y = (log2e: number) => top + ((ERROR_HI - Math.min(ERROR_HI, Math.max(ERROR_LO, log2e))) / (ERROR_HI - ERROR_LO)) * (bottom - top);
-  const xs = new Float64Array(SAMPLES);
-  for (let i = 0; i < SAMPLES; i++) xs[i] = 2 ** (lo + ((hi - lo) * (i + 0.5)) / SAMPLES);
-  const ys = cast(Tensor.fromStorage(xs, "float64", [SAMPLES]), t, options).toValues() as number[];
+  const samples = Math.max(MIN_SAMPLES, (hi - lo) * SAMPLES_PER_BINADE);
+  const xs = new Float64Array(samples);
+  for (let i = 0; i < samples; i++) xs[i] = 2 ** (lo + ((hi - lo) * (i + 0.5)) / samples);
+  const ys = cast(Tensor.fromStorage(xs, "float64", [samples]), t, options).toValues() as number[];
 
-  const root = svg("svg", { viewBox: `0 0 ${WIDTH} ${height}`, width: WIDTH, height, class: "plot", "data-plot": "error" });
+  const m = t.format!.manBits;
+  const root = plotRoot(l.width, height, "error", `Relative error of rounding to ${t.name}`,
+    `For x from ${formatLimit(2 ** lo)} to ${formatLimit(2 ** hi)} (log2 axis), |cast(x) - x| / x on a log2 axis from 2^${ERROR_LO} to 2; ` +
+    (m > 0 ? `inside the range it stays under half an ulp, 2^-${m + 1}. ` : "") + "Marks along the top: x became inf or NaN.",
+    { "data-samples": samples, "data-samples-per-binade": samples / (hi - lo) });
   const grid = svg("g", { class: "axis" });
   for (let k = ERROR_LO; k <= ERROR_HI; k += 3) {
-    grid.append(svg("line", { x1: LEFT, x2: WIDTH - RIGHT, y1: y(k), y2: y(k), class: "grid" }));
-    grid.append(svg("text", { x: LEFT - 6, y: y(k) + 4, "text-anchor": "end" }, k === 0 ? "1" : `2^${k}`));
+    grid.append(svg("line", { x1: l.left, x2: l.width - l.right, y1: crisp(y(k)), y2: crisp(y(k)), class: "grid" }));
+    grid.append(svg("text", { x: l.left - 4, y: y(k) + 4, "text-anchor": "end" }, k === 0 ? "1" : `2^${k}`));
   }
-  grid.append(svg("text", { x: 8, y: top + 8, class: "label" }, "relative"));
-  grid.append(svg("text", { x: 8, y: top + 22, class: "label" }, "error"));
+  grid.append(svg("text", { x: 4, y: 12, class: "label" }, l.narrow ? "relative error" : "relative"));
+  if (!l.narrow) grid.append(svg("text", { x: 4, y: 26, class: "label" }, "error"));
   root.append(grid);
-  const m = t.format!.manBits;
   if (m > 0) {
-    root.append(svg("line", { x1: LEFT, x2: WIDTH - RIGHT, y1: y(-(m + 1)), y2: y(-(m + 1)), class: "bound" }));
-    root.append(svg("text", { x: WIDTH - RIGHT - 4, y: y(-(m + 1)) - 4, "text-anchor": "end", class: "bound-label" },
+    root.append(svg("line", { x1: l.left, x2: l.width - l.right, y1: y(-(m + 1)), y2: y(-(m + 1)), class: "bound" }));
+    root.append(svg("text", { x: l.width - l.right - 4, y: y(-(m + 1)) - 4, "text-anchor": "end", class: "bound-label" },
       `half an ulp: 2^-${m + 1}`));
   }
   let d = "";
   let pen = false;
   let bad = "";
-  for (let i = 0; i < SAMPLES; i++) {
+  for (let i = 0; i < samples; i++) {
     const px = a.x(Math.log2(xs[i]));
     const v = ys[i];
     if (!Number.isFinite(v)) {
-      bad += `M${px.toFixed(1)} ${top}V${top + 10}`;
+      bad += `M${crisp(px)} ${top}V${top + 10}`;
       pen = false;
       continue;
     }
@@ -204,30 +263,45 @@ export function errorPlot(t: DType, options: CastOptions): SVGElement {
   if (bad) root.append(svg("path", { d: bad, class: "error-bad" }));
   const s = formatStats(t);
   for (const [v, label] of [[s.positives[0], "min"], [s.positives[s.positives.length - 1], "max"]] as const) {
-    const px = a.x(Math.log2(v));
-    root.append(svg("line", { x1: px, x2: px, y1: top, y2: bottom, class: "limit" }));
+    const px = crisp(a.x(Math.log2(v)));
+    root.append(svg("line", { x1: px, x2: px, y1: top - 12, y2: bottom, class: "limit" }));
     const side = label === "min" ? { x: px + 3, "text-anchor": "start" } : { x: px - 3, "text-anchor": "end" };
-    root.append(svg("text", { ...side, y: bottom - 4, class: "limit-label" }, `${label} ${formatLimit(v)}`));
+    root.append(svg("text", { ...side, y: top - 4, class: "limit-label", "data-limit": label }, `${label} ${formatLimit(v)}`));
   }
   root.append(xAxis(a, bottom + 4));
   return root;
 }
 
-/** Every format's positive values on one shared axis: range and density at a glance. */
-export function comparePlot(selected: DType, onPick: (t: DType) => void): SVGElement {
-  const a = axis(-140, 130);
-  const row = 24;
+/**
+ * Every format's positive values on one shared axis: range and density at a glance. Each row is a
+ * button (click, or Enter / Space) that picks its format.
+ */
+export function comparePlot(selected: DType, onPick: (t: DType) => void, l: Layout): SVGElement {
+  const a = axis(l, -140, 130);
+  // Narrow: the name above the ticks, which then span the whole width.
+  const row = l.narrow ? 34 : 24;
   const height = FORMATS.length * row + 30;
-  const root = svg("svg", { viewBox: `0 0 ${WIDTH} ${height}`, width: WIDTH, height, class: "plot", "data-plot": "compare" });
+  const root = plotRoot(l.width, height, "compare", "All small float formats on one log2 axis",
+    "One row per format, a tick per positive value, from 2^-140 to 2^130. Each row is a button that picks the format above.", { role: "group" });
   FORMATS.forEach((t, i) => {
     const s = formatStats(t);
     const y0 = 4 + i * row;
-    const g = svg("g", { class: t === selected ? "compare-row selected" : "compare-row", "data-format": t.name });
-    g.append(svg("rect", { x: 0, y: y0 - 2, width: WIDTH, height: row, class: "row-bg" }));
-    g.append(svg("text", { x: 8, y: y0 + 14, class: "label" }, t.name));
-    g.append(ticks(a, s.positives.filter((v) => !s.subnormalValues.has(v)), y0 + 2, y0 + row - 6, "tick-normal"));
-    g.append(ticks(a, s.positives.filter((v) => s.subnormalValues.has(v)), y0 + 6, y0 + row - 6, "tick-subnormal"));
+    const picked = t === selected;
+    const g = svg("g", {
+      class: picked ? "compare-row selected" : "compare-row", "data-format": t.name, tabindex: 0, role: "button",
+      "aria-pressed": String(picked), "aria-label": `${t.name}: ${s.positives.length} positive values from ${formatLimit(s.positives[0])} to ${formatLimit(s.positives[s.positives.length - 1])}`,
+    });
+    g.append(svg("rect", { x: 0, y: y0 - 2, width: l.width, height: row, class: "row-bg" }));
+    const tickTop = l.narrow ? y0 + 14 : y0 + 2;
+    g.append(svg("text", { x: l.narrow ? 4 : 8, y: y0 + (l.narrow ? 10 : 14), class: "label" }, t.name));
+    g.append(ticks(a, s.positives.filter((v) => !s.subnormalValues.has(v)), tickTop, y0 + row - 6, "tick-normal"));
+    g.append(ticks(a, s.positives.filter((v) => s.subnormalValues.has(v)), tickTop + 4, y0 + row - 6, "tick-subnormal"));
     g.addEventListener("click", () => onPick(t));
+    g.addEventListener("keydown", (e) => {
+      if (e.key !== "Enter" && e.key !== " ") return;
+      e.preventDefault();
+      onPick(t);
+    });
     root.append(g);
   });
   root.append(xAxis(a, FORMATS.length * row + 6));
@@ -241,11 +315,12 @@ export function codeTable(t: DType): HTMLElement {
   const f = t.format!;
   const codes = 2 ** t.bits;
   const table = el("table", { class: "codes", "data-format": t.name });
-  const head = el("tr", {}, el("th", {}, ""));
-  for (let c = 0; c < Math.min(CODES_PER_ROW, codes); c++) head.append(el("th", {}, `+${c}`));
+  table.append(el("caption", { class: "note" }, `Every code of ${t.name} and its value`));
+  const head = el("tr", {}, el("th", { scope: "col" }, "code"));
+  for (let c = 0; c < Math.min(CODES_PER_ROW, codes); c++) head.append(el("th", { scope: "col" }, `+${c}`));
   table.append(head);
   for (let base = 0; base < codes; base += CODES_PER_ROW) {
-    const tr = el("tr", {}, el("th", {}, formatHex(BigInt(base), t)));
+    const tr = el("tr", {}, el("th", { scope: "row" }, formatHex(BigInt(base), t)));
     for (let c = base; c < Math.min(base + CODES_PER_ROW, codes); c++) {
       const v = decodeFloat(f, c);
       const text = formatNumber(v, v !== v && c >= 2 ** (t.bits - 1) && f.signed && f.nan !== "negativeZero");

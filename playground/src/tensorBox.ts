@@ -4,12 +4,16 @@
  * Every failure is the library's own TensorcastError, shown with its code and message.
  */
 import {
-  bitcast, cast, convertPromoteTypes, dtype, elementCode, formatHex, operatorVersion, parseValue, promoteTypes, reshape, Tensor,
+  bitcast, cast, convertPromoteTypes, dtype, operatorVersion, parseValue, promoteTypes, reshape, Tensor,
   type BitcastSemantics, type CastOptions, type DType, type ReshapeOptions, type RoundMode,
 } from "tensorcast";
-import { el } from "./dom.js";
-import { errorText, formatElement } from "./format.js";
-import { splitValues } from "./explain.js";
+import { errorText } from "./format.js";
+import { bracketError, splitValues } from "./explain.js";
+
+/** The most values the box builds a tensor from; beyond, it says so instead of working for minutes. */
+export const MAX_TENSOR_VALUES = 1_000_000;
+/** The longest text it reads at all (about 1,000,000 values of 15 characters). */
+export const MAX_TENSOR_TEXT = 16_000_000;
 
 export type TensorOp = "cast" | "reshape" | "bitcast" | "promote";
 export const TENSOR_OPS: readonly TensorOp[] = ["cast", "reshape", "bitcast", "promote"];
@@ -53,7 +57,9 @@ export interface Failure {
 
 function failure(e: unknown): Failure {
   const code = typeof e === "object" && e !== null && "code" in e ? String((e as { code: unknown }).code) : undefined;
-  return { text: errorText(e), message: e instanceof Error ? e.message : String(e), ...(code ? { code } : {}) };
+  // The page's own refusals (too many values, unbalanced brackets) are plain Errors: their message is enough.
+  const text = code ? errorText(e) : e instanceof Error ? e.message : String(e);
+  return { text, message: e instanceof Error ? e.message : String(e), ...(code ? { code } : {}) };
 }
 
 /**
@@ -63,16 +69,31 @@ function failure(e: unknown): Failure {
  */
 export function parseTensorValues(text: string, t: DType): unknown[] {
   const trimmed = text.trim();
+  if (t.kind !== "string") {
+    const unbalanced = bracketError(trimmed);
+    if (unbalanced) throw new Error(unbalanced);
+  }
   if (trimmed.startsWith("[") && t.kind !== "complex") {
     try {
       const parsed: unknown = JSON.parse(trimmed);
-      if (Array.isArray(parsed)) return (parsed as unknown[]).flat(Infinity).map((v) => (t.kind === "int" || t.kind === "uint") && t.bits === 64 && typeof v === "number" ? BigInt(v) : v);
-    } catch {
+      if (Array.isArray(parsed)) {
+        const flat = (parsed as unknown[]).flat(Infinity);
+        if (flat.length > MAX_TENSOR_VALUES) throw new Error(tooMany(flat.length));
+        return flat.map((v) => (t.kind === "int" || t.kind === "uint") && t.bits === 64 && typeof v === "number" ? BigInt(v) : v);
+      }
+    } catch (e) {
+      if (e instanceof Error && e.message.includes("the box builds tensors")) throw e;
       // Not JSON: read it as a list of tokens below.
     }
   }
-  if (t.kind === "string") return trimmed === "" ? [] : trimmed.split(",").map((s) => s.trim());
-  return splitValues(trimmed).map((token) => parseToken(token, t));
+  const tokens = t.kind === "string" ? (trimmed === "" ? [] : trimmed.split(",").map((s) => s.trim())) : splitValues(trimmed);
+  if (tokens.length > MAX_TENSOR_VALUES) throw new Error(tooMany(tokens.length));
+  return t.kind === "string" ? tokens : tokens.map((token) => parseToken(token, t));
+}
+
+/** The message for a list past MAX_TENSOR_VALUES. */
+export function tooMany(n: number | string): string {
+  return `${n} values: the box builds tensors of up to ${MAX_TENSOR_VALUES.toLocaleString("en")} values; the library itself has no such limit`;
 }
 
 const COMPLEX = /^([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)([+-](?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)j$/i;
@@ -163,50 +184,4 @@ function sharedNote(input: Tensor, output: Tensor): string {
   const b = output.data as { buffer?: ArrayBufferLike };
   const shared = input.data === output.data || (a.buffer !== undefined && a.buffer === b.buffer);
   return shared ? "zero copy: the result is a view of the input's storage" : "the bytes were copied";
-}
-
-const MAX_CELLS = 512;
-
-/** A tensor as a table: the last dimension across, every index of the others down. */
-export function tensorTable(x: Tensor, id: string): HTMLElement {
-  const values = x.toValues() as unknown[];
-  const rank = x.shape.length;
-  const cols = rank === 0 ? 1 : x.shape[rank - 1];
-  const rows = cols === 0 ? 0 : x.size / cols;
-  const showCodes = x.dtype.kind !== "string" && x.dtype.kind !== "complex";
-  const wrap = el("div", { class: "tensor", id, "data-dtype": x.dtype.name, "data-shape": JSON.stringify(x.shape) });
-  wrap.append(el("div", { class: "tensor-caption" }, `${x.dtype.name} [${x.shape.join(", ")}] · ${x.size} element${x.size === 1 ? "" : "s"}`));
-  if (x.size === 0) {
-    wrap.append(el("div", { class: "empty" }, "(no elements)"));
-    return wrap;
-  }
-  const table = el("table", { class: "elements" });
-  const head = el("tr", {}, el("th", {}, rank <= 1 ? "" : `[${x.shape.slice(0, -1).map(() => "i").join(", ")}, ·]`));
-  for (let j = 0; j < cols; j++) head.append(el("th", {}, rank === 0 ? "scalar" : String(j)));
-  table.append(head);
-  let shown = 0;
-  for (let r = 0; r < rows && shown < MAX_CELLS; r++) {
-    const tr = el("tr", {}, el("th", {}, rank <= 1 ? "" : `[${indexOf(r, x.shape.slice(0, -1)).join(", ")}]`));
-    for (let j = 0; j < cols && shown < MAX_CELLS; j++, shown++) {
-      const i = r * cols + j;
-      const text = formatElement(values[i]);
-      const code = showCodes ? formatHex(elementCode(x, i), x.dtype) : "";
-      tr.append(el("td", { "data-index": i, "data-value": text, "data-code": code || undefined },
-        el("span", { class: "v" }, text), ...(code ? [el("span", { class: "c" }, code)] : [])));
-    }
-    table.append(tr);
-  }
-  wrap.append(table);
-  if (shown < x.size) wrap.append(el("div", { class: "empty" }, `… first ${shown} of ${x.size} elements shown`));
-  return wrap;
-}
-
-/** The multi-index of flat row `r` over `dims`. */
-function indexOf(r: number, dims: readonly number[]): number[] {
-  const out = new Array<number>(dims.length);
-  for (let k = dims.length - 1; k >= 0; k--) {
-    out[k] = r % dims[k];
-    r = Math.floor(r / dims[k]);
-  }
-  return out;
 }
