@@ -1,6 +1,7 @@
 /**
  * The platform's own float16 (Float16Array, Math.f16round) against the path that runs without it,
- * on whichever runtime runs this file: Node 24 / 26, Bun, Deno (Chromium: bench/browser-f16.ts).
+ * on whichever runtime runs this file: Node 24 / 26, Bun, Deno; Chromium, Firefox and WebKit through
+ * bench/browser-native.ts.
  * The numbers behind convert()'s choice of pairs (src/kernels/convert.ts, docs/performance.md).
  *
  *   npm run bench:native                                   # tsc, then Node with --expose-gc
@@ -55,7 +56,11 @@ function host(): Host {
     Deno?: { version: { deno: string; v8: string }; args: string[] };
     process?: { version: string; versions: { v8: string }; argv: string[] };
     gc?: () => void;
+    navigator?: { userAgent: string };
+    benchArgs?: string[];
   };
+  // A page (bench/browser-native.ts): no GC to call in Firefox and WebKit, so rounds stay interleaved.
+  if (!g.process && g.navigator) return { name: g.navigator.userAgent, args: g.benchArgs ?? [], gc: g.gc };
   if (g.Bun) return { name: `Bun ${g.Bun.version} (JavaScriptCore)`, args: g.process!.argv.slice(2), gc: () => g.Bun!.gc(true) };
   if (g.Deno) return { name: `Deno ${g.Deno.version.deno} (V8 ${g.Deno.version.v8})`, args: g.Deno.args, gc: g.gc };
   return { name: `Node ${g.process!.version} (V8 ${g.process!.versions.v8})`, args: g.process!.argv.slice(2), gc: g.gc };

@@ -13,29 +13,48 @@ import { castReference, type ResolvedCastOptions } from "./reference.js";
 /**
  * Whether a pair goes to the native float16 kernels first; where there is no Float16Array (Node 20,
  * 22) nativeFloat16Cast declines and the pair takes the path below, unchanged. Only where the
- * native kernel measured faster than that path, on every engine that has it. Million elements/s,
- * median of 9 rounds of 16 Mi elements, random bit patterns / ordinary values, native (Float16Array
- * set + NaN fix-up) against the path below; `npm run bench:native` (bench/native-f16.ts) on Node
- * 24.21 and 26.10, Bun 1.4.5 and Deno 2.9.6, `npm run bench:browser` in Chromium 156; a shared
- * 2-vCPU machine, so single numbers wander (Deno's most), the ratios within a run less:
+ * native kernel measured faster than that path on that engine. Million elements/s, median of 7-9
+ * rounds, random bit patterns / ordinary values, native (Float16Array set + NaN fix-up) against
+ * the path below: `npm run bench:native` (bench/native-f16.ts, 16 Mi elements) on Node 24.21 and
+ * 26.10, Bun 1.4.5 and Deno 2.9.6; bench/browser-native.ts (4 Mi elements) in Chromium 156,
+ * Firefox 153 ESR and WebKitGTK 2.50; a shared 2-vCPU machine, so single numbers wander, the
+ * ratios within a run less:
  * - float64 -> float16, against JS round-to-odd: Node 24 204 / 309 against 58 / 171 (3.5x / 1.8x),
- *   Node 26 92 / 402 against 28 / 167 (3.3x / 2.4x), Bun 152 / 341 against 76 / 218 (2.0x /
- *   1.6x), Deno 2.3x / 2.1x, Chromium 3.1x / 2.1x. Wired.
- * - float16 -> float64, against the JS table: Node 24 424 / 437 against 290 / 177 (1.5x / 2.5x),
- *   Node 26 570 / 952 against 299 / 341 (1.9x / 2.8x), Deno 1.4x / 1.7x, Chromium 1.6x / 2.0x;
- *   Bun (JavaScriptCore) 292 / 420 against 303 / 513 (0.96x / 0.82x; 0.75x / 0.91x in a second
- *   run). Wired everywhere: a win of 1.4-2.8x on V8 against a loss of 4-25% on JavaScriptCore, and
- *   no feature to tell the engines apart by but the engine's name.
- * - float32 -> float16, against WebAssembly SIMD: 0.12-0.14x / 0.29-0.35x on every runtime (Node
- *   24: 133 / 366 against 961 / 1079; Bun 125 / 382 against 1066 / 1081). Not wired.
- * - float16 -> float32, against WebAssembly SIMD: 0.39-0.55x / 0.46-0.54x (Node 24: 350 / 567
- *   against 783 / 1204; Bun 352 / 510 against 773 / 1099). Not wired.
- * Math.f16round (an element loop, the code from the rounded value's float32 bits) lost to the path
- * below on every runtime (float64 -> float16: 0.59-0.93x / 0.18-0.47x), and to Float16Array set by
- * 3-10x: not used. A loop of Float16Array element stores / loads never beat `set`.
+ *   Node 26 3.3x / 2.4x, Deno 2.3x / 2.1x, Chromium 3.4x / 2.4x; Bun 152 / 341 against 76 / 218
+ *   (2.0x / 1.6x), WebKit 1.9x / 1.2x; Firefox 168 / 290 against 33 / 91 (5.2x / 3.2x). Wired on
+ *   every engine.
+ * - float16 -> float64, against the JS table: V8 wins, Node 24 424 / 437 against 290 / 177 (1.5x /
+ *   2.5x), Node 26 1.9x / 2.8x, Deno 1.4x / 1.7x, Chromium 1.4x / 1.9x; elsewhere it is a wash or
+ *   a loss: Bun 0.96x / 0.82x (0.75x / 0.91x in a second run), Firefox 0.82x / 1.10x, WebKit 1.08x
+ *   / 1.45x in one run and 0.72x / 1.33x through convert() in the same run. Wired on V8 only
+ *   (`v8`, below).
+ * - float32 -> float16, against WebAssembly SIMD: 0.10-0.30x / 0.26-0.35x on every engine (Node
+ *   24: 133 / 366 against 961 / 1079; Firefox 383 / 384 against 1279 / 1362). Not wired.
+ * - float16 -> float32, against WebAssembly SIMD: 0.35-0.55x / 0.33-0.54x on every engine. Not wired.
+ * Math.f16round (an element loop, the code from the rounded value's float32 bits) lost to
+ * Float16Array set on every engine (by 3-10x on V8 and JavaScriptCore, 1.6-2.8x on Firefox): not
+ * used. A loop of Float16Array element stores / loads never beat `set` by a margin that held
+ * across runs (Firefox's float16 -> float64 loads: 0.80x-1.53x).
  */
 function nativeFirst(from: DType, to: DType): boolean {
-  return (from.name === "float64" && to.name === "float16") || (from.name === "float16" && to.name === "float64");
+  return (from.name === "float64" && to.name === "float16") || (v8 && from.name === "float16" && to.name === "float64");
+}
+
+/**
+ * Whether the engine is V8 (Node, Deno, Chromium and its kin): V8 alone begins an Error's stack
+ * with "Error: message" and then "    at " frames; SpiderMonkey and JavaScriptCore list
+ * `function@file:line:column`. Bun (JavaScriptCore) imitates V8's format, so it is named too. A
+ * wrong answer costs speed only: both paths give the same bytes.
+ */
+const v8 = ((): boolean => {
+  if ((globalThis as { Bun?: unknown }).Bun !== undefined) return false;
+  const stack = String(new Error("probe").stack);
+  return stack.startsWith("Error: probe\n    at ");
+})();
+
+/** Whether float16 -> float64 goes to the native kernel on this engine (for the tests). */
+export function nativeFloat16ToFloat64(): boolean {
+  return v8;
 }
 
 /** Casts `count` elements of `src` (type `from`) into the zeroed storage `dst` (type `to`). */
