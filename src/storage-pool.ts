@@ -15,9 +15,17 @@
  * Browser-safe: no Node built-ins.
  */
 
-/** Outputs smaller than this are allocated fresh: their page faults are cheap, pooling is not. */
+/**
+ * Outputs smaller than this are allocated fresh: their page faults are cheap, and glibc serves
+ * them from memory already mapped anyway; pooling them would only hold memory.
+ * @example cast(small, "float16").dispose() // under 1 MiB: nothing happens
+ */
 export const POOL_MIN_BYTES = 1 << 20;
-/** The most bytes the pool keeps; a release beyond it is dropped (left to the garbage collector). */
+/**
+ * The most bytes the pool keeps; a release beyond it is detached all the same but not kept (the
+ * garbage collector frees it), so the pool never holds more than this.
+ * @example POOL_MAX_BYTES // 268435456
+ */
 export const POOL_MAX_BYTES = 256 << 20;
 
 type Transferable = ArrayBuffer & { transfer?: () => ArrayBuffer; readonly detached?: boolean };
@@ -26,7 +34,11 @@ const owned = new WeakSet<ArrayBuffer>();
 const free = new Map<number, ArrayBuffer[]>();
 let pooledBytes = 0;
 
-/** Whether this runtime can release storage (it has ArrayBuffer.prototype.transfer). */
+/**
+ * Whether this runtime can release storage (it has ArrayBuffer.prototype.transfer: Node 22+,
+ * current browsers; not Node 20).
+ * @example canReleaseStorage() // true on Node 24
+ */
 export function canReleaseStorage(): boolean {
   return typeof (ArrayBuffer.prototype as Transferable).transfer === "function";
 }
@@ -35,6 +47,7 @@ export function canReleaseStorage(): boolean {
  * A released buffer of exactly `byteLength` bytes (its old contents left in place: the caller
  * overwrites or clears them), or undefined when none is pooled or the size is below POOL_MIN_BYTES.
  * The buffer is removed from the pool and marked owned, so it can be released again.
+ * @example const b = takeBuffer(32 << 20) ?? new ArrayBuffer(32 << 20);
  */
 export function takeBuffer(byteLength: number): ArrayBuffer | undefined {
   if (byteLength < POOL_MIN_BYTES) return undefined;
@@ -47,7 +60,11 @@ export function takeBuffer(byteLength: number): ArrayBuffer | undefined {
   return b;
 }
 
-/** Marks `buffer` as allocated by this library for one output, so that `releaseBuffer` may pool it. */
+/**
+ * Marks `buffer` as allocated by this library for one output, so that `releaseBuffer` may pool it
+ * (buffers under POOL_MIN_BYTES are not marked).
+ * @example const data = new Uint16Array(n); markOwned(data.buffer);
+ */
 export function markOwned(buffer: ArrayBuffer): void {
   if (buffer.byteLength >= POOL_MIN_BYTES) owned.add(buffer);
 }
@@ -73,13 +90,19 @@ export function releaseBuffer(buffer: ArrayBufferLike): boolean {
   return true;
 }
 
-/** Empties the pool (tests; or to give the memory back to the garbage collector). */
+/**
+ * Empties the pool (tests; or to give the memory back to the garbage collector).
+ * @example clearStoragePool(); pooledStorageBytes() // 0
+ */
 export function clearStoragePool(): void {
   free.clear();
   pooledBytes = 0;
 }
 
-/** Bytes the pool now holds. */
+/**
+ * Bytes the pool now holds.
+ * @example cast(x, "float16").dispose(); pooledStorageBytes() // 2 * x.size on Node 22+
+ */
 export function pooledStorageBytes(): number {
   return pooledBytes;
 }
