@@ -3,12 +3,21 @@
  * the same inputs (issue 6). Not a test: it prints a table (and writes JSON with --json).
  *
  *   npx tsc -p tsconfig.test.json && node --expose-gc build/bench/cast.js [--json out.json]
- *       [--size N] [--string-size N] [--reps 7] [--warmup 1] [--only f32->f16,int64->int32] [--no-ort]
+ *       [--size N] [--string-size N] [--reps 3] [--calls 3] [--pause 200] [--warmup 1]
+ *       [--only f32->f16,int64->int32] [--no-ort] [--runtimes node,/path/to/node24,/path/to/node26]
  *
- * Per pair, each contender runs `warmup` untimed repetitions, then `reps` timed ones, the contenders
- * taking turns within each repetition (so load changes hit all alike); the table shows the median,
- * as elements per second:
+ * Per pair, each contender runs one untimed warm-up call, then `reps` phases of `calls` timed calls
+ * back to back, the contenders' phases alternating (A B C A B C ...), with a forced GC and a pause
+ * before every phase: what one contender leaves behind (a 32 MiB cast() output) is collected and
+ * unmapped while nobody is timed rather than during the next contender's call, and a change in the
+ * machine's load hits every contender alike. The tables show the median and the best call as
+ * elements per second, and the median minor page faults per call (process.resourceUsage(): every
+ * thread of the process). The header records the Node and V8 versions, CPU model and core count,
+ * and whether the WebAssembly kernels are the relaxed-SIMD build. --runtimes runs the whole bench
+ * under each Node binary in turn, one set of tables each.
  * - "cast()": `cast(x, to, opts)`: a fresh output each call (allocation and its page faults included).
+ * - "cast()+dispose": `cast(x, to, opts)` whose output is disposed after use (`using`), so its
+ *   memory is reused by the next call (Node 22+; on Node 20 the same as cast()).
  * - "castInto": `castInto(x, out, opts)` into one output allocated before timing and reused by
  *   every repetition (no fresh pages to fault in). String pairs still build their strings.
  * - "async 2T": `castIntoAsync(x, out, { threads: 2 })` from src/node: two threads (the caller and
@@ -28,13 +37,16 @@
  *   cast. Its rate in elements per second is the memory-copy bound; "/ mem" is the fraction of it.
  */
 import { writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
 import os from "node:os";
+import { fileURLToPath } from "node:url";
 import * as ort from "onnxruntime-node";
 import { float16Feed } from "../test/support/ort.js";
 import { dtype, type DType, type DTypeName, type Storage, type StorageOf } from "../src/dtype/table.js";
 import { cast, castInto, type CastOptions } from "../src/ops/cast.js";
 import { castIntoAsync, closeCastAsyncPool, sharedZeros } from "../src/node/cast-async.js";
 import { u8View } from "../src/kernels/fast/views.js";
+import { wasmRelaxed } from "../src/kernels/wasm/index.js";
 import { Tensor } from "../src/tensor.js";
 import { encodeModel } from "../src/io/onnx/encode.js";
 import { modelOf as graphOf, type NodeSpec } from "../test/support/onnx-model.js";
@@ -48,14 +60,21 @@ interface Args {
   json?: string;
   size: number;
   stringSize: number;
+  /** Phases per contender (the contenders' phases alternate). */
   reps: number;
+  /** Timed calls per phase. */
+  calls: number;
+  /** Milliseconds of pause (after a forced GC) before each phase. */
+  pause: number;
   warmup: number;
+  /** Node binaries to run this bench under, one after the other (one table each). */
+  runtimes?: string[];
   only?: string[];
   ort: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { size: 16 * 1024 * 1024, stringSize: 1024 * 1024, reps: 7, warmup: 1, ort: true };
+  const a: Args = { size: 4 * 1024 * 1024, stringSize: 1024 * 1024, reps: 3, calls: 3, pause: 200, warmup: 1, ort: true };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const next = (): string => {
@@ -73,11 +92,14 @@ function parseArgs(argv: string[]): Args {
       case "--size": a.size = count(); break;
       case "--string-size": a.stringSize = count(); break;
       case "--reps": a.reps = count(); break;
+      case "--calls": a.calls = count(); break;
+      case "--pause": a.pause = Number(next()); break;
       case "--warmup": a.warmup = Number(next()); break;
+      case "--runtimes": a.runtimes = next().split(","); break;
       case "--only": a.only = next().split(","); break;
       case "--no-ort": a.ort = false; break;
       case "--help": case "-h":
-        console.log("node build/bench/cast.js [--json out.json] [--size N] [--string-size N] [--reps 7] [--warmup 1] [--only pair,pair] [--no-ort]");
+        console.log("node build/bench/cast.js [--json out.json] [--size N] [--string-size N] [--reps 3] [--calls 3] [--pause 200] [--warmup 1] [--only pair,pair] [--no-ort] [--runtimes node,/path/to/node24,...]");
         process.exit(0);
         break;
       default: throw new Error(`unknown argument ${k}`);
@@ -207,8 +229,12 @@ const gc = (globalThis as { gc?: () => void }).gc;
 interface Timing {
   /** Median wall-clock milliseconds. */
   wall: number;
+  /** Fastest wall-clock milliseconds. */
+  wallMin: number;
   /** Median process CPU milliseconds (every thread: ORT's run is on a libuv worker thread). */
   cpu: number;
+  /** Median minor page faults per call (process.resourceUsage().minorPageFault; every thread). */
+  faults: number;
 }
 
 interface Contender {
@@ -216,26 +242,39 @@ interface Contender {
   run: () => unknown;
 }
 
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
 /**
- * Medians per contender of `reps` timed runs after `warmup` untimed ones, the contenders taking
- * turns within each repetition (a full GC before every timed run).
+ * Each contender runs in phases of `perPhase` timed calls, the contenders' phases alternating
+ * (A B C A B C ...) `rounds` times, after one untimed warm-up phase each. Before every phase a
+ * forced GC and a pause: the previous phase's garbage (a large cast() output, say) is collected and
+ * its memory returned while nobody is timed, instead of during the next contender's first call.
+ * Within a phase the calls run back to back, as an application would make them.
  */
-async function timeInterleaved(contenders: Contender[], reps: number, warmup: number): Promise<Record<string, Timing>> {
+async function timePhases(contenders: Contender[], rounds: number, perPhase: number, warmup: number, pauseMs: number): Promise<Record<string, Timing>> {
   for (let i = 0; i < warmup; i++) for (const c of contenders) await c.run();
   const wall = new Map<string, number[]>(contenders.map((c) => [c.name, []]));
   const cpu = new Map<string, number[]>(contenders.map((c) => [c.name, []]));
-  for (let i = 0; i < reps; i++) {
+  const faults = new Map<string, number[]>(contenders.map((c) => [c.name, []]));
+  for (let r = 0; r < rounds; r++) {
     for (const c of contenders) {
       gc?.();
-      const c0 = process.cpuUsage();
-      const t0 = performance.now();
-      await c.run();
-      wall.get(c.name)!.push(performance.now() - t0);
-      const used = process.cpuUsage(c0);
-      cpu.get(c.name)!.push((used.user + used.system) / 1e3);
+      await pause(pauseMs);
+      for (let i = 0; i < perPhase; i++) {
+        const f0 = process.resourceUsage().minorPageFault;
+        const c0 = process.cpuUsage();
+        const t0 = performance.now();
+        await c.run();
+        wall.get(c.name)!.push(performance.now() - t0);
+        const used = process.cpuUsage(c0);
+        cpu.get(c.name)!.push((used.user + used.system) / 1e3);
+        faults.get(c.name)!.push(process.resourceUsage().minorPageFault - f0);
+      }
     }
   }
-  return Object.fromEntries(contenders.map((c) => [c.name, { wall: median(wall.get(c.name)!), cpu: median(cpu.get(c.name)!) }]));
+  return Object.fromEntries(contenders.map((c) => [c.name, {
+    wall: median(wall.get(c.name)!), wallMin: Math.min(...wall.get(c.name)!), cpu: median(cpu.get(c.name)!), faults: median(faults.get(c.name)!),
+  }]));
 }
 
 /** Bytes one element occupies (0 for strings: no fixed width). */
@@ -243,9 +282,10 @@ function bytesPerElement(t: DType): number {
   return t.kind === "string" ? 0 : t.bits / 8;
 }
 
-/** Million elements per second, by wall clock and by process CPU time. */
+/** Million elements per second: median by wall clock, best by wall clock, median by process CPU time. */
 interface Rate {
   wall: number;
+  best: number;
   cpu: number;
 }
 
@@ -253,6 +293,7 @@ interface Row {
   pair: string;
   elements: number;
   cast: Rate;
+  castDispose: Rate;
   into: Rate;
   async?: Rate;
   asyncShared?: Rate;
@@ -262,6 +303,7 @@ interface Row {
   mem?: Rate;
   /** tensorcast / ORT and tensorcast / memory bound, from the same clock. */
   castVsOrt?: Rate;
+  castDisposeVsOrt?: Rate;
   intoVsOrt?: Rate;
   intoVsOrtNet?: Rate;
   castVsMem?: Rate;
@@ -271,6 +313,8 @@ interface Row {
   ortIO: string;
   /** Whether castInto and castIntoAsync gave the bytes of cast(). */
   matches: boolean;
+  /** Median minor page faults per call, by contender. */
+  faults: Record<string, number>;
 }
 
 async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
@@ -280,7 +324,7 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
   const n = strings ? args.stringSize : args.size;
   const input = p.weights ? float16Weights(n, rng) : inputFor(p.from, n, rng);
   const x = Tensor.fromStorage(input as StorageOf<DTypeName>, from, [n]);
-  const rate = (t: Timing): Rate => ({ wall: n / t.wall / 1e3, cpu: n / t.cpu / 1e3 });
+  const rate = (t: Timing): Rate => ({ wall: n / t.wall / 1e3, best: n / t.wallMin / 1e3, cpu: n / t.cpu / 1e3 });
   const log = (s: string): void => void process.stderr.write(s);
   const show = (name: string, r: Rate): void => log(` ${name} ${fmt(r.wall)} (cpu ${fmt(r.cpu)})`);
   log(`${p.name.padEnd(22)} n=${n}:`);
@@ -291,6 +335,8 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
   const contenders: Contender[] = [];
   const add = (name: string, run: () => unknown): void => void contenders.push({ name, run });
   add("cast", () => { sink ^= cast(x, to, p.opts).size; });
+  // The output released when done with, as `using y = cast(...)` does: its memory serves the next call.
+  add("castDispose", () => { const y = cast(x, to, p.opts); sink ^= y.data.length; y.dispose(); });
   const out = Tensor.zeros(to, [n]);
   add("castInto", () => { sink ^= castInto(x, out, p.opts).size; });
   let shared: Tensor | undefined;
@@ -332,11 +378,13 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
       await addModel("helper", modelOf(h.onnx, plan.nodes.slice(-1), plan.output, plan.opset, cast(x, h, p.opts)), undefined);
     }
   }
-  const timings = await timeInterleaved(contenders, args.reps, args.warmup);
+  const timings = await timePhases(contenders, args.reps, args.calls, args.warmup, args.pause);
   for (const s of sessions) await s.release();
 
   const castRate = rate(timings.cast);
   show("cast", castRate);
+  const castDisposeRate = rate(timings.castDispose);
+  show("cast+dispose", castDisposeRate);
   const intoRate = rate(timings.castInto);
   show("castInto", intoRate);
   const want = cast(x, to, p.opts).data;
@@ -355,20 +403,25 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
   if (timings.ort && timings.helper) {
     const whole = timings.ort;
     const helper = timings.helper;
-    ortNet = rate({ wall: Math.max(whole.wall - helper.wall, 1e-9), cpu: Math.max(whole.cpu - helper.cpu, 1e-9) });
+    ortNet = rate({
+      wall: Math.max(whole.wall - helper.wall, 1e-9), wallMin: Math.max(whole.wallMin - helper.wallMin, 1e-9),
+      cpu: Math.max(whole.cpu - helper.cpu, 1e-9), faults: whole.faults,
+    });
     show("ort-net", ortNet);
   }
   log("\n");
   if (sink === 0.5) console.log(sink); // keep the results alive
 
-  const div = (a: Rate | undefined, b: Rate | undefined): Rate | undefined => (a && b ? { wall: a.wall / b.wall, cpu: a.cpu / b.cpu } : undefined);
+  const div = (a: Rate | undefined, b: Rate | undefined): Rate | undefined =>
+    a && b ? { wall: a.wall / b.wall, best: a.best / b.best, cpu: a.cpu / b.cpu } : undefined;
   return {
-    pair: p.name, elements: n, cast: castRate, into: intoRate, async: asyncRate, asyncShared: asyncSharedRate, ort: ortRate, ortNet, mem: memRate,
-    castVsOrt: div(castRate, ortRate), intoVsOrt: div(intoRate, ortRate), intoVsOrtNet: div(intoRate, ortNet),
+    pair: p.name, elements: n, cast: castRate, castDispose: castDisposeRate, into: intoRate, async: asyncRate, asyncShared: asyncSharedRate, ort: ortRate, ortNet, mem: memRate,
+    castVsOrt: div(castRate, ortRate), castDisposeVsOrt: div(castDisposeRate, ortRate), intoVsOrt: div(intoRate, ortRate), intoVsOrtNet: div(intoRate, ortNet),
     castVsMem: div(castRate, memRate), intoVsMem: div(intoRate, memRate), asyncVsMem: div(asyncRate, memRate),
     asyncSharedVsMem: div(asyncSharedRate, memRate),
     ortIO: p.ort ? (args.ort ? p.ort.note : "not run (--no-ort)") : p.noOrt ?? "",
     matches,
+    faults: Object.fromEntries(Object.entries(timings).map(([k, t]) => [k, t.faults])),
   };
 }
 
@@ -398,17 +451,25 @@ function pct(v: number | undefined): string {
   return v === undefined ? "–" : `${(100 * v).toFixed(v < 0.1 ? 1 : 0)}%`;
 }
 
-/** The table, by wall clock ("wall") or by process CPU time ("cpu"). */
+/** Median minor page faults per call of each contender. */
+function faultTable(rows: Row[]): string {
+  const names = ["cast", "castDispose", "castInto", "async", "asyncShared", "ort", "mem"];
+  const head = ["pair", ...names.map((c) => `${c} faults/call`)];
+  const body = rows.map((r) => [r.pair, ...names.map((c) => (r.faults[c] === undefined ? "–" : String(r.faults[c])))]);
+  return [head, head.map(() => "---"), ...body].map((cells) => `| ${cells.join(" | ")} |`).join("\n");
+}
+
+/** The table, by median wall clock ("wall"), best wall clock ("best") or median process CPU time ("cpu"). */
 function table(rows: Row[], clock: keyof Rate): string {
   const head = [
-    "pair", "n", "cast() M/s", "castInto M/s", "async 2T M/s", "async 2T shared-in M/s", "ORT M/s", "ORT net M/s", "memcpy M/s",
-    "cast/ORT", "castInto/ORT", "castInto/ORT net", "cast/mem", "castInto/mem", "async 2T/mem", "shared-in/mem", "ORT I/O",
+    "pair", "n", "cast() M/s", "cast()+dispose M/s", "castInto M/s", "async 2T M/s", "async 2T shared-in M/s", "ORT M/s", "ORT net M/s", "memcpy M/s",
+    "cast/ORT", "cast+dispose/ORT", "castInto/ORT", "castInto/ORT net", "cast/mem", "castInto/mem", "async 2T/mem", "shared-in/mem", "ORT I/O",
   ];
   const body = rows.map((r) => [
     r.pair + (r.matches ? "" : " (MISMATCH)"),
     r.elements >= 1 << 20 && r.elements % (1 << 20) === 0 ? `${r.elements / (1 << 20)}Mi` : String(r.elements),
-    fmt(r.cast[clock]), fmt(r.into[clock]), fmt(r.async?.[clock]), fmt(r.asyncShared?.[clock]), fmt(r.ort?.[clock]), fmt(r.ortNet?.[clock]), fmt(r.mem?.[clock]),
-    ratio(r.castVsOrt?.[clock]), ratio(r.intoVsOrt?.[clock]), ratio(r.intoVsOrtNet?.[clock]),
+    fmt(r.cast[clock]), fmt(r.castDispose[clock]), fmt(r.into[clock]), fmt(r.async?.[clock]), fmt(r.asyncShared?.[clock]), fmt(r.ort?.[clock]), fmt(r.ortNet?.[clock]), fmt(r.mem?.[clock]),
+    ratio(r.castVsOrt?.[clock]), ratio(r.castDisposeVsOrt?.[clock]), ratio(r.intoVsOrt?.[clock]), ratio(r.intoVsOrtNet?.[clock]),
     pct(r.castVsMem?.[clock]), pct(r.intoVsMem?.[clock]), pct(r.asyncVsMem?.[clock]), pct(r.asyncSharedVsMem?.[clock]),
     r.ortIO,
   ]);
@@ -426,11 +487,33 @@ function machine(): Record<string, string | number> {
     cpu: cpus[0]?.model ?? "unknown",
     loadavg: os.loadavg().map((l) => l.toFixed(2)).join(" "),
     float16array: typeof (globalThis as Record<string, unknown>).Float16Array === "function" ? "yes" : "no",
+    relaxedSimd: wasmRelaxed() ? "yes" : "no",
   };
 }
 
+/**
+ * --runtimes: this bench again under each Node binary in turn (same arguments; with --json, one
+ * file per runtime, suffixed with its index), each printing its own table.
+ */
+function runEach(runtimes: string[], argv: string[]): void {
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === "--runtimes") i++;
+    else rest.push(argv[i]!);
+  }
+  const script = fileURLToPath(import.meta.url);
+  runtimes.forEach((node, k) => {
+    const own = rest.map((a, i) => (rest[i - 1] === "--json" ? a.replace(/(\.json)?$/, `.${k}$1`) : a));
+    console.log(`\n## ${node}\n`);
+    const r = spawnSync(node, ["--expose-gc", script, ...own], { stdio: "inherit" });
+    if (r.status !== 0) process.exitCode = 1;
+  });
+}
+
 async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  const args = parseArgs(argv);
+  if (args.runtimes) return runEach(args.runtimes, argv);
   const pairs = args.only ? PAIRS.filter((p) => args.only!.includes(p.name)) : PAIRS;
   if (pairs.length === 0) throw new Error(`--only matched no pair; pairs are ${PAIRS.map((p) => p.name).join(", ")}`);
   const started = machine();
@@ -440,10 +523,16 @@ async function main(): Promise<void> {
   const m = machine();
   const header =
     `tensorcast cast bench: Node ${m.node} (V8 ${m.v8}), onnxruntime-node ${m.onnxruntime}, ${m.cpus} x ${m.cpu}, ` +
-    `Float16Array: ${m.float16array}; median of ${args.reps} after ${args.warmup} warm-up; load average ${started.loadavg} -> ${m.loadavg}`;
+    `Float16Array: ${m.float16array}, WebAssembly relaxed SIMD: ${m.relaxedSimd}; ` +
+    `${args.reps} alternating phases of ${args.calls} calls per contender (GC and ${args.pause} ms pause before each) after ${args.warmup} warm-up; ` +
+    `load average ${started.loadavg} -> ${m.loadavg}`;
   console.log(header);
-  console.log("\nWall clock (elements per second, million):\n");
+  console.log("\nWall clock, median (elements per second, million):\n");
   console.log(table(rows, "wall"));
+  console.log(`\nWall clock, best of ${args.reps * args.calls}:\n`);
+  console.log(table(rows, "best"));
+  console.log("\nMinor page faults per call (median):\n");
+  console.log(faultTable(rows));
   console.log("\nProcess CPU time (every thread; steadier when other processes share the cores):\n");
   console.log(table(rows, "cpu"));
   if (args.json) {

@@ -7,6 +7,7 @@ import { roundsPastMax } from "./dtype/minifloat.js";
 import { packedByteLength } from "./dtype/packing.js";
 import { dtype, type DType, type DTypeLike, type DTypeName, type Storage, type StorageOf } from "./dtype/table.js";
 import { convert } from "./kernels/convert.js";
+import { markOwned, releaseBuffer, takeBuffer } from "./storage-pool.js";
 
 /** One element as `toValues()` returns it and `fromValues()` accepts it. */
 export type ValueOf<N extends DTypeName> =
@@ -102,6 +103,23 @@ export function allocateStorage<N extends DTypeName>(t: DType<N>, size: number):
 }
 
 /**
+ * Storage for an output that will be written in full (or cleared by the caller when `reused`):
+ * memory a disposed output left in the pool (storage-pool.ts) when one of the size is there,
+ * else a fresh zero-filled storage. Either way the buffer is marked as this library's, so that
+ * `dispose()` of the tensor built on it can pool it.
+ */
+export function allocateOutputStorage<N extends DTypeName>(t: DType<N>, size: number): { data: StorageOf<N>; reused: boolean } {
+  if (t.array === "Array") return { data: allocateStorage(t, size), reused: false };
+  const ctor = TYPED_ARRAYS[t.array];
+  const length = storageLength(t, size);
+  const pooled = takeBuffer(length * ctor.BYTES_PER_ELEMENT);
+  if (pooled) return { data: new ctor(pooled, 0, length) as StorageOf<N>, reused: true };
+  const data = allocateStorage(t, size);
+  markOwned((data as Exclude<Storage, string[]>).buffer as ArrayBuffer);
+  return { data, reused: false };
+}
+
+/**
  * A typed tensor. Storage per type: native typed arrays where one exists (`BigInt64Array` for
  * int64), `Uint16Array` bit patterns for float16/bfloat16, `Uint8Array` codes for 8-bit floats,
  * packed `Uint8Array` for sub-byte types (see `packing.ts`), `string[]` for strings and interleaved
@@ -119,6 +137,26 @@ export class Tensor<N extends DTypeName = DTypeName> {
     this.shape = Object.freeze(shape.slice());
     this.size = size;
     this.data = data;
+  }
+
+  /**
+   * Releases the storage of a tensor that cast() (or castLike()) allocated, so that a later cast()
+   * of the same byte size reuses its memory instead of faulting in fresh pages. Afterwards this
+   * tensor's `data`, and every view of its buffer anyone holds, is detached (length 0): the memory
+   * is never visible through two live tensors. A no-op for storage the caller supplied
+   * (`fromStorage`, `fromBytes`), for outputs under 1 MiB, a second time, and on runtimes without
+   * `ArrayBuffer.prototype.transfer` (Node 20). Also `[Symbol.dispose]`, for `using`.
+   *
+   * @example { using y = cast(x, "float16"); send(y.bytes()); } // y's memory serves the next cast()
+   * @example const y = cast(x, "float16"); use(y); y.dispose(); y.data.length // 0 (Node 22+)
+   */
+  dispose(): void {
+    if (!Array.isArray(this.data)) releaseBuffer((this.data as Exclude<Storage, string[]>).buffer);
+  }
+
+  /** Whether `dispose()` detached this tensor's storage (its data then has no elements). */
+  get disposed(): boolean {
+    return !Array.isArray(this.data) && this.size > 0 && (this.data as Exclude<Storage, string[]>).byteLength === 0;
   }
 
   /**
@@ -440,4 +478,13 @@ function lostValue(t: DType, x: number, y: number): string | undefined {
   const f = t.format;
   if (f?.overflow === "clamp" && roundsPastMax(f, Math.abs(x))) return `is outside ${t.name}'s range [${t.min}, ${t.max}]`;
   return undefined;
+}
+
+// `using y = cast(...)` calls [Symbol.dispose]; the symbol exists on Node 20+ and current browsers
+// (lib ES2022 does not declare it, so it is attached here rather than in the class body).
+const disposeSymbol = (Symbol as { readonly dispose?: symbol }).dispose;
+if (disposeSymbol) {
+  Object.defineProperty(Tensor.prototype, disposeSymbol, {
+    value(this: Tensor): void { this.dispose(); }, writable: true, configurable: true,
+  });
 }

@@ -5,7 +5,7 @@ import { TensorcastError } from "../errors.js";
 import type { RoundMode } from "../dtype/minifloat.js";
 import { dtype, type DType, type DTypeLike, type DTypeName, type Storage, type StorageOf } from "../dtype/table.js";
 import { convert } from "../kernels/convert.js";
-import { allocateStorage, Tensor } from "../tensor.js";
+import { allocateOutputStorage, Tensor } from "../tensor.js";
 import { LATEST_OPSET, operatorVersion, type OperatorVersion } from "./opsets.js";
 import { formatStrings, parseStrings, type StringFormat } from "./strings.js";
 
@@ -98,6 +98,7 @@ export function checkCastInto(x: Tensor, out: Tensor, opts: CastOptions): Resolv
   if (!(out instanceof Tensor)) {
     throw new TensorcastError("INVALID_DATA", `castInto expects a Tensor as output, got ${typeof out}`);
   }
+  if (out.disposed) throw new TensorcastError("INVALID_DATA", "castInto: the output tensor was disposed (its storage is released)");
   const resolved = checkCast(version, x, out.dtype, opts);
   if (!sameShape(x.shape, out.shape)) {
     throw new TensorcastError(
@@ -116,7 +117,11 @@ export function checkCastInto(x: Tensor, out: Tensor, opts: CastOptions): Resolv
 
 /** Kernels for packed and 64-bit integer targets merge into a zero-filled output (see convert): clear it. */
 export function prepareOutput(out: Tensor): void {
-  if (out.dtype.packed || (out.dtype.bits === 64 && out.dtype.kind !== "float")) zeroFill(out.data);
+  if (mergesIntoZeros(out.dtype)) zeroFill(out.data);
+}
+
+function mergesIntoZeros(t: DType): boolean {
+  return t.packed || (t.bits === 64 && t.kind !== "float");
 }
 
 export type Resolved = { readonly saturate: boolean; readonly roundMode: RoundMode };
@@ -126,6 +131,7 @@ function checkCast(version: OperatorVersion, x: Tensor, to: DType, opts: CastOpt
   if (!(x instanceof Tensor)) {
     throw new TensorcastError("INVALID_DATA", `${version.op} expects a Tensor as input, got ${typeof x}`);
   }
+  if (x.disposed) throw new TensorcastError("INVALID_DATA", `${version.op}: the input tensor was disposed (its storage is released)`);
   checkType(version, x.dtype, "input");
   checkType(version, to, "target");
   checkAttribute(version, "saturate", opts.saturate);
@@ -175,7 +181,10 @@ function run<N extends DTypeName>(version: OperatorVersion, x: Tensor, to: DType
   } else if (to.kind === "string" || from.kind === "string") {
     data = convertStorage(x, to, opts, resolved);
   } else {
-    data = allocateStorage(to, x.size);
+    // Memory a disposed output left behind when there is some: no fresh pages to fault in.
+    const output = allocateOutputStorage(to, x.size);
+    data = output.data;
+    if (output.reused && mergesIntoZeros(to)) zeroFill(data);
     convert(x.data, from, data, to, x.size, resolved);
   }
   return Tensor.fromStorage(data as StorageOf<N>, to, x.shape);
