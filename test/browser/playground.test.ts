@@ -4,11 +4,13 @@
  * library returns in Node for the same inputs, across every data type and format. A screenshot is
  * saved as test-output/playground.png.
  *
- * The whole page is checked in Chromium only: it is driven through playwright's input APIs (fill,
- * selectOption, click, screenshot), and what it checks is the page's own logic, the same script in
- * every engine. In Firefox and WebKit (and Chromium again, the same way) a smoke test loads the page
- * and checks one setting of the value explorer and one cast in the tensor box against Node; what
- * may differ between engines, the library's arithmetic, is checked in all three by codecs.test.ts.
+ * The exhaustive comparisons run in Chromium, through playwright's input APIs (fill, selectOption,
+ * click, screenshot). The issue 17 checks run in all three engines through `Driver`, which needs
+ * only `evaluate` (controls set and input events fired in the page); the keyboard (Tab), the phone
+ * layout (a window size) and axe at both widths stay in Chromium, as they need playwright. In every
+ * engine a smoke test checks one explorer setting and one tensor box cast against Node, then the
+ * budgets (typing, pastes into both boxes, a sliced redraw) and axe-core at the window's width;
+ * the library's arithmetic is checked in all three by codecs.test.ts.
  *
  * An engine that is not installed is skipped with the reason, except under CI, where it fails.
  */
