@@ -56,13 +56,36 @@ export interface ValueList {
 export function readValueList(text: string): ValueList {
   const error = bracketError(text);
   if (error) return { tokens: [], error, notes: [] };
-  const tokens = splitValues(text);
-  const notes: string[] = [];
-  if (!/^\s*[[({]/.test(text)) {
-    const m = /(\d+),(\d+)/.exec(text);
-    if (m) notes.push(`"${m[0]}" was read as two values, ${m[1]} and ${m[2]}: the decimal separator is "." (write ${m[1]}.${m[2]}); commas separate values`);
+  return { tokens: splitValues(text), notes: listNotes(text) };
+}
+
+function listNotes(text: string): string[] {
+  if (/^\s*[[({]/.test(text)) return [];
+  const m = /(\d+),(\d+)/.exec(text);
+  return m ? [`"${m[0]}" was read as two values, ${m[1]} and ${m[2]}: the decimal separator is "." (write ${m[1]}.${m[2]}); commas separate values`] : [];
+}
+
+/** Characters split per piece by readLongValueList: a few ms of work in any engine. */
+const PIECE = 64 * 1024;
+
+/**
+ * readValueList for a long paste, split into pieces with `pause()` awaited before each, so a
+ * million values never hold the main thread for one long task. Pieces end on a separator.
+ * @example await readLongValueList(pasted, () => job.yield()) // the same as readValueList(pasted)
+ */
+export async function readLongValueList(text: string, pause: () => Promise<void>): Promise<ValueList> {
+  // The bracket scan walks every character; a list without brackets (most pastes) skips it.
+  const error = /[[\](){}]/.test(text) ? bracketError(text) : undefined;
+  if (error) return { tokens: [], error, notes: [] };
+  const tokens: string[] = [];
+  for (let at = 0; at < text.length;) {
+    await pause();
+    let end = Math.min(text.length, at + PIECE);
+    while (end < text.length && !/[\s,;[\](){}]/.test(text[end])) end++;
+    for (const token of splitValues(text.slice(at, end))) tokens.push(token);
+    at = end;
   }
-  return { tokens, notes };
+  return { tokens, notes: listNotes(text) };
 }
 
 /**

@@ -9,14 +9,15 @@ import {
   DTYPES, LATEST_OPSET, dtype, formatError, operatorVersion, type DType, type RoundMode, type BitcastSemantics, type Tensor,
 } from "tensorcast";
 import { byId, el, fillSelect } from "./dom.js";
-import { castOptions, explain, readValueList, type ExplainOptions, type Explained, type TypeRow } from "./explain.js";
+import { castOptions, explain, readLongValueList, readValueList, type ExplainOptions, type Explained, type TypeRow } from "./explain.js";
 import { errorText } from "./format.js";
+import { guardLongPaste, LARGE_PASTE } from "./paste.js";
 import { formatTable } from "./formatTable.js";
 import { INSPECTABLE, inspect, readCode, type Inspected } from "./inspector.js";
 import { codeTable, comparePlot, errorPlot, FORMATS, formatLimit, formatStats, layout, valuesPlot } from "./plot.js";
 import { settled, track, view, type Job } from "./schedule.js";
 import { restoreState, saveState } from "./state.js";
-import { MAX_TENSOR_TEXT, TENSOR_OPS, type Failure, type TensorOp, type TensorRequest } from "./tensorBox.js";
+import { MAX_TENSOR_TEXT, MAX_TENSOR_VALUES, TENSOR_OPS, type Failure, type TensorOp, type TensorRequest } from "./tensorBox.js";
 import { pager, tensorTable } from "./tensorTable.js";
 import { fromWire, runToWire, type WireOutcome } from "./wire.js";
 
@@ -55,7 +56,8 @@ function scrollBox(label: string, child: HTMLElement): HTMLElement {
 
 // ---- Controls ---------------------------------------------------------------------------------
 
-const valuesInput = byId("values", HTMLTextAreaElement);
+// Registered before the wiring below, so a long paste is moved out before the redraw is asked for.
+const explorerValues = guardLongPaste(byId("values", HTMLTextAreaElement), "pasted", () => explorerView.now());
 const fromSelect = byId("from", HTMLSelectElement);
 const saturateInput = byId("saturate", HTMLInputElement);
 const roundModeSelect = byId("round-mode", HTMLSelectElement);
@@ -123,16 +125,25 @@ async function renderExplorer(job: Job): Promise<void> {
   roundModeSelect.disabled = !version.attributes.has("round_mode");
   byId("cast-version", HTMLSpanElement).textContent =
     `Cast-${version.version}: saturate ${saturateInput.disabled ? "n/a" : options.saturate}, round_mode ${roundModeSelect.disabled ? "n/a" : options.roundMode}`;
-  if (valuesInput.value !== explorerText) {
-    explorerText = valuesInput.value;
+  const text = explorerValues.text;
+  if (text !== explorerText) {
+    explorerText = text;
     explorerPage = 0;
   }
-  const list = readValueList(valuesInput.value);
+  const refuse = (error: string) => {
+    results.replaceChildren(el("p", { class: "error", "data-error": error }, error));
+    status.textContent = `The list cannot be read: ${error}`;
+  };
+  // The same limits as the tensor box: past them the page would work for seconds to show 8 values.
+  if (text.length > MAX_TENSOR_TEXT) {
+    notes.replaceChildren();
+    return refuse(`${text.length.toLocaleString("en")} characters of values: the explorer reads up to ${MAX_TENSOR_TEXT.toLocaleString("en")}`);
+  }
+  const list = text.length < LARGE_PASTE ? readValueList(text) : await readLongValueList(text, () => job.yield());
   notes.replaceChildren(...list.notes.map((n) => el("p", { class: "note list-note" }, n)));
-  if (list.error) {
-    results.replaceChildren(el("p", { class: "error", "data-error": list.error }, list.error));
-    status.textContent = `The list cannot be read: ${list.error}`;
-    return;
+  if (list.error) return refuse(list.error);
+  if (list.tokens.length > MAX_TENSOR_VALUES) {
+    return refuse(`${list.tokens.length.toLocaleString("en")} values: the explorer reads up to ${MAX_TENSOR_VALUES.toLocaleString("en")}; the library itself has no such limit`);
   }
   const tokens = list.tokens;
   const pages = Math.max(1, Math.ceil(tokens.length / VALUES_PER_PAGE));
@@ -320,54 +331,12 @@ function errorBox(f: Failure): HTMLElement {
   return el("div", { class: "error", "data-code": f.code, "data-message": f.message }, f.text);
 }
 
-/**
- * A paste this long is kept out of the text box: the browser lays out a textarea's whole text
- * (about 250 ms for 100,000 values, 5 s for a million) before it draws again.
- */
-const LARGE_PASTE = 100_000;
-let pasted: string | undefined;
-const tValues = byId("t-values", HTMLTextAreaElement);
-const pastedNote = el("p", { class: "note pasted", id: "t-pasted", hidden: true });
-tValues.closest(".controls")!.after(pastedNote);
-
-/** Holds `text` as the values, out of the text box, with a note saying so and a button to clear it. */
-function keepOut(text: string): void {
-  pasted = text;
-  tValues.value = "";
-  tValues.placeholder = "(the pasted values, below)";
-  const clear = el("button", { type: "button" }, "clear");
-  clear.addEventListener("click", () => {
-    pasted = undefined;
-    pastedNote.hidden = true;
-    tValues.placeholder = "";
-    tensorView.now();
-    tValues.focus();
-  });
-  pastedNote.replaceChildren(`${text.length.toLocaleString("en")} characters pasted: kept out of the text box so the page stays quick; typing there replaces them. `, clear);
-  pastedNote.hidden = false;
-}
-
-tValues.addEventListener("paste", (e) => {
-  const text = e.clipboardData?.getData("text/plain") ?? "";
-  if (text.length < LARGE_PASTE) return;
-  e.preventDefault();
-  keepOut(text);
-  tensorView.now();
-});
-// Text that arrives otherwise (dropped, or a paste the event did not carry) is moved out before
-// the browser lays it out: input events run before the next frame.
-tValues.addEventListener("input", () => {
-  if (tValues.value.length >= LARGE_PASTE) keepOut(tValues.value);
-  else if (pasted !== undefined) {
-    pasted = undefined;
-    pastedNote.hidden = true;
-    tValues.placeholder = "";
-  }
-});
+// Registered before the wiring below, so a long paste is moved out before the redraw is asked for.
+const tValues = guardLongPaste(byId("t-values", HTMLTextAreaElement), "t-pasted", () => tensorView.now());
 
 function tensorRequest(): TensorRequest {
   return {
-    values: pasted ?? value("t-values"), dtype: value("t-dtype"), shape: value("t-shape"), op: value("t-op") as TensorOp,
+    values: tValues.text, dtype: value("t-dtype"), shape: value("t-shape"), op: value("t-op") as TensorOp,
     castTo: value("t-cast-to"), saturate: checked("t-saturate"), roundMode: value("t-round-mode") as RoundMode,
     castOpset: value("t-cast-opset"),
     reshapeShape: value("t-reshape-shape"), allowzero: checked("t-allowzero"), reshapeOpset: value("t-reshape-opset"),
