@@ -292,6 +292,51 @@ async function startXvfb(): Promise<{ xvfb: ReturnType<typeof start>; display: s
   return { xvfb, display };
 }
 
+/** What WebKitWebDriver sometimes answers instead of a script's result (seen once in CI, under load). */
+const WEBKIT_GARBLED = /Could not parse script result/;
+let webkitCalls = 0;
+
+/**
+ * WebKit's evaluate: starts the page's promise and polls for its settled value, instead of one
+ * Execute Script that awaits it. WebKitWebDriver once answered a script that had awaited a few
+ * seconds of page work with "unknown error: Could not parse script result", losing the value; a
+ * call whose answer is garbled is repeated, which is safe only because each call here is
+ * idempotent: the start runs the page work once per call id, and a poll only reads. A script that
+ * navigates the page gives null.
+ */
+async function webkitEvaluate(execute: (script: string) => Promise<unknown>, src: string): Promise<unknown> {
+  const id = ++webkitCalls;
+  const retrying = async (script: string): Promise<unknown> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await execute(script);
+      } catch (e) {
+        if (attempt >= 5 || !WEBKIT_GARBLED.test((e as Error).message)) throw e;
+      }
+    }
+  };
+  await retrying(`const calls = globalThis.__tensorcastCalls ??= {};
+if (!(${id} in calls)) {
+  calls[${id}] = null;
+  Promise.resolve().then(() => ${src}).then((v) => { calls[${id}] = { v }; }, (e) => { calls[${id}] = { e: String(e && e.stack || e) }; });
+}
+return true;`);
+  const end = Date.now() + 20 * 60_000;
+  for (let wait = 0; ; wait = Math.min(100, wait + 10)) {
+    const r = (await retrying(`const r = globalThis.__tensorcastCalls?.[${id}]; return r === undefined ? "gone" : r === null ? "" : JSON.stringify(r);`)) as string;
+    // A script that navigates (a link followed in the same page) leaves no value behind: null.
+    if (r === "gone") return JSON.stringify({ v: null });
+    if (r !== "") {
+      await execute(`delete globalThis.__tensorcastCalls[${id}]; return true;`).catch(() => undefined);
+      const settled = JSON.parse(r) as { v?: unknown; e?: string };
+      if (settled.e !== undefined) throw new Error(`WebKit: the script threw: ${settled.e}`);
+      return settled.v;
+    }
+    if (Date.now() > end) throw new Error("WebKit: a script ran for over 20 minutes");
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+}
+
 async function launchWebKit(env: Env): Promise<EnginePage> {
   let xvfb: ReturnType<typeof start> | undefined;
   let driver: ReturnType<typeof start> | undefined;
@@ -338,8 +383,7 @@ async function launchWebKit(env: Env): Promise<EnginePage> {
     const s = `/session/${session}`;
     return enginePage("webkit", `WebKitGTK ${created.capabilities.browserVersion} (${created.capabilities.browserName})`, {
       goto: async (url) => { await request("POST", `${s}/url`, { url }); },
-      // WebDriver's Execute Script awaits a returned promise.
-      evaluateSource: (src) => request("POST", `${s}/execute/sync`, { script: `return ${src};`, args: [] }),
+      evaluateSource: (src) => webkitEvaluate((script) => request("POST", `${s}/execute/sync`, { script, args: [] }), src),
       close,
     });
   } catch (e) {
