@@ -198,6 +198,6 @@ function castRow(stored: Tensor, s: Element, to: DType, options: CastOptions): T
   const hex = formatHex(code, to);
   return {
     type: to, code: hex, fields: splitBits(code, to), result: r.display, absError, relError, flag,
-    ...(flag === "nan lost" ? { why: `${to.name} has no NaN, so the cast writes ${hex} (${r.display}) for ${s.display}, as docs/semantics.md says for ${to.name}` } : {}),
+    ...(flag === "nan lost" ? { why: `${to.name} has no NaN, so the cast writes ${hex} (${r.display}) for ${s.display}` } : {}),
   };
 }
