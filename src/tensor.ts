@@ -353,7 +353,8 @@ function float16ArrayClass(): Float16ArrayClass | undefined {
   return (globalThis as { Float16Array?: Float16ArrayClass }).Float16Array;
 }
 
-function isFloat16Array(x: unknown): boolean {
+/** Whether `x` is a Float16Array of this platform (false wherever there is none). */
+export function isFloat16Array(x: unknown): boolean {
   const F16 = float16ArrayClass();
   return F16 !== undefined && x instanceof F16;
 }

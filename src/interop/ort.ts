@@ -19,7 +19,7 @@
 import { describe, expectObject } from "../args.js";
 import { TensorcastError } from "../errors.js";
 import { dtype, type DTypeName, type StorageOf } from "../dtype/table.js";
-import { expectTensor, shapeSize, shapeText, Tensor, TYPED_ARRAYS } from "../tensor.js";
+import { expectTensor, isFloat16Array, shapeSize, shapeText, Tensor, TYPED_ARRAYS } from "../tensor.js";
 
 /** The type names of onnxruntime's JS tensors (onnxruntime-common's `Tensor.Type`). */
 export type OrtTypeName =
@@ -128,10 +128,7 @@ export function fromOrt(x: OrtTensorLike): Tensor {
 
 function containerFits(type: OrtTypeName, data: unknown): boolean {
   if (type === "string") return Array.isArray(data);
-  if (type === "float16") {
-    const F16 = (globalThis as { Float16Array?: abstract new (...a: never[]) => unknown }).Float16Array;
-    if (F16 !== undefined && data instanceof F16) return true;
-  }
+  if (type === "float16" && isFloat16Array(data)) return true;
   const array = dtype(type).array;
   return array !== "Array" && data instanceof TYPED_ARRAYS[array];
 }

@@ -107,6 +107,25 @@ export interface ConvertReport {
 /** Below this much tensor data, threads cost more than they save. */
 const THREADS_FROM = 8 * 1024 * 1024;
 
+/** Worker threads for `bytes` of tensor data to convert: `asked`, else two from THREADS_FROM, else none. */
+export function defaultJobs(bytes: number, asked: number | undefined): number {
+  return asked ?? (bytes >= THREADS_FROM ? Math.min(2, availableParallelism()) : 0);
+}
+
+/**
+ * The target type of `opts`, checked with the options once, before any file work.
+ * @throws TensorcastError UNSUPPORTED_TYPE for a string or complex target; Cast's errors for the options.
+ */
+export function checkTarget(opts: Pick<ConvertOptions, "to" | "saturate">): DType {
+  const to = dtype(opts.to);
+  if (to.kind === "string" || to.kind === "complex") {
+    throw new TensorcastError("UNSUPPORTED_TYPE", `cannot convert to ${to.name}: Cast has no ${to.kind} target for tensors read from files`);
+  }
+  // Cast-28 accepts every other pair.
+  cast(Tensor.zeros("float32", [0]), to, { saturate: opts.saturate ?? true });
+  return to;
+}
+
 /** The tensors to convert, and why each other one is kept. */
 export function selectTensors(file: TensorFile, to: DType, opts: Pick<ConvertOptions, "only" | "skip" | "names" | "includeIntegers">): {
   targets: Map<FileTensor, DType>;
@@ -179,12 +198,7 @@ export async function convertFile(input: string, output: string, opts: ConvertOp
  */
 export async function convertFileOn(input: string, output: string, opts: ConvertOptions, shared?: TaskPool): Promise<ConvertReport> {
   const started = performance.now();
-  const to = dtype(opts.to);
-  if (to.kind === "string" || to.kind === "complex") {
-    throw new TensorcastError("UNSUPPORTED_TYPE", `cannot convert to ${to.name}: Cast has no ${to.kind} target for tensors read from files`);
-  }
-  // Cast-28 accepts every other pair; this also checks the options once, before any file work.
-  cast(Tensor.zeros("float32", [0]), to, { saturate: opts.saturate ?? true });
+  const to = checkTarget(opts);
   await checkOutput(output, { input, force: opts.force });
   if (typeof opts.externalData === "string") await checkOutput(sideFilePath(output, opts.externalData), { input, force: opts.force });
   const saturate = opts.saturate ?? true;
@@ -213,7 +227,7 @@ export async function convertFileOn(input: string, output: string, opts: Convert
     out = await AtomicOutput.create(output);
 
     const convertBytes = [...targets.keys()].reduce((n, t) => n + t.byteLength, 0);
-    const jobs = shared ? shared.size : opts.jobs ?? (convertBytes >= THREADS_FROM ? Math.min(2, availableParallelism()) : 0);
+    const jobs = shared ? shared.size : defaultJobs(convertBytes, opts.jobs);
     if (!shared) pool = new TaskPool(jobs);
     const chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES;
     const stats = new Map<OutputTensor, ConvertStats>();

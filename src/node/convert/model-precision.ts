@@ -10,6 +10,7 @@ import { dtype, TensorcastError, type DTypeLike } from "../../index.js";
 import { decodeModel } from "../../io/onnx/model.js";
 import { convertModelPrecision, type KeptNode } from "../../io/onnx/precision/model.js";
 import { AtomicOutput, checkOutput, fileError, removeStaleTemporaries } from "../io/file.js";
+import { MAX_INLINE_MODEL } from "../io/writer.js";
 import type { ConvertReport, TensorReport } from "./convert.js";
 import { measureConversion } from "./kernel.js";
 import { Interrupted } from "./schedule.js";
@@ -38,9 +39,6 @@ export interface ModelConvertReport extends ConvertReport {
   opsetAfter: number;
 }
 
-/** protobuf's limit on a serialized message. */
-const MAX_MODEL_BYTES = 2 ** 31 - 1;
-
 /**
  * Converts the ONNX model IN into OUT. See the file comment.
  * @throws TensorcastError the errors of convertModelPrecision, naming IN; INVALID_ATTRIBUTE or
@@ -52,7 +50,7 @@ export async function convertModelFile(input: string, output: string, opts: Mode
   const to = dtype(opts.to);
   await checkOutput(output, { input, force: opts.force });
   const size = (await fsp.stat(input)).size;
-  if (size > MAX_MODEL_BYTES) {
+  if (size > MAX_INLINE_MODEL) {
     throw fileError("NOT_IMPLEMENTED", input, `is ${size} bytes; a model converted as a whole must fit in one protobuf message (2 GiB)`);
   }
   const bytes = new Uint8Array(await fsp.readFile(input));
@@ -71,8 +69,8 @@ export async function convertModelFile(input: string, output: string, opts: Mode
   try {
     await out.write(result.bytes, 0);
     await out.finish(result.bytes.length);
-    const back = new Uint8Array(await fsp.readFile(out.temporary));
-    if (back.length !== result.bytes.length || !back.every((b, i) => b === result.bytes[i])) {
+    const back = await fsp.readFile(out.temporary);
+    if (!back.equals(result.bytes)) {
       throw fileError("INTERNAL", output, "did not read back as written");
     }
     // The written model must parse as a model (and every TensorProto in it decode).

@@ -16,18 +16,17 @@
  * files, and no index is written; `indexCheckpoint(OUTDIR, { from: IN })` writes it once every
  * slice is done.
  */
-import { availableParallelism } from "node:os";
 import { constants, promises as fsp } from "node:fs";
 import { dirname, join } from "node:path";
-import { cast, dtype, Tensor, TensorcastError, type DTypeName } from "../../index.js";
+import { dtype, TensorcastError, type DTypeName } from "../../index.js";
 import {
-  checkCheckpoint, DEFAULT_INDEX_NAME, encodeIndex, readCheckpoint, type Checkpoint,
+  checkCheckpoint, DEFAULT_INDEX_NAME, encodeIndex, listFolder, readCheckpoint, type Checkpoint,
 } from "../io/checkpoint.js";
 import {
   AtomicOutput, checkOutput, fileError, kindOf, lstatOrNothing, RandomAccessFile, removeStaleTemporaries, sameFile, systemError, temporaryPath,
 } from "../io/file.js";
 import { openTensorFile } from "../io/reader.js";
-import { convertFileOn, type ConvertOptions, type ConvertReport } from "./convert.js";
+import { checkTarget, convertFileOn, defaultJobs, type ConvertOptions, type ConvertReport } from "./convert.js";
 import { TaskPool } from "./pool.js";
 import { Interrupted } from "./schedule.js";
 
@@ -64,8 +63,6 @@ export interface CheckpointReport {
   workers: number;
 }
 
-/** Below this much tensor data, threads cost more than they save. */
-const THREADS_FROM = 8 * 1024 * 1024;
 const COPY_CHUNK = 4 * 1024 * 1024;
 const MAX_SLICES = 1_000_000;
 
@@ -172,11 +169,7 @@ async function copyAtomically(from: string, to: string, force: boolean, signal?:
 
 /** Checks the options once, before any file work, as convertFile does for one file. */
 function checkOptions(input: string, c: Checkpoint, opts: CheckpointConvertOptions): void {
-  const to = dtype(opts.to);
-  if (to.kind === "string" || to.kind === "complex") {
-    throw new TensorcastError("UNSUPPORTED_TYPE", `cannot convert to ${to.name}: Cast has no ${to.kind} target for tensors read from files`);
-  }
-  cast(Tensor.zeros("float32", [0]), to, { saturate: opts.saturate ?? true });
+  checkTarget(opts);
   if (opts.outputFormat !== undefined && opts.outputFormat !== "safetensors") {
     throw new TensorcastError("INVALID_ATTRIBUTE", `${input}: a sharded checkpoint is written as safetensors shards, not ${opts.outputFormat}`);
   }
@@ -202,8 +195,9 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
   const out = folderName(outDir);
   const force = opts.force ?? false;
   const mine = opts.shard ? sliceShards(c.shards, opts.shard) : [...c.shards];
-  const mineBytes = c.shards.reduce((n, s, i) => (mine.includes(s) ? n + c.tensors[i].reduce((m, t) => m + t.byteLength, 0) : n), 0);
-  const jobs = opts.jobs ?? (mineBytes >= THREADS_FROM ? Math.min(2, availableParallelism()) : 0);
+  const shardBytes = new Map(c.shards.map((s, i) => [s, c.tensors[i].reduce((m, t) => m + t.byteLength, 0)]));
+  const mineBytes = mine.reduce((n, s) => n + shardBytes.get(s)!, 0);
+  const jobs = defaultJobs(mineBytes, opts.jobs);
 
   let target: string;
   let replace = false;
@@ -231,13 +225,12 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
     const shards: ConvertReport[] = [];
     let done = 0;
     for (const s of mine) {
-      const i = c.shards.indexOf(s);
       const names = opts.names?.filter((n) => c.weightMap.get(n) === s);
       const report = await convertFileOn(join(c.folder, s), join(target, s), {
         ...opts, names, inputFormat: "safetensors", outputFormat: "safetensors", force: opts.shard ? force : false,
         onProgress: opts.onProgress ? (d) => opts.onProgress!(done + d, mineBytes) : undefined,
       }, pool);
-      done += c.tensors[i].reduce((m, t) => m + t.byteLength, 0);
+      done += shardBytes.get(s)!;
       shards.push(report);
     }
     const copied: string[] = [];
@@ -353,12 +346,7 @@ export async function indexCheckpoint(folder: string, opts: IndexOptions = {}): 
 async function indexFolder(folder: string, opts: { from?: Checkpoint; name?: string; force?: boolean }): Promise<IndexReport> {
   const expected = opts.from;
   const indexName = expected?.indexName ?? opts.name ?? DEFAULT_INDEX_NAME;
-  let entries: import("node:fs").Dirent[];
-  try {
-    entries = await fsp.readdir(folder, { withFileTypes: true });
-  } catch (e) {
-    throw systemError(folder, "read the folder", e);
-  }
+  const entries = await listFolder(folder);
   const shards = entries.filter((e) => !e.name.startsWith(".") && e.name.endsWith(".safetensors") && !e.isDirectory()).map((e) => e.name).sort();
   if (expected) {
     const missing = expected.shards.filter((s) => !shards.includes(s));

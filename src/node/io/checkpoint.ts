@@ -18,7 +18,7 @@
 import { promises as fsp } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
 import { TensorcastError } from "../../index.js";
-import { fileError, RandomAccessFile } from "./file.js";
+import { fileError, RandomAccessFile, systemError } from "./file.js";
 import { NameIndex } from "./nameIndex.js";
 import { openTensorFile, type OpenOptions } from "./reader.js";
 import type { FileTensor, TensorFile } from "./tensors.js";
@@ -105,13 +105,12 @@ export async function locateIndex(path: string): Promise<{ folder: string; index
   throw fileError("INVALID_DATA", path, `holds ${names.length} indexes (${names.join(", ")}); name the one to read: ${join(path, names[0])}`);
 }
 
-async function listFolder(folder: string): Promise<import("node:fs").Dirent[]> {
+/** A folder's entries. @throws TensorcastError IO_ERROR when it cannot be read. */
+export async function listFolder(folder: string): Promise<import("node:fs").Dirent[]> {
   try {
     return await fsp.readdir(folder, { withFileTypes: true });
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    const why = code === "ENOENT" ? "no such file or directory" : code === "EACCES" ? "permission denied" : code === "ENOTDIR" ? "not a directory" : (e as Error).message;
-    throw fileError("IO_ERROR", folder, `cannot read the folder: ${why}`);
+    throw systemError(folder, "read the folder", e);
   }
 }
 

@@ -74,33 +74,54 @@ interface NodeInfo {
   /** Constant nodes whose float value is converted only if some consumer wants the target. */
   source: boolean;
   kept: boolean;
+  /** Why it is kept in float32, when it is. */
+  reason?: string;
 }
 
-class Pass {
-  readonly names = new Set<string>();
-  readonly report: GraphPassReport = { tensors: [], kept: [], castsInserted: 0 };
-  readonly T: number;
+/**
+ * Every name a graph and its bodies use (nodes, values, initializers, declarations), so that the
+ * nodes and values a pass adds get names of their own.
+ * @example const names = new UniqueNames(graph); names.fresh("x__cast") // "x__cast", or "x__cast_1" when taken
+ */
+export class UniqueNames {
+  private readonly names = new Set<string>();
 
-  constructor(readonly opts: GraphPassOptions, readonly opset: number) {
-    this.T = opts.to.onnx;
+  constructor(g: PbMessage) {
+    this.collect(g);
   }
 
+  private collect(g: PbMessage): void {
+    for (const n of g.subs(1, "NodeProto")) {
+      this.names.add(n.string(3));
+      for (const s of n.strings(1)) this.names.add(s);
+      for (const s of n.strings(2)) this.names.add(s);
+      for (const body of bodiesOf(n)) this.collect(body);
+    }
+    for (const t of g.subs(5, "TensorProto")) this.names.add(t.string(8));
+    for (const no of [11, 12, 13]) for (const v of g.subs(no, "ValueInfoProto")) this.names.add(v.string(1));
+  }
+
+  /** `base`, or `base_1`, `base_2`, ... : the first not yet used, now taken. */
   fresh(base: string): string {
     let n = base;
     for (let k = 1; this.names.has(n); k++) n = `${base}_${k}`;
     this.names.add(n);
     return n;
   }
+}
 
-  collectNames(g: PbMessage): void {
-    for (const n of g.subs(1, "NodeProto")) {
-      this.names.add(n.string(3));
-      for (const s of n.strings(1)) this.names.add(s);
-      for (const s of n.strings(2)) this.names.add(s);
-      for (const body of bodiesOf(n)) this.collectNames(body);
-    }
-    for (const t of g.subs(5, "TensorProto")) this.names.add(t.string(8));
-    for (const no of [11, 12, 13]) for (const v of g.subs(no, "ValueInfoProto")) this.names.add(v.string(1));
+class Pass {
+  readonly report: GraphPassReport = { tensors: [], kept: [], castsInserted: 0 };
+  readonly T: number;
+  private readonly names: UniqueNames;
+
+  constructor(readonly opts: GraphPassOptions, readonly opset: number, graph: PbMessage) {
+    this.T = opts.to.onnx;
+    this.names = new UniqueNames(graph);
+  }
+
+  fresh(base: string): string {
+    return this.names.fresh(base);
   }
 
   /**
@@ -327,7 +348,7 @@ class Pass {
     const involvesFloat = typeIn.includes(FLOAT) || outType.includes(FLOAT);
     const keep = (reason: string): NodeInfo => {
       info.kept = involvesFloat;
-      (info as NodeInfo & { reason?: string }).reason = reason;
+      info.reason = reason;
       info.want = typeIn.map((t) => (t === FLOAT ? FLOAT : 0));
       info.produce = outType.map((t) => t);
       return info;
@@ -355,7 +376,6 @@ class Pass {
     if (!schema) return keep(`${opType} is unknown to the schema table (opsets up to 17)`);
     // Every type parameter bound to float32 must allow the target.
     const params = new Set<string>();
-    const fixedOnly: boolean[] = [];
     typeIn.forEach((t, j) => {
       const slot = slotOf(schema, j, false);
       if (t === FLOAT && typeof slot === "string") params.add(slot);
@@ -363,7 +383,6 @@ class Pass {
     outType.forEach((t, k) => {
       const slot = slotOf(schema, k, true);
       if (t === FLOAT && typeof slot === "string") params.add(slot);
-      fixedOnly.push(false);
     });
     for (const p of params) {
       if (!(schema.t[p] ?? []).includes(T)) return keep(`${opType}-${schema.v} does not allow ${typeLabel(T)} for ${p}`);
@@ -471,7 +490,7 @@ function cast1To(attrs: PbMessage[]): number | undefined {
 }
 
 function keptReason(info: NodeInfo): string {
-  return (info as NodeInfo & { reason?: string }).reason ?? "its float value is read only in float32";
+  return info.reason ?? "its float value is read only in float32";
 }
 
 function isFloatish(t: number): boolean {
@@ -600,8 +619,7 @@ function floatsOf(a: PbMessage): number[] {
 export function convertGraphPrecision(model: PbMessage, opset: number, opts: GraphPassOptions): GraphPassReport {
   const graph = model.sub(7, "GraphProto");
   if (!graph) throw new TensorcastError("INVALID_DATA", "ModelProto has no graph");
-  const pass = new Pass(opts, opset);
-  pass.collectNames(graph);
+  const pass = new Pass(opts, opset, graph);
   pass.graph(graph, new Map(), new Map(), true);
   return pass.report;
 }

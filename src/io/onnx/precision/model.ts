@@ -7,7 +7,7 @@ import { expectBytes, expectObject, expectOptions } from "../../../args.js";
 import { TensorcastError } from "../../../errors.js";
 import { dtype, type DType, type DTypeLike } from "../../../dtype/table.js";
 import { validateMessage } from "../validate.js";
-import { bodiesOf, castNode, convertGraphPrecision, DEFAULT_BLOCKED_OPS, type KeptNode } from "./graph.js";
+import { bodiesOf, castNode, convertGraphPrecision, DEFAULT_BLOCKED_OPS, UniqueNames, type KeptNode } from "./graph.js";
 import { PbMessage, utf8Bytes, type PbField } from "./pb.js";
 import { convertTensorField, type ConvertedTensor } from "./tensors.js";
 
@@ -126,23 +126,8 @@ export function convertModelPrecision(bytes: Uint8Array, opts: PrecisionOptions)
 
 /** Weights only: each float32 initializer stored as `to`, read back through a Cast to float32. */
 function storeWeights(graph: PbMessage, opts: { to: DType; saturate: boolean }, out: ConvertedTensor[], opset: number): number {
-  const names = new Set<string>();
-  const collect = (g: PbMessage): void => {
-    for (const n of g.subs(1, "NodeProto")) {
-      names.add(n.string(3));
-      for (const s of [...n.strings(1), ...n.strings(2)]) names.add(s);
-      for (const b of bodiesOf(n)) collect(b);
-    }
-    for (const t of g.subs(5, "TensorProto")) names.add(t.string(8));
-    for (const no of [11, 12, 13]) for (const v of g.subs(no, "ValueInfoProto")) names.add(v.string(1));
-  };
-  collect(graph);
-  const fresh = (base: string): string => {
-    let n = base;
-    for (let k = 1; names.has(n); k++) n = `${base}_${k}`;
-    names.add(n);
-    return n;
-  };
+  const names = new UniqueNames(graph);
+  const fresh = (base: string): string => names.fresh(base);
   const inputs = new Set(graph.subs(11, "ValueInfoProto").map((v) => v.string(1)));
   const casts: PbField[] = [];
   for (const f of graph.all(5)) {
