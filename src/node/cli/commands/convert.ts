@@ -239,34 +239,14 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     return runModel(input, output, to, o, io);
   }
 
-  const stop = listenForStop();
-  const wantBar = progressWanted(io.stderr, o.quiet === true);
-  let bar: ProgressBar | undefined;
-  let report: ConvertReport;
-  try {
-    report = await convertFile(input, output, {
+  const run = await stoppable(io, progressWanted(io.stderr, o.quiet === true), notWritten(input, output), (signal, onProgress) =>
+    convertFile(input, output, {
       to, saturate: !o["no-saturate"], only, skip, names, includeIntegers: o["include-int"] === true,
-      inputFormat, outputFormat, npy, force: o.force === true, jobs, chunkBytes, signal: stop.signal,
+      inputFormat, outputFormat, npy, force: o.force === true, jobs, chunkBytes, signal, onProgress,
       externalData: o.inline ? false : o["external-data"],
-      onProgress: wantBar
-        ? (done, total) => {
-            bar ??= new ProgressBar(io.stderr, total, "converting");
-            bar.update(done);
-          }
-        : undefined,
-    });
-  } catch (e) {
-    if (e instanceof Interrupted) {
-      bar?.finish();
-      const signal = stop.received() ?? "SIGINT";
-      io.stderr.write(`interrupted by ${signal}: ${output} was not written (${input} is unchanged)\n`);
-      return exitCodeOf(signal);
-    }
-    throw e;
-  } finally {
-    bar?.finish();
-    stop.dispose();
-  }
+    }));
+  if (!run.done) return run.exit;
+  const report: ConvertReport = run.report;
   if (o.json) {
     writeText(io.stdout, jsonText(report));
     return EXIT_OK;
@@ -283,6 +263,45 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
 }
 
 type ConvertFlags = ReturnType<typeof parseCommandArgs<typeof OPTIONS>>["options"];
+
+type Stoppable<R> = { done: true; report: R } | { done: false; exit: number };
+
+/**
+ * Runs a conversion that SIGINT, SIGTERM and SIGHUP stop: `work` gets the abort signal and, with
+ * `bar`, a progress callback drawing a bar on stderr. A stop prints `interrupted(signal)` and
+ * gives the signal's exit code; other errors are thrown as they are.
+ */
+async function stoppable<R>(
+  io: CliIO, bar: boolean, interrupted: (signal: string) => string,
+  work: (signal: AbortSignal, onProgress: ((done: number, total: number) => void) | undefined) => Promise<R>,
+): Promise<Stoppable<R>> {
+  const stop = listenForStop();
+  let progress: ProgressBar | undefined;
+  try {
+    const onProgress = bar
+      ? (done: number, total: number): void => {
+          progress ??= new ProgressBar(io.stderr, total, "converting");
+          progress.update(done);
+        }
+      : undefined;
+    return { done: true, report: await work(stop.signal, onProgress) };
+  } catch (e) {
+    if (!(e instanceof Interrupted)) throw e;
+    progress?.finish();
+    progress = undefined;
+    const signal = stop.received() ?? "SIGINT";
+    io.stderr.write(interrupted(signal));
+    return { done: false, exit: exitCodeOf(signal) };
+  } finally {
+    progress?.finish();
+    stop.dispose();
+  }
+}
+
+/** What a stopped conversion of one file prints. */
+function notWritten(input: string, output: string): (signal: string) => string {
+  return (signal) => `interrupted by ${signal}: ${output} was not written (${input} is unchanged)\n`;
+}
 
 /** `convert DIR -o OUTDIR [--shard K/N]`: a sharded checkpoint. */
 async function runCheckpoint(input: string, output: string, o: ConvertFlags, io: CliIO, opts: CheckpointConvertOptions): Promise<number> {
@@ -304,38 +323,20 @@ async function runCheckpoint(input: string, output: string, o: ConvertFlags, io:
     if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE") throw new UsageError(e.message.startsWith("--shard") ? e.message : `-o: ${e.message}`, "convert");
     throw e;
   }
-  const stop = listenForStop();
-  const wantBar = progressWanted(io.stderr, o.quiet === true);
-  let bar: ProgressBar | undefined;
-  let report: CheckpointReport;
+  const interrupted = shard
+    ? (signal: string) => `interrupted by ${signal}: the shard being converted was not written; the slice's finished shards stay in ${output} (${input} is unchanged)\n`
+    : notWritten(input, output);
+  let run: Stoppable<CheckpointReport>;
   try {
-    report = await convertCheckpoint(input, output, {
-      ...opts, shard, signal: stop.signal,
-      onProgress: wantBar
-        ? (done, total) => {
-            bar ??= new ProgressBar(io.stderr, total, "converting");
-            bar.update(done);
-          }
-        : undefined,
-    });
+    run = await stoppable(io, progressWanted(io.stderr, o.quiet === true), interrupted, (signal, onProgress) =>
+      convertCheckpoint(input, output, { ...opts, shard, signal, onProgress }));
   } catch (e) {
-    if (e instanceof Interrupted) {
-      bar?.finish();
-      const signal = stop.received() ?? "SIGINT";
-      io.stderr.write(
-        shard
-          ? `interrupted by ${signal}: the shard being converted was not written; the slice's finished shards stay in ${output} (${input} is unchanged)\n`
-          : `interrupted by ${signal}: ${output} was not written (${input} is unchanged)\n`,
-      );
-      return exitCodeOf(signal);
-    }
     // An existing output file of the slice (without --force) is a bad -o, as for one file.
     if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE" && e.message.startsWith(output)) throw new UsageError(`-o: ${e.message}`, "convert");
     throw e;
-  } finally {
-    bar?.finish();
-    stop.dispose();
   }
+  if (!run.done) return run.exit;
+  const report = run.report;
   if (o.json) writeText(io.stdout, jsonText(report));
   else if (!o.quiet) writeText(io.stdout, renderCheckpointReport(report));
   return EXIT_OK;
@@ -361,23 +362,13 @@ export function renderCheckpointReport(r: CheckpointReport): Text {
 /** An .onnx model converted as a whole (src/node/convert/model-precision.ts). */
 async function runModel(input: string, output: string, to: DType, o: ConvertFlags, io: CliIO): Promise<number> {
   const blockOps = o["block-ops"]?.split(",").map((s) => s.trim()).filter((s) => s !== "");
-  const stop = listenForStop();
-  let report: ModelConvertReport;
-  try {
-    report = await convertModelFile(input, output, {
+  const run = await stoppable(io, false, notWritten(input, output), (signal) =>
+    convertModelFile(input, output, {
       to, saturate: !o["no-saturate"], keepIoTypes: o["keep-io-types"] === true, weightsOnly: o["weights-only"] === true,
-      blockOps, force: o.force === true, signal: stop.signal,
-    });
-  } catch (e) {
-    if (e instanceof Interrupted) {
-      const signal = stop.received() ?? "SIGINT";
-      io.stderr.write(`interrupted by ${signal}: ${output} was not written (${input} is unchanged)\n`);
-      return exitCodeOf(signal);
-    }
-    throw e;
-  } finally {
-    stop.dispose();
-  }
+      blockOps, force: o.force === true, signal,
+    }));
+  if (!run.done) return run.exit;
+  const report: ModelConvertReport = run.report;
   if (o.json) {
     writeText(io.stdout, jsonText(report));
     return EXIT_OK;
