@@ -9,6 +9,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { assertSame } from "../support/assertions.js";
 import * as ort from "onnxruntime-node";
 import {
   cast, dtype, fromOrt, ORT_TYPES, Tensor, toOrt,
@@ -63,19 +64,6 @@ function pseudoRandomBytes(n: number, seed: number): Uint8Array {
 
 const hex = (t: Tensor): string => Buffer.from(t.bytes()).toString("hex");
 
-/** Same type, shape and bits (strings: the same strings). */
-function assertSame(actual: Tensor, expected: Tensor, what: string): void {
-  assert.equal(actual.dtype.name, expected.dtype.name, what);
-  assert.deepEqual([...actual.shape], [...expected.shape], what);
-  // Element by element, naming the first difference: node's assert would diff the whole of two
-  // 65536-element arrays, which takes minutes.
-  const a = expected.dtype.kind === "string" ? (actual.data as string[]) : actual.bytes();
-  const e = expected.dtype.kind === "string" ? (expected.data as string[]) : expected.bytes();
-  assert.equal(a.length, e.length, what);
-  for (let i = 0; i < e.length; i++) {
-    if (a[i] !== e[i]) assert.fail(`${what}: entry ${i} (of ${e.length}) is ${String(a[i])}, expected ${String(e[i])}`);
-  }
-}
 
 /** Test tensors of one type: every bit pattern that matters, in a few shapes. */
 function samples(type: OrtTypeName): Tensor[] {

@@ -6,6 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { assertSame } from "../support/assertions.js";
 import {
   cast, DTYPES, fromTfjs, Tensor, TFJS_DTYPES, toTfjs,
   type TfjsData, type TfjsTensorLike,
@@ -27,18 +28,6 @@ function asTfjs(d: TfjsData): TfjsTensorLike {
   return fake(d.dtype, d.shape, d.values);
 }
 
-function assertSame(actual: Tensor, expected: Tensor, what: string): void {
-  assert.equal(actual.dtype.name, expected.dtype.name, what);
-  assert.deepEqual([...actual.shape], [...expected.shape], what);
-  // Element by element, naming the first difference: node's assert would diff the whole of two
-  // 65536-element arrays, which takes minutes.
-  const a = expected.dtype.kind === "string" ? (actual.data as string[]) : actual.bytes();
-  const e = expected.dtype.kind === "string" ? (expected.data as string[]) : expected.bytes();
-  assert.equal(a.length, e.length, what);
-  for (let i = 0; i < e.length; i++) {
-    if (a[i] !== e[i]) assert.fail(`${what}: entry ${i} (of ${e.length}) is ${String(a[i])}, expected ${String(e[i])}`);
-  }
-}
 
 test("float32: NaN payloads, -0, subnormals and infinities survive both ways, and memory is shared", () => {
   const bits = new Uint32Array([0x7fc00001, 0xffbfffff, 0x80000000, 0x00000001, 0x7f800000, 0xff800000, 0x3f800000]);
