@@ -15,7 +15,7 @@ import { guardLongPaste, LARGE_PASTE } from "./paste.js";
 import { formatTable } from "./formatTable.js";
 import { INSPECTABLE, inspect, readCode, type Inspected } from "./inspector.js";
 import { codeTable, comparePlot, errorPlot, FORMATS, formatLimit, formatStats, layout, valuesPlot } from "./plot.js";
-import { settled, track, view, type Job } from "./schedule.js";
+import { settled, sliceStats, track, view, type Job } from "./schedule.js";
 import { restoreState, saveState } from "./state.js";
 import { MAX_TENSOR_TEXT, MAX_TENSOR_VALUES, TENSOR_OPS, type Failure, type TensorOp, type TensorRequest } from "./tensorBox.js";
 import { pager, tensorTable } from "./tensorTable.js";
@@ -474,6 +474,6 @@ formatView.now();
 inspectorView.now();
 tensorView.now();
 
-/** For the browser tests: resolves once every view has finished redrawing. */
-(globalThis as unknown as { playground: { settled: () => Promise<void> } }).playground = { settled };
+/** For the browser tests: resolves once every view has finished redrawing; how the redraws were sliced. */
+(globalThis as unknown as { playground: object }).playground = { settled, sliceStats };
 void settled().then(() => { document.body.dataset.ready = "true"; });

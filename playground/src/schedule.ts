@@ -21,6 +21,41 @@ export interface Job {
 let busy = 0;
 let waiters: (() => void)[] = [];
 
+/**
+ * What the redraws since the last `sliceStats(true)` did, for the browser tests: a slice ends at the
+ * first `yield()` past SLICE ms, so no slice can run longer than SLICE plus the piece that
+ * crossed it. Measured with the page's own clock, this holds however loaded the machine is.
+ */
+export interface SliceStats {
+  budget: number;
+  slices: number;
+  pieces: number;
+  longestSlice: number;
+  longestPiece: number;
+  /** The first few times a slice gave the thread back, [from, to] (performance.now()). */
+  breaks: [number, number][];
+}
+
+const NO_STATS: SliceStats = { budget: SLICE, slices: 0, pieces: 0, longestSlice: 0, longestPiece: 0, breaks: [] };
+let stats: SliceStats = { ...NO_STATS, breaks: [] };
+
+/** The slices and pieces run since the last reset; `reset` starts a new count after reading. */
+export function sliceStats(reset = false): SliceStats {
+  const s = stats;
+  if (reset) stats = { ...NO_STATS, breaks: [] };
+  return s;
+}
+
+function countPiece(ms: number): void {
+  stats.pieces++;
+  stats.longestPiece = Math.max(stats.longestPiece, ms);
+}
+
+function countSlice(ms: number): void {
+  stats.slices++;
+  stats.longestSlice = Math.max(stats.longestSlice, ms);
+}
+
 function begin(): void {
   busy++;
   document.body.dataset.busy = "true";
@@ -74,13 +109,19 @@ export function view(render: (job: Job) => void | Promise<void>, onError: (e: un
     const token = { cancelled: false };
     current = token;
     let sliceStart = performance.now();
+    let pieceStart = sliceStart;
     const job: Job = {
       get cancelled() { return token.cancelled; },
       async yield() {
-        if (performance.now() - sliceStart >= SLICE) {
+        const now = performance.now();
+        countPiece(now - pieceStart);
+        if (now - sliceStart >= SLICE) {
+          countSlice(now - sliceStart);
           await nextTask();
           sliceStart = performance.now();
+          if (stats.breaks.length < 64) stats.breaks.push([now, sliceStart]);
         }
+        pieceStart = performance.now();
         if (token.cancelled) throw new Cancelled();
       },
     };
@@ -90,6 +131,9 @@ export function view(render: (job: Job) => void | Promise<void>, onError: (e: un
       } catch (e) {
         if (!(e instanceof Cancelled)) onError(e);
       } finally {
+        const now = performance.now();
+        countPiece(now - pieceStart);
+        countSlice(now - sliceStart);
         if (current === token) {
           current = undefined;
           if (pending) {

@@ -602,18 +602,23 @@ for (const engine of ENGINES) {
       t.diagnostic(`${name}: 1,100,000 values pasted into the explorer: next frame after ${ms(many.frameMs)} ms, longest gap ${ms(many.maxGap)} ms, message after ${ms(many.settledMs)} ms`);
       assert.ok(many.frameMs <= 1000 && many.maxGap <= 1000, JSON.stringify(many));
       assert.equal(many.error, "1,100,000 values: the explorer reads up to 1,000,000; the library itself has no such limit");
-      // Sliced means no task holds the thread for more than half the redraw. A redraw whose busy
-      // time is under three 12 ms slices fits in about two frames, so there slicing has nothing to
-      // show: an idle CI machine drew the 8 blocks in 22 ms in Firefox, a 14 ms task among them.
-      const sliced = (x: Slices): boolean => x.longest <= x.total / 2 || x.total < 36;
-      const slices: Slices[] = [];
-      for (let run = 0; run < 3; run++) {
-        const x = await page.evaluate(redrawSlices);
-        slices.push(x);
-        if (sliced(x)) break;
-      }
-      t.diagnostic(`${name}: a redraw of 8 of 64 values: ${slices.map((x) => `longest task ${ms(x.longest)} ms of ${ms(x.total)} ms`).join("; ")}`);
-      assert.ok(slices.some(sliced), `a redraw ran as one long task: ${JSON.stringify(slices)}`);
+      // Sliced: the page's scheduler ends a slice at the first yield past its 12 ms budget, so no
+      // slice outlasts 12 ms plus the piece of work that crossed it, and the explorer's 8 blocks
+      // are 8 pieces at least. Both come from the page's own clock, so a loaded machine (which
+      // stretches pieces and slices alike) cannot fail them; a scheduler that never yields, or a
+      // view that draws every block in one piece, does. Between slices the thread is given back:
+      // a message-channel task posted throughout runs while the redraw is under way. The gaps
+      // between those tasks (what the thread was held for, as another task saw it) are reported,
+      // not asserted: on a shared machine they mix the page's tasks with the browser being
+      // descheduled (a CI run saw 22 of 39 ms in Firefox, sliced).
+      const redraw = await page.evaluate(redrawSlices);
+      t.diagnostic(`${name}: a redraw of 8 of 64 values: ${redraw.stats.slices} slices (longest ${ms(redraw.stats.longestSlice)} ms), ` +
+        `${redraw.stats.pieces} pieces (longest ${ms(redraw.stats.longestPiece)} ms); seen from another task: longest ${ms(redraw.longest)} ms of ${ms(redraw.total)} ms busy, ` +
+        `${redraw.ticksDuring} tasks ran between its slices`);
+      assert.equal(redraw.stats.budget, 12, "the slice budget");
+      assert.ok(redraw.stats.pieces >= 8, `the 8 blocks were drawn in ${redraw.stats.pieces} pieces`);
+      assert.ok(redraw.stats.longestSlice <= redraw.stats.budget + redraw.stats.longestPiece, `a slice ran ${redraw.stats.longestSlice} ms: ${JSON.stringify(redraw.stats)}`);
+      if (redraw.stats.slices >= 2) assert.ok(redraw.ticksDuring >= 1, `${redraw.stats.slices} slices, but no other task ran between them: ${JSON.stringify(redraw)}`);
 
       // axe-core in this engine, at its window's width: the page as a new user first sees it.
       if (existsSync(AXE_PATH)) {
@@ -800,17 +805,30 @@ async function pasteBudget({ n, box: boxId }: { n: number; box: "t-values" | "va
   return result;
 }
 
+interface SliceStats {
+  budget: number;
+  slices: number;
+  pieces: number;
+  longestSlice: number;
+  longestPiece: number;
+  breaks: [number, number][];
+}
+
 interface Slices {
   longest: number;
   total: number;
+  /** Message-channel tasks that ran while a slice had given the thread back. */
+  ticksDuring: number;
+  /** The page scheduler's own count for this redraw. */
+  stats: SliceStats;
 }
 
 /**
  * Runs in the page (any engine): with 64 values in the explorer, a change of source type redraws
  * its 8 blocks. A chain of message-channel tasks runs throughout: the longest gap between two of
  * them is the longest task the redraw held the main thread for, measured against the time the
- * thread was busy until every view settled (gaps past 4 ms). Sliced, the 8 blocks are several
- * tasks, none more than half of it; unsliced, one task holds nearly all of it.
+ * thread was busy until every view settled (gaps past 4 ms). Also returns the page scheduler's own
+ * count of the slices and pieces the redraw ran as.
  */
 async function redrawSlices(): Promise<Slices> {
   type Ctl = { value: string; dispatchEvent(e: unknown): boolean };
@@ -835,6 +853,7 @@ async function redrawSlices(): Promise<Slices> {
   channel.port2.postMessage(0);
   await new Promise((resolve) => setTimeout(resolve, 20));
   const from = g.document.getElementById("from");
+  g.playground.sliceStats(true);
   const start = now();
   from.value = from.value === "float64" ? "float32" : "float64";
   from.dispatchEvent(new g.Event("input", { bubbles: true }));
@@ -853,14 +872,16 @@ async function redrawSlices(): Promise<Slices> {
     longest = Math.max(longest, gap);
     total += gap;
   }
-  return { longest, total };
+  const stats = g.playground.sliceStats();
+  const ticksDuring = ticks.filter((x) => stats.breaks.some(([a, b]) => x > a && x < b)).length;
+  return { longest, total, ticksDuring, stats };
 }
 
 // ---- Driving the page --------------------------------------------------------------------------
 
 /** What main.ts puts on globalThis for the tests. */
 interface Playground {
-  playground: { settled(): Promise<void> };
+  playground: { settled(): Promise<void>; sliceStats(reset?: boolean): SliceStats };
 }
 
 /** Waits until every view has redrawn (input redraws after a pause, in slices, the tensor box in a worker). */
