@@ -283,6 +283,11 @@ export class AtomicOutput {
     this.written = digests ? [] : undefined;
   }
 
+  /** Whether every write is hashed, for `checkWritten`. */
+  get digests(): boolean {
+    return this.written !== undefined;
+  }
+
   /**
    * Creates the temporary file (exclusively: it never replaces anything). With `digests`, every
    * write's bytes are hashed, so that `checkWritten` can compare what the file holds with what was
