@@ -50,6 +50,8 @@ export interface ModelConvertOptions {
    * written to.
    */
   externalData?: string | false;
+  /** With a side file: initializers of this many bytes or more go there (default 1024, as onnx). */
+  externalThreshold?: number;
   /** Worker threads converting the streamed initializers; default as convertFile. */
   jobs?: number;
   /** Input bytes per chunk (default 4 MiB). */
@@ -132,7 +134,7 @@ export async function convertModelFile(input: string, output: string, opts: Mode
       throw e;
     }
     if (opts.signal?.aborted) throw new Interrupted();
-    const plan = planEditedModel(editedModel(result.bytes, file), output, { externalData: opts.externalData });
+    const plan = planEditedModel(editedModel(result.bytes, file), output, { externalData: opts.externalData, threshold: opts.externalThreshold });
     if (plan.external) await checkSideFile(plan.external.path, file, output, force);
 
     await removeStaleTemporaries(output);
