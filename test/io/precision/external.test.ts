@@ -242,7 +242,7 @@ describe("a model with external data, converted as a whole, streamed", () => {
     }
   });
 
-  it("passes onnx.checker.check_model(path) (onnx 1.12 predates float8: those are checked up to their data type)", { skip: !hasOnnx && `${PYTHON} has no onnx module` }, async () => {
+  it("passes onnx.checker.check_model(path) (onnx 1.12 predates float8's IR 9: those stop at the IR version)", { skip: !hasOnnx && `${PYTHON} has no onnx module` }, async () => {
     await ready;
     const script = [
       "import sys, onnx",
@@ -259,8 +259,8 @@ describe("a model with external data, converted as a whole, streamed", () => {
     for (const [i, c] of cases.entries()) {
       const label = `${c.model.name} -> ${c.variant} (${c.output})`;
       if (c.variant === "float8e4m3fn") {
-        // onnx 1.12 knows IR 8 and opset 17; float8 needs IR 9 and opset 19, which it refuses by name.
-        assert.match(lines[i], /^ok$|ir_version|opset|version|data_type|FLOAT8/i, label);
+        // onnx 1.12 knows IR 8 and opset 17; float8 needs IR 9 and opset 19, so it stops at the IR version.
+        assert.match(lines[i], /^(ok|fail Your model ir_version is higher than the checker's\.?)$/, label);
         continue;
       }
       assert.equal(lines[i], "ok", label);
