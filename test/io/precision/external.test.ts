@@ -20,7 +20,8 @@ import { PbMessage } from "../../../src/io/onnx/precision/pb.js";
 import { castWeights } from "../../../src/io/onnx/precision/tensors.js";
 import { WireWriter } from "../../../src/io/onnx/wire-writer.js";
 import { dtype } from "../../../src/dtype/table.js";
-import type { Tensor } from "../../../src/tensor.js";
+import { Tensor } from "../../../src/tensor.js";
+import { encodeModel } from "../../../src/io/onnx/encode.js";
 import { convertModelFile, type ModelConvertOptions, type ModelConvertReport } from "../../../src/node/convert/model-precision.js";
 import { openTensorFile } from "../../../src/node/io/reader.js";
 import type { OnnxFileTensor } from "../../../src/node/io/onnx.js";
@@ -48,8 +49,9 @@ interface SideSpec {
 function externalize(m: TestModel, dir: string, spec: SideSpec = {}): string {
   mkdirSync(dir, { recursive: true });
   const decoded = decodeModel(m.bytes);
-  // float32 only: onnxruntime cannot infer shapes from int64 inputs (Unsqueeze's axes) kept outside.
-  const inits = decoded.graph.initializers.filter((t) => t.tensor.dtype.name === "float32");
+  // float32 only: onnxruntime cannot infer shapes from int64 inputs (Unsqueeze's axes) kept
+  // outside. Scalars stay inline, so the pass converts some tensors itself between streamed ones.
+  const inits = decoded.graph.initializers.filter(isStreamed);
   const parts: Uint8Array[] = [];
   const refs: [number, number][] = [];
   let size = 0;
@@ -84,13 +86,19 @@ function externalize(m: TestModel, dir: string, spec: SideSpec = {}): string {
   const graph = model.sub(7, "GraphProto")!;
   let k = 0;
   for (const f of graph.all(5)) {
-    if (graph.message(f, "TensorProto").int(2) !== 1) continue;
+    const t = graph.message(f, "TensorProto");
+    if (t.int(2) !== 1 || t.varints(1).length === 0) continue;
     f.msg = undefined;
     f.data = messages[k++];
   }
   const path = join(dir, "model.onnx");
   writeFileSync(path, model.encode());
   return path;
+}
+
+/** The initializers externalize moves out: float32 ones that are not scalars. */
+function isStreamed(t: { tensor: Tensor }): boolean {
+  return t.tensor.dtype.name === "float32" && t.tensor.shape.length > 0;
 }
 
 type Variant = "float16" | "float16-keep-io" | "float8e4m3fn";
@@ -157,7 +165,7 @@ describe("a model with external data, converted as a whole, streamed", () => {
       // Same graph; each initializer read back through its side file equals the in-memory one.
       assert.ok(Buffer.from(withoutInitializers(readFileSync(c.path))).equals(withoutInitializers(want.bytes)), `${label}: the graph differs`);
       const mem = decodeModel(want.bytes);
-      const floats = new Set(decodeModel(c.model.bytes).graph.initializers.filter((t) => t.tensor.dtype.name === "float32").map((t) => t.name));
+      const floats = new Set(decodeModel(c.model.bytes).graph.initializers.filter(isStreamed).map((t) => t.name));
       const back = await openTensorFile(c.path);
       try {
         assert.deepEqual(back.tensors.map((t) => t.name), mem.graph.initializers.map((t) => t.name), label);
@@ -301,6 +309,27 @@ function withoutInitializers(bytes: Uint8Array): Uint8Array {
   graph.remove(5);
   return model.encode();
 }
+
+it("float16 overflow in a streamed weight is clamped to 65504 and counted as saturated, as in memory", async () => {
+  const values = Array.from({ length: 32 * 32 }, (_, i) => Math.sin(i) * 0.5);
+  values[7] = 70000;
+  values[8] = -1e6;
+  const bytes = encodeModel({
+    irVersion: 8, opsetImports: [{ domain: "", version: 13 }],
+    graph: {
+      name: "big", nodes: [{ name: "mm", opType: "MatMul", domain: "", inputs: ["x", "w"], outputs: ["y"], attributes: [] }],
+      initializers: [{ name: "w", tensor: Tensor.fromValues(values, "float32", [32, 32]) }],
+      inputs: [{ name: "x", elemType: 1, shape: [1, 32] }], outputs: [{ name: "y", elemType: 1, shape: [1, 32] }],
+    },
+  });
+  const m: TestModel = { name: "overflow", bytes, feeds: [], tolerance: { float16: 0, bfloat16: 0, weights8: 0 } };
+  const input = externalize(m, join(root, "overflow"));
+  const r = await convertModelFile(input, join(root, "overflow", "out.onnx"), { to: "float16" });
+  assert.deepEqual([r.tensors[0].stats?.saturated, r.tensors[0].stats?.outOfRange], [2, 2]);
+  const w = decodeModel(readFileSync(join(root, "overflow", "out.onnx"))).graph.initializers[0].tensor;
+  assert.deepEqual([(w.data as Uint16Array)[7], (w.data as Uint16Array)[8]], [0x7bff, 0xfbff]);
+  assert.ok(Buffer.from(readFileSync(join(root, "overflow", "out.onnx"))).equals(convertModelPrecision(bytes, { to: "float16" }).bytes));
+});
 
 describe("a model whose side file is hostile is refused before anything is written", () => {
   const m = mlp();
