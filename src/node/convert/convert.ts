@@ -163,6 +163,7 @@ export function selectTensors(file: TensorFile, to: DType, opts: Pick<ConvertOpt
 /**
  * Refuses a side file that is the output, the input, or one of the input's own side files (which
  * converting in place with the same names would otherwise replace), then checks it as an output.
+ * @example await checkSideFile("dir/model.onnx.data", modelFile, "dir/out.onnx", false)  // throws INVALID_ATTRIBUTE when model.onnx reads model.onnx.data
  */
 export async function checkSideFile(path: string, file: TensorFile, output: string, force: boolean | undefined): Promise<void> {
   const refuse = (what: string): TensorcastError =>

@@ -33,6 +33,10 @@ import { TaskPool } from "./pool.js";
 import { DEFAULT_CHUNK_BYTES, Interrupted } from "./schedule.js";
 import { commitPlan, writePlan } from "./write-plan.js";
 
+/**
+ * What convertModelFile does; only `to` is required.
+ * @example { to: "float16", keepIoTypes: true, externalData: "out.onnx.data" }
+ */
 export interface ModelConvertOptions {
   to: DTypeLike;
   /** float8 targets: out-of-range weights become +/-max (default) or NaN / Inf. */
@@ -62,7 +66,10 @@ export interface ModelConvertOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-/** convertFile's report, plus what happened to the graph. */
+/**
+ * convertFile's report, plus what happened to the graph.
+ * @example { mode: "graph", kept: [], castsInserted: 0, opsetBefore: 13, opsetAfter: 13, tensors: [...], externalData: undefined, ... }
+ */
 export interface ModelConvertReport extends ConvertReport {
   mode: "graph" | "weights";
   /** Nodes left computing in float32, and why. */
@@ -75,6 +82,8 @@ export interface ModelConvertReport extends ConvertReport {
 /**
  * Initializers of at least this many bytes are streamed rather than held: below it a tensor's
  * chunk job costs more than its bytes (and onnx keeps initializers under 1 KiB inline anyway).
+ * Initializers with external data are streamed whatever their size.
+ * @example STREAM_FROM  // 1024: a float32 [16, 16] weight is streamed, a [16] bias is not
  */
 export const STREAM_FROM = 1024;
 

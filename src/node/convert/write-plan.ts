@@ -15,7 +15,10 @@ import { emptyConvertStats, mergeConvertStats, type ConvertStats } from "./kerne
 import type { TaskPool } from "./pool.js";
 import { chunkElements, chunksOf, inTensor, Interrupted, runBounded, type Chunk } from "./schedule.js";
 
-/** What writePlan needs besides the plan. */
+/**
+ * What writePlan needs besides the plan.
+ * @example { input: "in.onnx", output: "out.onnx", out, side, pool, inFlight: 4, chunkBytes: 4 << 20, saturate: true, weights: true }
+ */
 export interface PlanTarget {
   /** The input's path, as errors about its tensors name it. */
   input: string;
@@ -42,6 +45,9 @@ type Job = { kind: "bytes"; data: Uint8Array; at: number } | { kind: "copy"; fro
 /**
  * Writes every byte of `plan` into `t.out` (and `t.side`). Returns each converted tensor's
  * statistics (tensors copied unchanged have none).
+ * @example
+ * const stats = await writePlan(plan, { input, output, out, pool, inFlight: 4, chunkBytes: 4 << 20, saturate: true });
+ * await commitPlan(plan, out, undefined, output, false);
  * @throws TensorcastError naming the input and tensor for a bad chunk, or the output for a write
  *         error; `Interrupted` when `t.signal` aborts.
  */
@@ -122,6 +128,7 @@ export async function writePlan(plan: OutputPlan, t: PlanTarget): Promise<Map<Ou
  * `digests`, every write byte for byte) and renames them into place: the side file first, the
  * model last, so a model under its final name always finds its data. On success the caller must
  * not abort them any more.
+ * @example await commitPlan(plan, out, side, "out.onnx", false, signal)  // out.onnx.data, then out.onnx
  * @throws TensorcastError INTERNAL when a file does not read back as planned; `Interrupted` when
  *         `signal` aborted meanwhile (nothing renamed).
  */

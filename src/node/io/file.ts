@@ -283,7 +283,10 @@ export class AtomicOutput {
     this.written = digests ? [] : undefined;
   }
 
-  /** Whether every write is hashed, for `checkWritten`. */
+  /**
+   * Whether every write is hashed, for `checkWritten`.
+   * @example (await AtomicOutput.create("m.onnx.data", { digests: true })).digests  // true
+   */
   get digests(): boolean {
     return this.written !== undefined;
   }

@@ -315,7 +315,10 @@ async function planModel(
   return { format: "onnx", segments, tensors: [...outputs, ...sideTensors], lists, size: offset, external };
 }
 
-/** One field of a rewritten model's main graph, in order (see planEditedModel). */
+/**
+ * One field of a rewritten model's main graph, in order (see planEditedModel).
+ * @example { kind: "initializer", source, name: "w", dtype: dtype("float16"), shape: [4, 4], extra: new Uint8Array(0) }
+ */
 export type GraphPiece =
   /** Encoded graph fields (tags included), written as they are. */
   | { readonly kind: "bytes"; readonly data: Uint8Array }
@@ -333,6 +336,7 @@ export type GraphPiece =
 /**
  * A model rewritten in memory except for the data of some initializers: the ModelProto's bytes
  * before its graph field and after it, and the graph's fields.
+ * @example { head: irAndOpsets, graph: [{ kind: "bytes", data: nodes }, wPiece], tail: new Uint8Array(0), lists: [{ name: "w", dtype, shape: [4, 4] }] }
  */
 export interface EditedModel {
   readonly head: Uint8Array;
