@@ -24,6 +24,7 @@ import { Tensor } from "../../../src/tensor.js";
 import { encodeModel } from "../../../src/io/onnx/encode.js";
 import { convertModelFile, type ModelConvertOptions, type ModelConvertReport } from "../../../src/node/convert/model-precision.js";
 import { openTensorFile } from "../../../src/node/io/reader.js";
+import { Interrupted } from "../../../src/node/convert/schedule.js";
 import type { OnnxFileTensor } from "../../../src/node/io/onnx.js";
 import { cli, rejectsCode, scratch } from "../../node/helpers.js";
 import { mlp, transformer, type TestModel } from "./models.js";
@@ -329,6 +330,21 @@ it("float16 overflow in a streamed weight is clamped to 65504 and counted as sat
   const w = decodeModel(readFileSync(join(root, "overflow", "out.onnx"))).graph.initializers[0].tensor;
   assert.deepEqual([(w.data as Uint16Array)[7], (w.data as Uint16Array)[8]], [0x7bff, 0xfbff]);
   assert.ok(Buffer.from(readFileSync(join(root, "overflow", "out.onnx"))).equals(convertModelPrecision(bytes, { to: "float16" }).bytes));
+});
+
+it("a stop while the output is written leaves neither file nor temporary", async () => {
+  const dir = join(root, "stopped");
+  const input = externalize(mlp(), dir);
+  const stop = new AbortController();
+  let chunks = 0;
+  // Stopped once the first streamed chunk is written: both temporaries exist by then.
+  const onProgress = (): void => {
+    chunks++;
+    stop.abort();
+  };
+  await assert.rejects(convertModelFile(input, join(dir, "out.onnx"), { to: "float16", externalData: "out.onnx.data", externalThreshold: 0, signal: stop.signal, onProgress }), Interrupted);
+  assert.ok(chunks >= 1);
+  assert.deepEqual(readdirSync(dir).sort(), ["data.bin", "model.onnx"]);
 });
 
 describe("a model whose side file is hostile is refused before anything is written", () => {
