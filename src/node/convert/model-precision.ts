@@ -124,6 +124,7 @@ export async function convertModelFile(input: string, output: string, opts: Mode
       (t) => t.dtype.kind !== "string" && (t.storage === "external" || ((t.storage === "raw" || t.inPlace) && t.byteLength >= STREAM_FROM)),
     );
     const skeleton = await skeletonOf(file, new Set(streamed));
+    refuseNestedExternal(skeleton, input);
     const converted: StreamedTensor[] = [];
     const external: ExternalTensorHook = (tensor, label, _kind, before) => {
       const source = placeholderOf(tensor, file);
@@ -243,6 +244,29 @@ async function skeletonOf(model: OnnxModelFile, streamed: ReadonlySet<OnnxFileTe
     pos += p.length;
   }
   return bytes;
+}
+
+/**
+ * Refuses a tensor with external data anywhere but among the main graph's initializers (a Constant's
+ * value, a subgraph's initializer): scanModelFile neither finds nor checks those, and copied as
+ * they are they would name a file relative to IN's folder from OUT's.
+ */
+function refuseNestedExternal(skeleton: Uint8Array, input: string): void {
+  const refuse = (where: string): TensorcastError =>
+    new TensorcastError("NOT_IMPLEMENTED", `${input}: ${where} has external data; tensorcast reads external data for the main graph's initializers only`);
+  const graphs = (g: PbMessage, main: boolean): void => {
+    if (!main) for (const t of g.subs(5, "TensorProto")) if (t.int(14) === 1) throw refuse(`initializer ${JSON.stringify(t.string(8))} of subgraph ${JSON.stringify(g.string(2))}`);
+    for (const n of g.subs(1, "NodeProto")) {
+      for (const a of n.subs(5, "AttributeProto")) {
+        for (const t of [...a.subs(5, "TensorProto"), ...a.subs(10, "TensorProto")]) {
+          if (t.int(14) === 1) throw refuse(`attribute ${JSON.stringify(a.string(1))} of node ${JSON.stringify(n.string(3) || n.string(4))}`);
+        }
+        for (const body of [...a.subs(6, "GraphProto"), ...a.subs(11, "GraphProto")]) graphs(body, false);
+      }
+    }
+  };
+  const graph = PbMessage.parse(skeleton, "ModelProto").sub(7, "GraphProto");
+  if (graph) graphs(graph, true);
 }
 
 /** The initializer a placeholder stands for, or undefined when `tensor` is not one. */

@@ -365,6 +365,27 @@ describe("a model whose side file is hostile is refused before anything is writt
     });
   }
 
+  it("external data outside the main graph's initializers (a Constant's value) is refused, not copied", async () => {
+    const dir = join(root, "constant-external");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "c.bin"), new Uint8Array(16));
+    const t = new WireWriter();
+    t.int64Field(1, 4).uint32Field(2, 1);
+    for (const [k, v] of [["location", "c.bin"], ["length", "16"]]) t.fork(13).stringField(1, k).stringField(2, v).join();
+    t.uint32Field(14, 1);
+    const node = new WireWriter().stringField(2, "y").stringField(3, "k").stringField(4, "Constant");
+    node.fork(5).stringField(1, "value").uint32Field(20, 4).bytesField(5, t.finish().slice()).join();
+    const model = PbMessage.parse(encodeModel({
+      irVersion: 8, opsetImports: [{ domain: "", version: 13 }],
+      graph: { name: "g", nodes: [], initializers: [], inputs: [], outputs: [{ name: "y", elemType: 1, shape: [4] }] },
+    }), "ModelProto");
+    model.sub(7, "GraphProto")!.fields.unshift({ no: 1, wire: 2, data: node.finish().slice() });
+    const input = join(dir, "model.onnx");
+    writeFileSync(input, model.encode());
+    await rejectsCode(convertModelFile(input, join(dir, "out.onnx"), { to: "float16" }), "NOT_IMPLEMENTED", /attribute "value" of node "k" has external data; tensorcast reads external data for the main graph's initializers only/);
+    assert.deepEqual(readdirSync(dir).sort(), ["c.bin", "model.onnx"]);
+  });
+
   it("a right checksum is accepted", async () => {
     const dir = join(root, "checksum-right");
     const input = externalize(m, dir, { checksum: "right" });
