@@ -23,14 +23,14 @@ import { dirname, join } from "node:path";
 import { cast, dtype, Tensor, TensorcastError, type DType, type DTypeLike, type DTypeName } from "../../index.js";
 import { sideFilePath } from "../io/external-data.js";
 import { AtomicOutput, checkOutput, removeStaleTemporaries, sameFile } from "../io/file.js";
-import { rawToNpy, type NpyOptions } from "../io/npy.js";
+import type { NpyOptions } from "../io/npy.js";
 import { formatOfPath, openTensorFile, type OnnxModelFile } from "../io/reader.js";
 import { rawByteLength, type FileFormat, type FileTensor, type TensorFile } from "../io/tensors.js";
-import { verifyOutput } from "../io/verify.js";
-import { encodedLength, planOutput, type OutputTensor } from "../io/writer.js";
-import { emptyConvertStats, mergeConvertStats, type ConvertStats } from "./kernel.js";
+import { planOutput } from "../io/writer.js";
+import type { ConvertStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
-import { chunkElements, chunksOf, DEFAULT_CHUNK_BYTES, inTensor, Interrupted, runBounded, type Chunk } from "./schedule.js";
+import { DEFAULT_CHUNK_BYTES } from "./schedule.js";
+import { commitPlan, writePlan } from "./write-plan.js";
 
 export interface ConvertOptions {
   /** The target type of the converted tensors. */
@@ -163,8 +163,9 @@ export function selectTensors(file: TensorFile, to: DType, opts: Pick<ConvertOpt
 /**
  * Refuses a side file that is the output, the input, or one of the input's own side files (which
  * converting in place with the same names would otherwise replace), then checks it as an output.
+ * @example await checkSideFile("dir/model.onnx.data", modelFile, "dir/out.onnx", false)  // throws INVALID_ATTRIBUTE when model.onnx reads model.onnx.data
  */
-async function checkSideFile(path: string, file: TensorFile, output: string, force: boolean | undefined): Promise<void> {
+export async function checkSideFile(path: string, file: TensorFile, output: string, force: boolean | undefined): Promise<void> {
   const refuse = (what: string): TensorcastError =>
     new TensorcastError("INVALID_ATTRIBUTE", `${path}: the side file to write is ${what}; tensorcast never overwrites its input (name another file with --external-data)`);
   if (await sameFile(path, output)) throw refuse("the output model itself");
@@ -229,99 +230,14 @@ export async function convertFileOn(input: string, output: string, opts: Convert
     const convertBytes = [...targets.keys()].reduce((n, t) => n + t.byteLength, 0);
     const jobs = shared ? shared.size : defaultJobs(convertBytes, opts.jobs);
     if (!shared) pool = new TaskPool(jobs);
-    const chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES;
-    const stats = new Map<OutputTensor, ConvertStats>();
-
-    // Progress counts input bytes: copied ranges, and the tensors' bytes as they are converted.
-    const total = plan.segments.reduce((n, s) => n + (s.kind === "copy" ? s.length : s.kind === "tensor" ? s.tensor.source.byteLength : 0), 0) +
-      (plan.external?.tensors.reduce((n, t) => n + t.source.byteLength, 0) ?? 0);
-    let done = 0;
-    const progress = (n: number): void => {
-      done += n;
-      opts.onProgress?.(done, total);
-    };
-
-    type Job = { kind: "bytes"; data: Uint8Array; at: number } | { kind: "copy"; from: number; length: number; at: number } | { kind: "tensor"; tensor: OutputTensor; chunk: Chunk };
-    const jobList = function* (): Generator<Job> {
-      let at = 0;
-      for (const s of plan.segments) {
-        if (s.kind === "bytes") {
-          yield { kind: "bytes", data: s.data, at };
-          at += s.data.length;
-        } else if (s.kind === "copy") {
-          for (let k = 0; k < s.length; k += chunkBytes) yield { kind: "copy", from: s.from + k, length: Math.min(chunkBytes, s.length - k), at: at + k };
-          at += s.length;
-        } else {
-          const t = s.tensor;
-          stats.set(t, emptyConvertStats());
-          for (const chunk of chunksOf(t.size, chunkElements(t.source.dtype, chunkBytes))) yield { kind: "tensor", tensor: t, chunk };
-          at += t.byteLength;
-        }
-      }
-      // Side-file tensors are placed by their offsets in it.
-      for (const t of plan.external?.tensors ?? []) {
-        stats.set(t, emptyConvertStats());
-        for (const chunk of chunksOf(t.size, chunkElements(t.source.dtype, chunkBytes))) yield { kind: "tensor", tensor: t, chunk };
-      }
-    };
-    // Copied ranges only occur in models: the bytes around the rewritten initializers.
-    const modelFile = file.format === "onnx" ? (file as OnnxModelFile).file : undefined;
-    const target = out;
-    const sideTarget = side;
-    const activePool = shared ?? pool!;
-    await runBounded(jobList(), Math.max(2, 2 * jobs), async (job) => {
-      if (job.kind === "bytes") return target.write(job.data, job.at);
-      if (job.kind === "copy") {
-        if (!modelFile) throw new TensorcastError("INTERNAL", "a copy from a file that is not a model");
-        await target.write(await modelFile.read(job.from, job.length), job.at);
-        return progress(job.length);
-      }
-      const t = job.tensor;
-      const { start, count } = job.chunk;
-      let bytes: Uint8Array;
-      let inBytes: number;
-      try {
-        const raw = await t.source.read(start, count);
-        inBytes = raw.length;
-        if (t.dtype === t.source.dtype) {
-          bytes = t.encoding === "npy" ? rawToNpy(t.dtype, raw, count) : raw;
-        } else {
-          const result = await activePool.run({ op: "convert", raw, from: t.source.dtype.name, to: t.dtype.name, count, saturate, encoding: t.encoding });
-          if (result.op !== "convert") throw new Error("internal: wrong task result");
-          bytes = result.bytes;
-          mergeConvertStats(stats.get(t)!, result.stats);
-        }
-      } catch (e) {
-        throw inTensor(e, input, t.name);
-      }
-      // Not inside the try: a write error is about OUT (a full disk), not about IN's tensor.
-      const into = t.side ? sideTarget : target;
-      if (!into) throw new TensorcastError("INTERNAL", `${output}: a side-file tensor without a side file`);
-      await into.write(bytes, t.offset + encodedLength(t.dtype, start, t.encoding));
-      progress(inBytes);
-    }, opts.signal);
-
-    if (side && plan.external) await side.finish(plan.external.size);
-    await out.finish(plan.size);
-    await verifyOutput(plan, out.temporary, output, side);
-    // A signal that came while the files were flushed and checked still means "do not write OUT".
-    if (opts.signal?.aborted) throw new Interrupted();
-    // The side file first, the model last: a model under its final name always finds its data.
-    if (side) {
-      await side.commit(opts.force ?? false);
-      const committed = side.path;
-      side = undefined;
-      try {
-        await out.commit(opts.force ?? false);
-      } catch (e) {
-        // Without its model the side file is of no use to anyone.
-        await fsp.unlink(committed).catch(() => undefined);
-        throw e;
-      }
-    } else {
-      await out.commit(opts.force ?? false);
-    }
+    const stats = await writePlan(plan, {
+      input, output, out, side, pool: shared ?? pool!, inFlight: 2 * jobs, chunkBytes: opts.chunkBytes ?? DEFAULT_CHUNK_BYTES, saturate,
+      // Copied ranges only occur in models: the bytes around the rewritten initializers.
+      source: file.format === "onnx" ? (file as OnnxModelFile).file : undefined, signal: opts.signal, onProgress: opts.onProgress,
+    });
+    await commitPlan(plan, out, side, output, opts.force ?? false, opts.signal);
     out = undefined;
+    side = undefined;
 
     const written = new Map(plan.tensors.map((t) => [t.source, t]));
     const tensors = file.tensors.map((t): TensorReport => {

@@ -12,6 +12,7 @@
 import { cast, dtype, Tensor, type DType, type DTypeName } from "../../index.js";
 import { exponentOf, overflowThreshold } from "../../dtype/minifloat.js";
 import { packCodes, unpackCodes } from "../../dtype/packing.js";
+import { castWeights } from "../../io/onnx/precision/tensors.js";
 import { rawToNpy } from "../io/npy.js";
 
 /** Elements decoded at a time for statistics: bounds the scratch memory. */
@@ -199,15 +200,17 @@ export interface ConvertResult {
 
 /**
  * Converts `count` elements (raw layout) from `from` to `to` with `cast` (Cast-28 rules, `saturate`
- * as given), and measures the change element by element.
+ * as given), and measures the change element by element. `weights`: a model's float32 weights,
+ * converted as the whole-model pass converts them (castWeights: float16 overflow clamped to
+ * +/-65504 rather than Inf).
  */
 export function convertChunk(
-  raw: Uint8Array, fromName: DTypeName, toName: DTypeName, count: number, saturate: boolean, encoding: "raw" | "npy",
+  raw: Uint8Array, fromName: DTypeName, toName: DTypeName, count: number, saturate: boolean, encoding: "raw" | "npy", weights = false,
 ): ConvertResult {
   const from = dtype(fromName);
   const to = dtype(toName);
   const source = Tensor.fromBytes(raw, from, [count]);
-  const result = cast(source, to, { saturate });
+  const result = weights && from.name === "float32" ? castWeights(source, { to, saturate }) : cast(source, to, { saturate });
   const stats = measureConversion(source, result);
   const bytes = encoding === "npy" ? rawToNpy(to, result.bytes(), count) : result.bytes();
   return { bytes, stats };

@@ -6,7 +6,7 @@ import type { DTypeName } from "../../index.js";
 import type { ConvertStats, DiffStats, ValueStats } from "./kernel.js";
 
 export type Task =
-  | { readonly op: "convert"; readonly raw: Uint8Array; readonly from: DTypeName; readonly to: DTypeName; readonly count: number; readonly saturate: boolean; readonly encoding: "raw" | "npy" }
+  | { readonly op: "convert"; readonly raw: Uint8Array; readonly from: DTypeName; readonly to: DTypeName; readonly count: number; readonly saturate: boolean; readonly encoding: "raw" | "npy"; readonly weights?: boolean }
   | { readonly op: "values"; readonly raw: Uint8Array; readonly dtype: DTypeName; readonly count: number }
   | { readonly op: "diff"; readonly a: Uint8Array; readonly aType: DTypeName; readonly b: Uint8Array; readonly bType: DTypeName; readonly count: number };
 

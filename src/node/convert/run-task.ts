@@ -5,7 +5,7 @@ import type { Task, TaskResult } from "./protocol.js";
 export function runTask(task: Task): TaskResult {
   switch (task.op) {
     case "convert": {
-      const { bytes, stats } = convertChunk(task.raw, task.from, task.to, task.count, task.saturate, task.encoding);
+      const { bytes, stats } = convertChunk(task.raw, task.from, task.to, task.count, task.saturate, task.encoding, task.weights);
       return { op: "convert", bytes, stats };
     }
     case "values":

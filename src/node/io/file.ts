@@ -284,6 +284,14 @@ export class AtomicOutput {
   }
 
   /**
+   * Whether every write is hashed, for `checkWritten`.
+   * @example (await AtomicOutput.create("m.onnx.data", { digests: true })).digests  // true
+   */
+  get digests(): boolean {
+    return this.written !== undefined;
+  }
+
+  /**
    * Creates the temporary file (exclusively: it never replaces anything). With `digests`, every
    * write's bytes are hashed, so that `checkWritten` can compare what the file holds with what was
    * written: for a side file, whose bytes no header describes.

@@ -314,3 +314,126 @@ async function planModel(
   const external = side && { ...side, tensors: sideTensors, size: sideSize };
   return { format: "onnx", segments, tensors: [...outputs, ...sideTensors], lists, size: offset, external };
 }
+
+/**
+ * One field of a rewritten model's main graph, in order (see planEditedModel).
+ * @example { kind: "initializer", source, name: "w", dtype: dtype("float16"), shape: [4, 4], extra: new Uint8Array(0) }
+ */
+export type GraphPiece =
+  /** Encoded graph fields (tags included), written as they are. */
+  | { readonly kind: "bytes"; readonly data: Uint8Array }
+  /** An initializer whose data is read from `source` (converted when `dtype` differs from its type). */
+  | {
+    readonly kind: "initializer";
+    readonly source: FileTensor;
+    readonly name: string;
+    readonly dtype: DType;
+    readonly shape: readonly number[];
+    /** Its TensorProto's fields other than dims, data_type, name and the data, encoded. */
+    readonly extra: Uint8Array;
+  };
+
+/**
+ * A model rewritten in memory except for the data of some initializers: the ModelProto's bytes
+ * before its graph field and after it, and the graph's fields.
+ * @example { head: irAndOpsets, graph: [{ kind: "bytes", data: nodes }, wPiece], tail: new Uint8Array(0), lists: [{ name: "w", dtype, shape: [4, 4] }] }
+ */
+export interface EditedModel {
+  readonly head: Uint8Array;
+  readonly graph: readonly GraphPiece[];
+  readonly tail: Uint8Array;
+  /** Every initializer of the main graph, in order, as the output must list it. */
+  readonly lists: readonly TensorEntry[];
+}
+
+/**
+ * The plan of an .onnx output holding `model`: its "initializer" pieces' data is written inline
+ * or to a side file as `opts` says (see ModelOutputOptions), every other byte as given.
+ * @example
+ * await planEditedModel({ head, graph: [{ kind: "bytes", data: nodes }, { kind: "initializer", source, name: "w", dtype, shape: [4], extra }], tail, lists }, "out.onnx", {});
+ * // plan.size: head, graph and tail, with w's 4 elements inline
+ * @throws TensorcastError UNSUPPORTED_TYPE when the model cannot be written as asked (over 2 GiB inline).
+ */
+export function planEditedModel(model: EditedModel, outPath: string, opts: ModelOutputOptions): OutputPlan {
+  const threshold = opts.threshold ?? EXTERNAL_THRESHOLD;
+  let automatic = false;
+  if (typeof opts.externalData !== "string") {
+    const inline = layEditedModel(model, outPath, undefined, threshold);
+    if (inline.size <= MAX_INLINE_MODEL) return inline;
+    if (opts.externalData === false) {
+      throw fileError(
+        "UNSUPPORTED_TYPE", outPath,
+        `would be ${inline.size} bytes inline, over protobuf's limit of 2 GiB (${MAX_INLINE_MODEL} bytes); write its initializers to a side file (--external-data ${basename(outPath)}.data)`,
+      );
+    }
+    automatic = true;
+  }
+  const location = typeof opts.externalData === "string" ? opts.externalData : `${basename(outPath)}.data`;
+  const plan = layEditedModel(model, outPath, { location, path: sideFilePath(outPath, location), automatic }, threshold);
+  if (plan.size > MAX_INLINE_MODEL) {
+    throw fileError(
+      "UNSUPPORTED_TYPE", outPath,
+      `would be ${plan.size} bytes even with every initializer of ${threshold} bytes or more in ${location}, over protobuf's limit of 2 GiB`,
+    );
+  }
+  return plan;
+}
+
+function layEditedModel(
+  model: EditedModel, outPath: string, side: { location: string; path: string; automatic: boolean } | undefined, threshold: number,
+): OutputPlan {
+  const graph: Segment[] = [];
+  const sideTensors: OutputTensor[] = [];
+  let sideSize = 0;
+  let graphLength = 0;
+  const inGraph = (s: Segment): void => {
+    graph.push(s);
+    graphLength += s.kind === "bytes" ? s.data.length : s.kind === "tensor" ? s.tensor.byteLength : s.length;
+  };
+  for (const p of model.graph) {
+    if (p.kind === "bytes") {
+      inGraph(p);
+      continue;
+    }
+    const byteLength = rawByteLength(p.dtype, p.source.size);
+    const tensor = (offset: number, inSide: boolean): OutputTensor => ({
+      source: p.source, name: p.name, dtype: p.dtype, shape: p.shape, size: p.source.size, encoding: "raw", byteLength, offset, side: inSide,
+    });
+    if (side && byteLength >= threshold) {
+      const offset = aligned(sideSize, byteLength);
+      sideSize = offset + byteLength;
+      sideTensors.push(tensor(offset, true));
+      const message = externalTensorProto(p.name, p.dtype, p.shape, p.extra, side.location, offset, byteLength);
+      inGraph({ kind: "bytes", data: lengthDelimitedTag(5, message.length) });
+      inGraph({ kind: "bytes", data: message });
+    } else {
+      const message = tensorProtoPrefix(p.name, p.dtype, p.shape, byteLength, p.extra);
+      inGraph({ kind: "bytes", data: lengthDelimitedTag(5, message.length + byteLength) });
+      inGraph({ kind: "bytes", data: message });
+      // Its offset in the file is known once the graph's own length prefix is.
+      inGraph({ kind: "tensor", tensor: tensor(0, false) });
+    }
+  }
+  const segments: Segment[] = [];
+  const outputs: OutputTensor[] = [];
+  let offset = 0;
+  const push = (s: Segment): void => {
+    segments.push(s);
+    offset += s.kind === "bytes" ? s.data.length : s.kind === "tensor" ? s.tensor.byteLength : s.length;
+  };
+  push({ kind: "bytes", data: model.head });
+  push({ kind: "bytes", data: lengthDelimitedTag(7, graphLength) });
+  for (const s of graph) {
+    if (s.kind !== "tensor") {
+      push(s);
+      continue;
+    }
+    const placed: OutputTensor = { ...s.tensor, offset };
+    outputs.push(placed);
+    push({ kind: "tensor", tensor: placed });
+  }
+  push({ kind: "bytes", data: model.tail });
+  if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(sideSize)) throw new TensorcastError("INVALID_DATA", `${outPath}: the output would be too large`);
+  const external = side && { ...side, tensors: sideTensors, size: sideSize };
+  return { format: "onnx", segments, tensors: [...outputs, ...sideTensors], lists: model.lists, size: offset, external };
+}

@@ -9,10 +9,10 @@ import { dtype, type DType, type DTypeLike } from "../../../dtype/table.js";
 import { validateMessage } from "../validate.js";
 import { bodiesOf, castNode, convertGraphPrecision, DEFAULT_BLOCKED_OPS, UniqueNames, type KeptNode } from "./graph.js";
 import { PbMessage, utf8Bytes, type PbField } from "./pb.js";
-import { convertTensorField, type ConvertedTensor } from "./tensors.js";
+import { convertTensorField, type ConvertedTensor, type ExternalTensorHook, type TensorCastOptions } from "./tensors.js";
 
 export { DEFAULT_BLOCKED_OPS, type KeptNode } from "./graph.js";
-export type { ConvertedTensor } from "./tensors.js";
+export type { ConvertedTensor, ExternalTensorHook } from "./tensors.js";
 
 /** What `convertModelPrecision` does; only `to` is required. */
 export interface PrecisionOptions {
@@ -26,6 +26,8 @@ export interface PrecisionOptions {
   blockOps?: readonly string[];
   /** float8 targets: out-of-range values become +/-max (default true) or NaN / Inf. */
   saturate?: boolean;
+  /** Converts the tensors whose data is external (see TensorCastOptions.external); without it they are refused. */
+  external?: ExternalTensorHook;
 }
 
 /** The converted model and what was done to it. */
@@ -69,8 +71,8 @@ const AXES_TO_INPUT_AT_18 = new Set([
  *
  * @example convertModelPrecision(bytes, { to: "float16" }).kept  // [] for an MLP
  * @throws TensorcastError INVALID_DATA for a malformed model; UNSUPPORTED_TYPE for a target the
- *         mode cannot use; NOT_IMPLEMENTED for external data, or an opset below 13 that must be
- *         raised.
+ *         mode cannot use; NOT_IMPLEMENTED for external data without `external`, or an opset
+ *         below 13 that must be raised.
  */
 export function convertModelPrecision(bytes: Uint8Array, opts: PrecisionOptions): PrecisionResult {
   expectBytes(bytes, "convertModelPrecision's input");
@@ -78,8 +80,8 @@ export function convertModelPrecision(bytes: Uint8Array, opts: PrecisionOptions)
   const isBool = (v: unknown): boolean => typeof v === "boolean";
   expectOptions(opts, "convertModelPrecision", {
     to: () => true, weightsOnly: isBool, keepIoTypes: isBool, saturate: isBool,
-    blockOps: (v) => Array.isArray(v) && v.every((s) => typeof s === "string"),
-  }, { weightsOnly: "a boolean", keepIoTypes: "a boolean", saturate: "a boolean", blockOps: "an array of operator names" });
+    blockOps: (v) => Array.isArray(v) && v.every((s) => typeof s === "string"), external: (v) => typeof v === "function",
+  }, { weightsOnly: "a boolean", keepIoTypes: "a boolean", saturate: "a boolean", blockOps: "an array of operator names", external: "a function" });
   const to = dtype(opts.to);
   const weightsOnly = opts.weightsOnly === true || (to.name !== "float16" && to.name !== "bfloat16");
   if (weightsOnly ? !STORAGE_NEEDS[to.name] && to.name !== "float16" : false) {
@@ -111,10 +113,10 @@ export function convertModelPrecision(bytes: Uint8Array, opts: PrecisionOptions)
   const graph = model.sub(7, "GraphProto");
   if (!graph) throw new TensorcastError("INVALID_DATA", "ModelProto has no graph");
   if (weightsOnly) {
-    result.castsInserted = storeWeights(graph, { to, saturate }, result.tensors, result.opsetAfter);
+    result.castsInserted = storeWeights(graph, { to, saturate, external: opts.external }, result.tensors, result.opsetAfter);
   } else {
     const report = convertGraphPrecision(model, result.opsetAfter, {
-      to, saturate, keepIoTypes: opts.keepIoTypes === true, blockOps: new Set(opts.blockOps ?? DEFAULT_BLOCKED_OPS),
+      to, saturate, external: opts.external, keepIoTypes: opts.keepIoTypes === true, blockOps: new Set(opts.blockOps ?? DEFAULT_BLOCKED_OPS),
     });
     result.tensors = report.tensors;
     result.kept = report.kept;
@@ -125,7 +127,7 @@ export function convertModelPrecision(bytes: Uint8Array, opts: PrecisionOptions)
 }
 
 /** Weights only: each float32 initializer stored as `to`, read back through a Cast to float32. */
-function storeWeights(graph: PbMessage, opts: { to: DType; saturate: boolean }, out: ConvertedTensor[], opset: number): number {
+function storeWeights(graph: PbMessage, opts: TensorCastOptions, out: ConvertedTensor[], opset: number): number {
   const names = new UniqueNames(graph);
   const fresh = (base: string): string => names.fresh(base);
   const inputs = new Set(graph.subs(11, "ValueInfoProto").map((v) => v.string(1)));

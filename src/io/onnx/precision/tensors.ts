@@ -31,7 +31,21 @@ export interface TensorCastOptions {
   to: DType;
   /** float8 targets: Cast's saturate attribute. */
   saturate: boolean;
+  /**
+   * For a float32 TensorProto whose data is not in the bytes given (data_location EXTERNAL): its
+   * converted TensorProto (data_type `to`, data still elsewhere), the caller converting the data
+   * itself, as the Node converter streams a large model's weights. `before`: how many tensors the
+   * pass has reported so far, to place this one among them. Without it such a tensor is refused.
+   */
+  external?: ExternalTensorHook;
 }
+
+/**
+ * See TensorCastOptions.external.
+ * @example
+ * const external: ExternalTensorHook = (t) => t.setVarint(2, dtype("float16").onnx);
+ */
+export type ExternalTensorHook = (tensor: PbMessage, label: string, kind: ConvertedTensor["kind"], before: number) => PbMessage;
 
 /**
  * A float32 tensor's values as the target type. For float16, finite values beyond +/-65504 become
@@ -68,13 +82,14 @@ export function payloadOf(f: PbField): Uint8Array {
 /**
  * The TensorProto in field `f` converted to `opts.to` when it is float32 (its other fields kept);
  * undefined when it is not float32.
- * @throws TensorcastError NOT_IMPLEMENTED for external or segmented data (the tensor is not in the
- *         bytes given); the errors of decodeTensorProto.
+ * @throws TensorcastError NOT_IMPLEMENTED for external data without `opts.external`, or segmented
+ *         data (the tensor is not in the bytes given); the errors of decodeTensorProto.
  */
 export function convertTensorField(f: PbField, opts: TensorCastOptions, label: string, kind: ConvertedTensor["kind"], out: ConvertedTensor[]): PbMessage | undefined {
   const msg = PbMessage.parse(payloadOf(f), "TensorProto");
   if (msg.int(2) !== 1) return undefined;
   if (msg.int(14) === 1) {
+    if (opts.external) return opts.external(msg, label, kind, out.length);
     throw new TensorcastError("NOT_IMPLEMENTED", `${label}: its data is external; converting a whole model needs every float tensor inside the .onnx file`);
   }
   const { name, tensor } = decodeTensorProto(payloadOf(f));

@@ -129,6 +129,7 @@ Examples:
   tensorcast convert weights.npy --to float16 -o weights.f16.npy
   tensorcast convert model.onnx --to float16 -o model.f16.onnx
   tensorcast convert model.onnx --to float8e4m3fn -o model.w8.onnx
+  tensorcast convert big.onnx --to float16 -o big.f16.onnx --external-data big.f16.onnx.data
   tensorcast convert model.onnx --to float16 --initializers w1,w2 -o model.w16.onnx
   tensorcast convert big.onnx --to float16 --initializers w1 -o out.onnx --external-data out.onnx.data
   tensorcast convert Llama-3-8B/ --to float8e4m3fn -o Llama-3-8B-f8/
@@ -233,10 +234,7 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     const filters = (["only", "skip", "include-int"] as const).filter((k) => o[k] !== undefined);
     if (filters.length > 0) throw new UsageError(`--${filters[0]} does not apply to a whole .onnx model, whose float tensors are all converted`, "convert");
     if (o["keep-io-types"] && o["weights-only"]) throw new UsageError("--keep-io-types applies to whole-graph conversion, not --weights-only", "convert");
-    if (o["external-data"] !== undefined) {
-      throw new UsageError("--external-data is not supported yet for a whole-model conversion, which writes its model inline (up to 2 GiB)", "convert");
-    }
-    return runModel(input, output, to, o, io);
+    return runModel(input, output, to, o, io, { jobs, chunkBytes });
   }
 
   const run = await stoppable(io, progressWanted(io.stderr, o.quiet === true), notWritten(input, output), (signal, onProgress) =>
@@ -360,12 +358,12 @@ export function renderCheckpointReport(r: CheckpointReport): Text {
 }
 
 /** An .onnx model converted as a whole (src/node/convert/model-precision.ts). */
-async function runModel(input: string, output: string, to: DType, o: ConvertFlags, io: CliIO): Promise<number> {
+async function runModel(input: string, output: string, to: DType, o: ConvertFlags, io: CliIO, work: { jobs?: number; chunkBytes?: number }): Promise<number> {
   const blockOps = o["block-ops"]?.split(",").map((s) => s.trim()).filter((s) => s !== "");
-  const run = await stoppable(io, false, notWritten(input, output), (signal) =>
+  const run = await stoppable(io, progressWanted(io.stderr, o.quiet === true), notWritten(input, output), (signal, onProgress) =>
     convertModelFile(input, output, {
       to, saturate: !o["no-saturate"], keepIoTypes: o["keep-io-types"] === true, weightsOnly: o["weights-only"] === true,
-      blockOps, force: o.force === true, signal,
+      blockOps, force: o.force === true, signal, onProgress, ...work, externalData: o.inline ? false : o["external-data"],
     }));
   if (!run.done) return run.exit;
   const report: ModelConvertReport = run.report;

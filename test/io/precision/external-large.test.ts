@@ -1,0 +1,165 @@
+/**
+ * Whole-model conversion of a model over 2 GiB (issue 15, part 3), in bounded memory: its
+ * initializers (two of 1 GiB, one of 1 MiB) are in a sparse side file, with random regions so the
+ * checks mean something. Converted to float16 as a whole graph, in a child process so that its
+ * peak resident memory is its own: the 1 GiB result is written inline. With Identity kept in
+ * float32 (--block-ops), the two large tensors stay float32 and the result, over 2 GiB, gets its
+ * side file automatically. Skipped, saying why, when the disk lacks the room the outputs take.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { closeSync, existsSync, ftruncateSync, openSync, readdirSync, rmSync, statfsSync, statSync, writeFileSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { dtype, Tensor } from "../../../src/index.js";
+import { PbMessage } from "../../../src/io/onnx/precision/pb.js";
+import { castWeights } from "../../../src/io/onnx/precision/tensors.js";
+import { encodeModel } from "../../../src/io/onnx/encode.js";
+import { WireWriter } from "../../../src/io/onnx/wire-writer.js";
+import { convertModelFile } from "../../../src/node/convert/model-precision.js";
+import { measureConversion } from "../../../src/node/convert/kernel.js";
+import type { OnnxFileTensor } from "../../../src/node/io/onnx.js";
+import { openTensorFile } from "../../../src/node/io/reader.js";
+import { randomBytes, randomFloat32, rejectsCode, ROOT, scratch } from "../../node/helpers.js";
+
+const GiB = 2 ** 30;
+const MiB = 2 ** 20;
+const dir = process.env.KEEP_DIR ?? scratch();
+const free = (() => {
+  const s = statfsSync(dir);
+  return s.bavail * s.bsize;
+})();
+/** The larger output (2 GiB + 1 MiB of side file) and room to spare. */
+const NEED = 3 * GiB;
+const skip = free < NEED && `the disk holding ${dir} has ${(free / GiB).toFixed(2)} GiB free; this test writes 2 GiB and needs ${NEED / GiB} GiB`;
+
+/** a, b: float32 [2^28] (1 GiB each) at 0 and 1 GiB; c: float32 [2^18] (1 MiB) at 2 GiB, two of its values past float16's range. */
+const A = 2 ** 28;
+const C = 2 ** 18;
+const cBytes = randomFloat32(C, 9);
+new Float32Array(cBytes.buffer, cBytes.byteOffset, C).set([1e6, -7e4], 5);
+const c = Tensor.fromBytes(cBytes, "float32", [C]);
+/** Random 64 KiB regions (random bits: NaNs, infinities and huge values among them) in the holes of a and b. */
+const REGIONS = [0, GiB / 2 + 12345 * 4, GiB - 65536, GiB, GiB + 4 * 87654321, 2 * GiB - 65536];
+
+function externalTensor(name: string, dims: number[], offset: number, length: number): Uint8Array {
+  const w = new WireWriter();
+  for (const d of dims) w.int64Field(1, d);
+  w.uint32Field(2, 1);
+  w.stringField(8, name);
+  for (const [k, v] of [["location", "big.data"], ["offset", String(offset)], ["length", String(length)]]) w.fork(13).stringField(1, k).stringField(2, v).join();
+  w.uint32Field(14, 1);
+  return w.finish().slice();
+}
+
+/** big.onnx (y_a = Identity(a), y_b = Identity(b), y_c = Relu(c)) and its sparse big.data. */
+function writeInput(): string {
+  const path = join(dir, "big.onnx");
+  if (existsSync(path)) return path;
+  const fd = openSync(join(dir, "big.data"), "w");
+  try {
+    ftruncateSync(fd, 2 * GiB + 4 * C);
+    REGIONS.forEach((at, i) => writeSync(fd, randomBytes(65536, 100 + i), 0, 65536, at));
+    writeSync(fd, c.bytes(), 0, 4 * C, 2 * GiB);
+  } finally {
+    closeSync(fd);
+  }
+  const names = ["a", "b", "c"];
+  const encoded = encodeModel({
+    irVersion: 8, opsetImports: [{ domain: "", version: 17 }],
+    graph: {
+      name: "g", initializers: [], inputs: [],
+      nodes: names.map((n) => ({ name: n, opType: n === "c" ? "Relu" : "Identity", domain: "", inputs: [n], outputs: [`y_${n}`], attributes: [] })),
+      outputs: names.map((n) => ({ name: `y_${n}`, elemType: 1, shape: [n === "c" ? C : A] })),
+    },
+  });
+  const model = PbMessage.parse(encoded, "ModelProto");
+  const graph = model.sub(7, "GraphProto")!;
+  for (const t of [externalTensor("a", [A], 0, GiB), externalTensor("b", [A], GiB, GiB), externalTensor("c", [C], 2 * GiB, 4 * C)]) {
+    graph.fields.push({ no: 5, wire: 2, data: t });
+  }
+  writeFileSync(path, model.encode());
+  return path;
+}
+
+interface ChildResult {
+  report: { tensors: { name: string; to: string; stats?: { saturated: number; outOfRange: number; count: number } }[]; externalData?: unknown; workers: number };
+  maxRss: number;
+  seconds: number;
+}
+
+/** convertModelFile in a child process, so its peak resident memory is its own. */
+function convertInChild(input: string, output: string, opts: object): ChildResult {
+  const script = `
+    import { convertModelFile } from ${JSON.stringify(join(ROOT, "build", "src", "node", "convert", "model-precision.js"))};
+    const report = await convertModelFile(process.argv[2], process.argv[3], JSON.parse(process.argv[4]));
+    console.log(JSON.stringify({ report, maxRss: process.resourceUsage().maxRSS * 1024, seconds: report.seconds }));
+  `;
+  // A file, not -e: worker threads inherit --input-type, which refuses their entry file.
+  const file = join(dir, "convert-child.mjs");
+  writeFileSync(file, script);
+  const r = spawnSync(process.execPath, [file, input, output, JSON.stringify(opts)], { encoding: "utf8", maxBuffer: 64 * MiB });
+  rmSync(file);
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout) as ChildResult;
+}
+
+const f16 = dtype("float16");
+const asF16 = (bytes: Uint8Array): Uint8Array => castWeights(Tensor.fromBytes(bytes, "float32", [bytes.length / 4]), { to: f16, saturate: true }).bytes();
+
+test("a model over 2 GiB converts as a whole graph in bounded memory, inline at 1 GiB, and with a side file over 2 GiB", { skip, timeout: 300_000 }, async () => {
+  const input = writeInput();
+  const half = join(dir, "half.onnx");
+  // The whole graph in float16: 1 GiB, inline.
+  const one = convertInChild(input, half, { to: "float16" });
+  console.log(`# over 2 GiB to float16 (graph, inline): ${one.seconds.toFixed(1)} s, peak RSS ${(one.maxRss / MiB).toFixed(0)} MiB, ${one.report.workers} workers`);
+  assert.ok(one.maxRss < 600 * MiB, `peak RSS ${(one.maxRss / MiB).toFixed(0)} MiB for 2 GiB of weights`);
+  assert.equal(one.report.externalData, undefined);
+  assert.deepEqual(one.report.tensors.map((t) => [t.name, t.to]), [["a", "float16"], ["b", "float16"], ["c", "float16"]]);
+  // c's two values past 65504 are clamped, as castWeights does, and counted.
+  assert.deepEqual(one.report.tensors[2].stats, { ...measureConversion(c, castWeights(c, { to: f16, saturate: true })) });
+  assert.equal(one.report.tensors[2].stats?.saturated, 2);
+  assert.ok(statSync(half).size > GiB && statSync(half).size < GiB + 2 * MiB);
+  const h = await openTensorFile(half);
+  try {
+    assert.deepEqual(h.tensors.map((t) => [t.name, t.dtype.name, (t as OnnxFileTensor).storage]), [["a", "float16", "raw"], ["b", "float16", "raw"], ["c", "float16", "raw"]]);
+    assert.deepEqual(await h.tensors[2].read(0, C), asF16(c.bytes()));
+    for (const at of REGIONS) {
+      const got = await h.tensors[at < GiB ? 0 : 1].read((at % GiB) / 4, 16384);
+      assert.deepEqual(got, asF16(randomBytes(65536, 100 + REGIONS.indexOf(at))), `the region at ${at}, as float16`);
+    }
+    assert.deepEqual(await h.tensors[1].read(A / 2, 16384), new Uint8Array(32768), "a hole reads as zeros");
+  } finally {
+    await h.close();
+  }
+  rmSync(half);
+
+  // Identity kept in float32: a and b stay float32, and the model, over 2 GiB, cannot be inline.
+  const out = join(dir, "out.onnx");
+  await rejectsCode(
+    convertModelFile(input, out, { to: "float16", blockOps: ["Identity"], externalData: false }), "UNSUPPORTED_TYPE",
+    /out\.onnx: would be 2148\d{6} bytes inline, over protobuf's limit of 2 GiB \(2147483647 bytes\); write its initializers to a side file \(--external-data out\.onnx\.data\)/,
+  );
+  assert.deepEqual(readdirSync(dir).sort(), ["big.data", "big.onnx"], "nothing written");
+  const two = convertInChild(input, out, { to: "float16", blockOps: ["Identity"] });
+  console.log(`# over 2 GiB, side file chosen: ${two.seconds.toFixed(1)} s, peak RSS ${(two.maxRss / MiB).toFixed(0)} MiB`);
+  assert.ok(two.maxRss < 600 * MiB, `peak RSS ${(two.maxRss / MiB).toFixed(0)} MiB for 2 GiB of weights`);
+  assert.deepEqual(two.report.externalData, { path: join(dir, "out.onnx.data"), location: "out.onnx.data", tensors: 3, bytes: 2 * GiB + 2 * C, automatic: true });
+  assert.deepEqual(two.report.tensors.map((t) => t.name), ["c"]);
+  assert.deepEqual(readdirSync(dir).sort(), ["big.data", "big.onnx", "out.onnx", "out.onnx.data"], "no temporary left");
+  const back = await openTensorFile(out);
+  try {
+    assert.deepEqual(back.tensors.map((t) => {
+      const x = (t as OnnxFileTensor).external;
+      return [t.name, t.dtype.name, x && `${x.location}@${x.offset}+${x.length}`];
+    }), [["a", "float32", `out.onnx.data@0+${GiB}`], ["b", "float32", `out.onnx.data@${GiB}+${GiB}`], ["c", "float16", `out.onnx.data@${2 * GiB}+${2 * C}`]]);
+    assert.deepEqual(await back.tensors[2].read(0, C), asF16(c.bytes()));
+    for (const at of REGIONS) {
+      assert.deepEqual(await back.tensors[at < GiB ? 0 : 1].read((at % GiB) / 4, 16384), randomBytes(65536, 100 + REGIONS.indexOf(at)), `the region at ${at}`);
+    }
+  } finally {
+    await back.close();
+  }
+  rmSync(out);
+  rmSync(join(dir, "out.onnx.data"));
+});
