@@ -1,0 +1,197 @@
+/**
+ * Random float32 CNN graphs for hunting onnxruntime's NchwcTransformer crash (bench/nchwc-sweep.ts):
+ * chains of the layers that transformer rewrites (Conv with fused activations, residual Add,
+ * BatchNormalization, MaxPool / AveragePool / GlobalAveragePool, Concat, Transpose) mixed with the
+ * operators the precision pass keeps in float32 by default (Resize, Upsample, RoiAlign, TopK, Max,
+ * Min, CumSum, NonMaxSuppression), so that a float16 conversion puts Casts right next to them.
+ * Channel counts are multiples of 8 and 16 (AVX-512's NCHWc block is 16) and a few that are not.
+ */
+import { encodeModel } from "../../../src/io/onnx/encode.js";
+import type { OnnxAttribute, OnnxNode } from "../../../src/io/onnx/model.js";
+import type { NamedTensor } from "../../../src/io/onnx/tensorproto.js";
+import { Tensor } from "../../../src/tensor.js";
+import { Rng } from "../../support/rng.js";
+import type { RunFeed } from "./ort-run.js";
+
+/** A generated graph: its bytes, the layers it chains (for the report), and an input to run it on. */
+export interface CnnGraph {
+  name: string;
+  layers: string[];
+  opset: number;
+  bytes: Uint8Array;
+  feeds: RunFeed[];
+}
+
+const LAYERS = [
+  "conv", "conv-act", "conv-residual", "depthwise", "conv-stride", "bn", "maxpool", "avgpool", "concat", "transpose",
+  "resize", "topk", "max", "min", "cumsum", "roialign", "nms", "gap",
+] as const;
+type Layer = (typeof LAYERS)[number] | "upsample";
+
+const ACTIVATIONS = ["Relu", "Sigmoid", "Clip", "LeakyRelu", "HardSigmoid", "Tanh"];
+
+/**
+ * Graph number `index` of the sweep (deterministic). Every 8th graph is opset 9 with Upsample in
+ * place of Resize (Upsample is gone from later opsets' onnxruntime kernels).
+ */
+export function cnnGraph(index: number): CnnGraph {
+  const rng = new Rng(0x5eed + index * 7919);
+  const pick = <T>(xs: readonly T[]): T => xs[rng.below(xs.length)];
+  const opset = index % 8 === 7 ? 9 : pick([11, 13, 17]);
+  let c = pick([3, 8, 16, 16, 24, 32, 48, 64]);
+  let h = pick([8, 12, 16, 17, 32]);
+  const inC = c;
+  const inH = h;
+  const nodes: OnnxNode[] = [];
+  const inits: NamedTensor[] = [];
+  const extraOutputs: { name: string; elemType: number }[] = [];
+  let x = "x";
+  let k = 0;
+  const fresh = (s: string): string => `${s}${k++}`;
+  const floats = (n: number, scale: number): number[] => Array.from({ length: n }, () => (rng.u32() / 2 ** 32 * 2 - 1) * scale);
+  const init = (base: string, shape: number[], values: number[], type: "float32" | "int64" = "float32"): string => {
+    const name = fresh(base);
+    inits.push({ name, tensor: type === "int64" ? Tensor.fromValues(values.map(BigInt), "int64", shape) : Tensor.fromValues(values, "float32", shape) });
+    return name;
+  };
+  const node = (opType: string, inputs: string[], attributes: OnnxAttribute[] = [], outputs = 1): string[] => {
+    const outs = Array.from({ length: outputs }, () => fresh(opType.toLowerCase()));
+    nodes.push({ name: fresh(`${opType}_`), opType, domain: "", inputs, outputs: outs, attributes });
+    return outs;
+  };
+  const ints = (name: string, v: number[]): OnnxAttribute => ({ name, type: "INTS", value: v.map(BigInt) });
+  const int = (name: string, v: number): OnnxAttribute => ({ name, type: "INT", value: BigInt(v) });
+  const flt = (name: string, v: number): OnnxAttribute => ({ name, type: "FLOAT", value: v });
+  const str = (name: string, v: string): OnnxAttribute => ({ name, type: "STRING", value: v });
+  const conv = (input: string, cin: number, cout: number, kernel: number, stride = 1, group = 1): string => {
+    const w = init("w", [cout, cin / group, kernel, kernel], floats(cout * (cin / group) * kernel * kernel, 1 / Math.sqrt(cin * kernel)));
+    const b = init("b", [cout], floats(cout, 0.1));
+    const p = kernel >> 1;
+    return node("Conv", [input, w, b], [ints("kernel_shape", [kernel, kernel]), ints("pads", [p, p, p, p]), ints("strides", [stride, stride]), int("group", group)])[0];
+  };
+  const activation = (input: string): string => {
+    const a = pick(ACTIVATIONS);
+    if (a === "Clip") return opset >= 11 ? node("Clip", [input, init("lo", [], [0]), init("hi", [], [6])])[0] : node("Clip", [input], [flt("min", 0), flt("max", 6)])[0];
+    if (a === "LeakyRelu") return node(a, [input], [flt("alpha", 0.1)])[0];
+    return node(a, [input])[0];
+  };
+  const count = 3 + rng.below(6);
+  const layers: Layer[] = [];
+  for (let i = 0; i < count; i++) {
+    let layer: Layer = pick(LAYERS);
+    if (layer === "resize" && opset === 9) layer = "upsample";
+    if ((layer === "cumsum" && opset < 11) || (layer === "roialign" && opset < 10) || (layer === "nms" && opset < 10)) layer = "conv-act";
+    if ((layer === "maxpool" || layer === "avgpool" || layer === "conv-stride") && h < 4) layer = "conv";
+    if ((layer === "resize" || layer === "upsample") && h > 32) layer = "conv";
+    if (layer === "gap" && i < count - 2) layer = "conv-act";
+    layers.push(layer);
+    switch (layer) {
+      case "conv":
+      case "conv-act": {
+        const out = pick([8, 16, 32, 48, 64]);
+        x = conv(x, c, out, pick([1, 3]));
+        c = out;
+        if (layer === "conv-act") x = activation(x);
+        break;
+      }
+      case "conv-residual": {
+        const y = node("Relu", [conv(x, c, c, 3)])[0];
+        x = node("Relu", [node("Add", [conv(y, c, c, 3), x])[0]])[0];
+        break;
+      }
+      case "depthwise":
+        x = node("Relu", [conv(x, c, c, 3, 1, c)])[0];
+        break;
+      case "conv-stride": {
+        const out = pick([16, 32, 64]);
+        x = conv(x, c, out, 3, 2);
+        c = out;
+        h = Math.floor((h - 1) / 2) + 1;
+        break;
+      }
+      case "bn":
+        x = node("BatchNormalization", [x, init("s", [c], floats(c, 0.2).map((v) => 1 + v)), init("bb", [c], floats(c, 0.1)), init("m", [c], floats(c, 0.1)), init("v", [c], floats(c, 0.2).map((v) => 1 + v))], [flt("epsilon", 1e-5)])[0];
+        break;
+      case "maxpool":
+      case "avgpool": {
+        const op = layer === "maxpool" ? "MaxPool" : "AveragePool";
+        if (rng.below(2) === 0) {
+          x = node(op, [x], [ints("kernel_shape", [2, 2]), ints("strides", [2, 2])])[0];
+          h = Math.floor(h / 2);
+        } else x = node(op, [x], [ints("kernel_shape", [3, 3]), ints("strides", [1, 1]), ints("pads", [1, 1, 1, 1])])[0];
+        break;
+      }
+      case "gap":
+        x = node("GlobalAveragePool", [x])[0];
+        h = 1;
+        break;
+      case "concat": {
+        const a = pick([8, 16, 32]);
+        const b = pick([8, 16, 24]);
+        x = node("Concat", [node("Relu", [conv(x, c, a, 1)])[0], conv(x, c, b, 3)], [int("axis", 1)])[0];
+        c = a + b;
+        break;
+      }
+      case "transpose":
+        // Square maps keep the shape; the NCHWc pass sees a Transpose between two Conv chains.
+        x = node("Transpose", [x], [ints("perm", [0, 1, 3, 2])])[0];
+        break;
+      case "resize": {
+        const scales = init("scales", [4], [1, 1, 2, 2]);
+        const mode = pick(["nearest", "linear"]);
+        x = node("Resize", opset >= 11 ? [x, init("roi", [0], []), scales] : [x, scales], [str("mode", mode)])[0];
+        h *= 2;
+        break;
+      }
+      case "upsample":
+        x = node("Upsample", [x, init("scales", [4], [1, 1, 2, 2])], [str("mode", "nearest")])[0];
+        h *= 2;
+        break;
+      case "topk": {
+        // Sorting each row keeps the shape: k = the width.
+        // TopK-1 (opset 9) takes k as an attribute; TopK-10 as an input.
+        const [values] = opset < 10 ? node("TopK", [x], [int("axis", 3), int("k", h)], 2) : node("TopK", [x, init("k", [1], [h], "int64")], [int("axis", 3)], 2);
+        x = values;
+        break;
+      }
+      case "max":
+      case "min":
+        x = node(layer === "max" ? "Max" : "Min", [x, conv(x, c, c, 1)])[0];
+        break;
+      case "cumsum":
+        x = node("CumSum", [x, init("axis", [], [3], "int64")])[0];
+        break;
+      case "roialign": {
+        const rois = init("rois", [1, 4], [0, 0, h - 1, h - 1]);
+        const batch = init("bi", [1], [0], "int64");
+        const size = Math.max(2, h >> 1);
+        x = node("RoiAlign", [x, rois, batch], [int("output_height", size), int("output_width", size), int("sampling_ratio", 2)])[0];
+        h = size;
+        break;
+      }
+      case "nms": {
+        // A side branch: scores from the channel mean, fixed boxes; the selected indices are an output.
+        const mean = node("ReduceMean", [x], [ints("axes", [1]), int("keepdims", 1)])[0];
+        const scores = node("Reshape", [mean, init("sshape", [3], [1, 1, -1], "int64")])[0];
+        const boxes = init("boxes", [1, h * h, 4], Array.from({ length: h * h * 4 }, (_, j) => ((j >> 2) % h) + (j % 4 >= 2 ? 2 : 0) + (j % 2) * 0.5));
+        const [sel] = node("NonMaxSuppression", [boxes, scores, init("maxout", [1], [5], "int64"), init("iou", [1], [0.5]), init("sth", [1], [-1])]);
+        extraOutputs.push({ name: sel, elemType: 7 });
+        break;
+      }
+    }
+  }
+  // The chain ends in a Conv 1x1 so that every graph's last float32 op is one NCHWc rewrites.
+  const yName = node("Relu", [conv(x, c, 16, 1)])[0];
+  const bytes = encodeModel({
+    irVersion: 8,
+    opsetImports: [{ domain: "", version: opset }],
+    graph: {
+      name: `cnn${index}`, nodes, initializers: inits,
+      inputs: [{ name: "x", elemType: 1, shape: [1, inC, inH, inH] }],
+      outputs: [{ name: yName, elemType: 1 }, ...extraOutputs],
+    },
+  });
+  const input = new Rng(index + 1);
+  const values = Array.from({ length: inC * inH * inH }, () => (input.u32() / 2 ** 32) * 2 - 1);
+  return { name: `cnn${index}`, layers, opset, bytes, feeds: [{ name: "x", type: "float32", dims: [1, inC, inH, inH], values }] };
+}
