@@ -14,7 +14,10 @@ import { convertTensorField, type ConvertedTensor } from "./tensors.js";
 export { DEFAULT_BLOCKED_OPS, type KeptNode } from "./graph.js";
 export type { ConvertedTensor } from "./tensors.js";
 
-/** What `convertModelPrecision` does; only `to` is required. */
+/**
+ * What `convertModelPrecision` does; only `to` is required.
+ * @example { to: "float16", keepIoTypes: true, blockOps: [...DEFAULT_BLOCKED_OPS, "Softmax"] }
+ */
 export interface PrecisionOptions {
   /** float16 or bfloat16 for the whole graph; with `weightsOnly` any float, int4 or uint4 type. */
   to: DTypeLike;
@@ -28,7 +31,10 @@ export interface PrecisionOptions {
   saturate?: boolean;
 }
 
-/** The converted model and what was done to it. */
+/**
+ * The converted model and what was done to it.
+ * @example const r = convertModelPrecision(bytes, { to: "float8e4m3fn" }); [r.mode, r.opsetAfter]  // ["weights", 19]
+ */
 export interface PrecisionResult {
   /** The converted ModelProto. */
   bytes: Uint8Array;
