@@ -5,7 +5,8 @@
  * child process, so a crash is counted instead of ending the sweep; the jobs after a crash run in a
  * fresh child.
  *
- * Models: random float32 CNN graphs (test/io/precision/cnn-graphs.ts), each run as float32 and in
+ * Models: random float32 CNN graphs and ViT / CLIP-style front ends (a patch-embedding Conv, then a
+ * transformer block; test/io/precision/cnn-graphs.ts), each run as float32 and in
  * six conversions (float16 graph with float16 or float32 io, with Conv or every NCHWc-rewritten op
  * blocked so that float32 islands sit between Casts, float16 and float8e4m3fn weights only); then
  * the official ONNX backend node tests with float32 inputs, converted to float16 with and without
@@ -19,7 +20,7 @@ import { join } from "node:path";
 import { TensorcastError } from "../src/errors.js";
 import { convertModelPrecision, DEFAULT_BLOCKED_OPS, type PrecisionOptions } from "../src/io/onnx/precision/model.js";
 import { BACKEND_TESTS, loadBackendTests } from "../test/io/precision/backend-tests.js";
-import { cnnGraph } from "../test/io/precision/cnn-graphs.js";
+import { cnnGraph, vitGraph } from "../test/io/precision/cnn-graphs.js";
 import { runInChild, tempModels, type RunFeed, type RunJob, type RunResult } from "../test/io/precision/ort-run.js";
 
 const NCHWC_OPS = ["Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "Concat", "Transpose", "BatchNormalization", "Add", "Relu"];
@@ -98,8 +99,9 @@ try {
   const jobs: Job[] = [];
   const refused: string[] = [];
   const layerCounts = new Map<string, number>();
-  for (let i = 0; i < graphs; i++) {
-    const g = cnnGraph(i);
+  const vits = Math.ceil(graphs / 4);
+  for (let i = 0; i < graphs + vits; i++) {
+    const g = i < graphs ? cnnGraph(i) : vitGraph(i - graphs);
     for (const l of g.layers) layerCounts.set(l, (layerCounts.get(l) ?? 0) + 1);
     for (const v of VARIANTS) {
       let bytes = g.bytes;
@@ -128,7 +130,7 @@ try {
     if (j.variant !== "float32" && d > 0.1) far.set(j.variant, (far.get(j.variant) ?? 0) + 1);
   });
   console.log(`# NchwcTransformer sweep: onnxruntime-node, graphOptimizationLevel "all", Node ${process.version}, ${cpus().length} cores (${cpus()[0]?.model ?? "?"})`);
-  console.log(`random CNN graphs: ${graphs}; sessions run: ${jobs.length} (${VARIANTS.length} variants each, ${refused.length} refused conversions)`);
+  console.log(`random CNN graphs: ${graphs}, ViT front ends: ${vits}; sessions run: ${jobs.length} (${VARIANTS.length} variants each, ${refused.length} refused conversions)`);
   console.log(`layers used: ${[...layerCounts].map(([l, n]) => `${l} ${n}`).join(", ")}`);
   console.log(`crashes: ${crashes.length}${crashes.map((c) => `\n  ${c.model} [${c.variant}] ${c.layers}`).join("")}`);
   console.log(`failed to load or run (not crashes), per variant: ${JSON.stringify(Object.fromEntries(failures))}`);

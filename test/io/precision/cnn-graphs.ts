@@ -13,6 +13,68 @@ import { Tensor } from "../../../src/tensor.js";
 import { Rng } from "../../support/rng.js";
 import type { RunFeed } from "./ort-run.js";
 
+/**
+ * A vision-transformer front end (ViT / CLIP): patch-embedding Conv (kernel = stride = P, with or
+ * without bias), Reshape to [1, D, N], Transpose to tokens, a position embedding, LayerNormalization
+ * or its decomposition, one attention head and an Erf-GELU MLP, a residual, and a mean over tokens.
+ * Number `index` of the sweep (deterministic).
+ */
+export function vitGraph(index: number): CnnGraph {
+  const rng = new Rng(0xc0de + index * 104729);
+  const pick = <T>(xs: readonly T[]): T => xs[rng.below(xs.length)];
+  const opset = pick([13, 17]);
+  const p = pick([4, 8, 16]);
+  const d = pick([16, 32, 48, 64, 96, 128]);
+  const side = p * pick([2, 4, 7]);
+  const n = (side / p) ** 2;
+  const nodes: OnnxNode[] = [];
+  const inits: NamedTensor[] = [];
+  let k = 0;
+  const floats = (count: number, scale: number): number[] => Array.from({ length: count }, () => (rng.u32() / 2 ** 32 * 2 - 1) * scale);
+  const init = (name: string, shape: number[], values: number[], type: "float32" | "int64" = "float32"): string => {
+    inits.push({ name, tensor: type === "int64" ? Tensor.fromValues(values.map(BigInt), "int64", shape) : Tensor.fromValues(values, "float32", shape) });
+    return name;
+  };
+  const node = (opType: string, inputs: string[], attributes: OnnxAttribute[] = []): string => {
+    const out = `${opType.toLowerCase()}${k++}`;
+    nodes.push({ name: `${opType}_${k}`, opType, domain: "", inputs, outputs: [out], attributes });
+    return out;
+  };
+  const ints = (name: string, v: number[]): OnnxAttribute => ({ name, type: "INTS", value: v.map(BigInt) });
+  const int = (name: string, v: number): OnnxAttribute => ({ name, type: "INT", value: BigInt(v) });
+  const bias = rng.below(2) === 0;
+  const patch = node("Conv", ["x", init("pw", [d, 3, p, p], floats(d * 3 * p * p, 1 / Math.sqrt(3 * p * p))), ...(bias ? [init("pb", [d], floats(d, 0.1))] : [])],
+    [ints("kernel_shape", [p, p]), ints("strides", [p, p])]);
+  const flat = node("Reshape", [patch, init("s3", [3], [1, d, -1], "int64")]);
+  const tokens = node("Transpose", [flat], [ints("perm", [0, 2, 1])]);
+  const e = node("Add", [tokens, init("pos", [1, n, d], floats(n * d, 0.1))]);
+  const norm = (input: string, tag: string): string => {
+    if (opset >= 17 && rng.below(2) === 0) return node("LayerNormalization", [input, init(`g${tag}`, [d], floats(d, 0.2).map((v) => 1 + v)), init(`b${tag}`, [d], floats(d, 0.1))], [int("axis", -1)]);
+    const mu = node("ReduceMean", [input], [ints("axes", [-1])]);
+    const xc = node("Sub", [input, mu]);
+    const v = node("ReduceMean", [node("Mul", [xc, xc])], [ints("axes", [-1])]);
+    return node("Div", [xc, node("Sqrt", [node("Add", [v, init(`eps${tag}`, [], [1e-5])])])]);
+  };
+  const ln = norm(e, "1");
+  const q = node("MatMul", [ln, init("wq", [d, d], floats(d * d, 1 / Math.sqrt(d)))]);
+  const kk = node("MatMul", [ln, init("wk", [d, d], floats(d * d, 1 / Math.sqrt(d)))]);
+  const v = node("MatMul", [ln, init("wv", [d, d], floats(d * d, 1 / Math.sqrt(d)))]);
+  const s = node("Mul", [node("MatMul", [q, node("Transpose", [kk], [ints("perm", [0, 2, 1])])]), init("scale", [], [1 / Math.sqrt(d)])]);
+  const a = node("MatMul", [node("Softmax", [s], [int("axis", -1)]), v]);
+  const r1 = node("Add", [node("MatMul", [a, init("wo", [d, d], floats(d * d, 1 / Math.sqrt(d)))]), e]);
+  const f1 = node("MatMul", [norm(r1, "2"), init("w1", [d, 2 * d], floats(2 * d * d, 1 / Math.sqrt(d)))]);
+  const gelu = node("Mul", [node("Mul", [f1, node("Add", [node("Erf", [node("Div", [f1, init("sqrt2", [], [Math.SQRT2])])]), init("one", [], [1])])]), init("half", [], [0.5])]);
+  const r2 = node("Add", [node("MatMul", [gelu, init("w2", [2 * d, d], floats(2 * d * d, 1 / Math.sqrt(2 * d)))]), r1]);
+  const y = node("ReduceMean", [r2], [ints("axes", [1])]);
+  const bytes = encodeModel({
+    irVersion: 8, opsetImports: [{ domain: "", version: opset }],
+    graph: { name: `vit${index}`, nodes, initializers: inits, inputs: [{ name: "x", elemType: 1, shape: [1, 3, side, side] }], outputs: [{ name: y, elemType: 1 }] },
+  });
+  const input = new Rng(index + 7);
+  const values = Array.from({ length: 3 * side * side }, () => (input.u32() / 2 ** 32) * 2 - 1);
+  return { name: `vit${index}`, layers: [`patch ${p}`, `d ${d}`, `side ${side}`, bias ? "bias" : "no bias"], opset, bytes, feeds: [{ name: "x", type: "float32", dims: [1, 3, side, side], values }] };
+}
+
 /** A generated graph: its bytes, the layers it chains (for the report), and an input to run it on. */
 export interface CnnGraph {
   name: string;
@@ -24,7 +86,7 @@ export interface CnnGraph {
 
 const LAYERS = [
   "conv", "conv-act", "conv-residual", "depthwise", "conv-stride", "bn", "maxpool", "avgpool", "concat", "transpose",
-  "resize", "topk", "max", "min", "cumsum", "roialign", "nms", "gap",
+  "resize", "topk", "max", "min", "cumsum", "roialign", "nms", "gap", "se", "bcast",
 ] as const;
 type Layer = (typeof LAYERS)[number] | "upsample";
 
@@ -130,6 +192,20 @@ export function cnnGraph(index: number): CnnGraph {
         const b = pick([8, 16, 24]);
         x = node("Concat", [node("Relu", [conv(x, c, a, 1)])[0], conv(x, c, b, 3)], [int("axis", 1)])[0];
         c = a + b;
+        break;
+      }
+      case "se": {
+        // Squeeze-and-excitation: a [1, C, 1, 1] gate multiplied into the map (a broadcasting Mul).
+        const g = node("GlobalAveragePool", [x])[0];
+        const r = node("Relu", [conv(g, c, Math.max(4, c >> 2), 1)])[0];
+        x = node("Mul", [x, node(pick(["Sigmoid", "HardSigmoid"]), [conv(r, Math.max(4, c >> 2), c, 1)])[0]])[0];
+        break;
+      }
+      case "bcast": {
+        // An Add or Mul with a constant of a broadcasting shape, next to a Conv.
+        const shape = pick([[1, c, 1, 1], [c, 1, 1], [1, 1, h, h], [1], [1, c, h, h]]);
+        const n = shape.reduce((a, b) => a * b, 1);
+        x = node(pick(["Add", "Mul"]), [conv(x, c, c, pick([1, 3])), init("k", shape, floats(n, 1))])[0];
         break;
       }
       case "transpose":

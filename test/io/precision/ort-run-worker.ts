@@ -27,6 +27,8 @@ export interface RunJob {
   level?: "disabled" | "basic" | "extended" | "all";
   /** Session config entries (e.g. optimization.disable_specified_optimizers). */
   config?: Record<string, string>;
+  /** Create the session from the path, not the bytes: onnxruntime then finds external data beside it. */
+  byPath?: boolean;
 }
 
 export type RunResult =
@@ -58,7 +60,7 @@ async function run(job: RunJob): Promise<RunResult> {
   try {
     const options: ort.InferenceSession.SessionOptions = { graphOptimizationLevel: job.level ?? "all", logSeverityLevel: 3 };
     if (job.config) (options as { extra?: unknown }).extra = { session: {}, optimization: {}, ...nest(job.config) };
-    const session = await ort.InferenceSession.create(readFileSync(job.path), options);
+    const session = job.byPath ? await ort.InferenceSession.create(job.path, options) : await ort.InferenceSession.create(readFileSync(job.path), options);
     const feeds: Record<string, ort.Tensor> = {};
     for (const f of job.feeds) feeds[f.name] = feedOf(f);
     const out = await session.run(feeds);
