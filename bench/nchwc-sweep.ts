@@ -14,10 +14,11 @@
  *
  *   node build/bench/nchwc-sweep.js [GRAPHS=200] [--no-backend]
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { TensorcastError } from "../src/errors.js";
+import { decodeModel } from "../src/io/onnx/model.js";
 import { convertModelPrecision, DEFAULT_BLOCKED_OPS, type PrecisionOptions } from "../src/io/onnx/precision/model.js";
 import { BACKEND_TESTS, loadBackendTests } from "../test/io/precision/backend-tests.js";
 import { cnnGraph, vitGraph } from "../test/io/precision/cnn-graphs.js";
@@ -115,10 +116,16 @@ try {
         }
       }
       const path = store.path(`${g.name}.${jobs.length}.onnx`, bytes);
-      jobs.push({ path, feeds: feedsFor(g.feeds, v.f16Io), level: "all", model: g.name, variant: v.label, layers: `opset ${g.opset}: ${g.layers.join(" ")}` });
+      jobs.push({ path, feeds: feedsFor(g.feeds, v.f16Io), level: "all", optimizedPath: `${path}.optimized.onnx`, model: g.name, variant: v.label, layers: `opset ${g.opset}: ${g.layers.join(" ")}` });
     }
   }
   const { results, crashes } = runAll(jobs);
+  // Which sessions NchwcTransformer rewrote: their optimised graphs hold com.microsoft.nchwc nodes.
+  const rewritten = new Map<string, number>();
+  for (const j of jobs) {
+    if (!j.optimizedPath || !existsSync(j.optimizedPath)) continue;
+    if (decodeModel(readFileSync(j.optimizedPath)).graph.nodes.some((n) => n.domain === "com.microsoft.nchwc")) rewritten.set(j.variant, (rewritten.get(j.variant) ?? 0) + 1);
+  }
   const failures = new Map<string, number>();
   const far = new Map<string, number>();
   results.forEach((r, k) => {
@@ -132,6 +139,7 @@ try {
   console.log(`# NchwcTransformer sweep: onnxruntime-node, graphOptimizationLevel "all", Node ${process.version}, ${cpus().length} cores (${cpus()[0]?.model ?? "?"})`);
   console.log(`random CNN graphs: ${graphs}, ViT front ends: ${vits}; sessions run: ${jobs.length} (${VARIANTS.length} variants each, ${refused.length} refused conversions)`);
   console.log(`layers used: ${[...layerCounts].map(([l, n]) => `${l} ${n}`).join(", ")}`);
+  console.log(`sessions with NCHWc nodes after optimisation, per variant: ${JSON.stringify(Object.fromEntries(rewritten))}`);
   console.log(`crashes: ${crashes.length}${crashes.map((c) => `\n  ${c.model} [${c.variant}] ${c.layers}`).join("")}`);
   console.log(`failed to load or run (not crashes), per variant: ${JSON.stringify(Object.fromEntries(failures))}`);
   console.log(`outputs more than 0.1 from float32, per variant: ${JSON.stringify(Object.fromEntries(far))}`);

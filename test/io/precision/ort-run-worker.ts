@@ -29,6 +29,8 @@ export interface RunJob {
   config?: Record<string, string>;
   /** Create the session from the path, not the bytes: onnxruntime then finds external data beside it. */
   byPath?: boolean;
+  /** Where onnxruntime saves the graph as optimised (to see which rewrites ran). */
+  optimizedPath?: string;
 }
 
 export type RunResult =
@@ -60,6 +62,7 @@ async function run(job: RunJob): Promise<RunResult> {
   try {
     const options: ort.InferenceSession.SessionOptions = { graphOptimizationLevel: job.level ?? "all", logSeverityLevel: 3 };
     if (job.config) (options as { extra?: unknown }).extra = { session: {}, optimization: {}, ...nest(job.config) };
+    if (job.optimizedPath) options.optimizedModelFilePath = job.optimizedPath;
     const session = job.byPath ? await ort.InferenceSession.create(job.path, options) : await ort.InferenceSession.create(readFileSync(job.path), options);
     const feeds: Record<string, ort.Tensor> = {};
     for (const f of job.feeds) feeds[f.name] = feedOf(f);
