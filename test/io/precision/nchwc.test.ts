@@ -5,7 +5,7 @@
  * run at graphOptimizationLevel "all" in a child process, and the transformer really rewrites them
  * (their optimised graphs hold com.microsoft.nchwc nodes: onnxruntime runs float16 Conv in float32
  * on x86-64 CPUs, with Casts of its own, and then blocks it). The two workarounds docs/convert.md
- * gives, `graphOptimizationLevel: "basic"` and the session config entry
+ * gives, `graphOptimizationLevel: "basic"` (or "extended") and the session config entry
  * `optimization.disable_specified_optimizers = "NchwcTransformer"`, leave no NCHWc node, and the
  * outputs agree with level "all".
  */
@@ -29,6 +29,7 @@ const VARIANTS: { label: string; opts: PrecisionOptions; f16Io: boolean }[] = [
 const SETTINGS: { label: string; level: RunJob["level"]; config?: Record<string, string> }[] = [
   { label: "level all", level: "all" },
   { label: "level basic", level: "basic" },
+  { label: "level extended", level: "extended" },
   { label: "level all, NchwcTransformer disabled", level: "all", config: { "optimization.disable_specified_optimizers": "NchwcTransformer" } },
 ];
 
@@ -50,16 +51,16 @@ function nchwcNodes(job: RunJob): number {
 
 describe(`NchwcTransformer on float16 conversions of a CNN graph (${graph.layers.join(", ")})`, () => {
   VARIANTS.forEach((v, i) => {
-    it(`${v.label}: runs at level "all" with NCHWc nodes; "basic" and the disabled transformer leave none and agree`, () => {
-      const [all, basic, disabled] = SETTINGS.map((_, k) => runs[i * SETTINGS.length + k]);
-      for (const r of [all, basic, disabled]) assert.ok(r.ok, !r.ok ? r.error : "");
+    it(`${v.label}: runs at level "all" with NCHWc nodes; "basic", "extended" and the disabled transformer leave none and agree`, () => {
+      const [all, ...others] = SETTINGS.map((_, k) => runs[i * SETTINGS.length + k]);
+      for (const r of [all, ...others]) assert.ok(r.ok, !r.ok ? r.error : "");
       assert.ok(nchwcNodes(jobs[i * SETTINGS.length]) > 0, "NchwcTransformer rewrote nothing at level all: the test would prove nothing");
-      assert.equal(nchwcNodes(jobs[i * SETTINGS.length + 1]), 0, "NCHWc nodes at level basic");
-      assert.equal(nchwcNodes(jobs[i * SETTINGS.length + 2]), 0, "NCHWc nodes with the transformer disabled");
-      if (!all.ok || !basic.ok || !disabled.ok) return;
+      SETTINGS.slice(1).forEach((s, k) => assert.equal(nchwcNodes(jobs[i * SETTINGS.length + 1 + k]), 0, `NCHWc nodes at ${s.label}`));
+      if (!all.ok) return;
       const name = Object.keys(all.outputs).find((k) => all.outputs[k].type !== "int64")!;
       const want = all.outputs[name].values;
-      for (const other of [basic, disabled]) {
+      for (const other of others) {
+        if (!other.ok) continue;
         const got = other.outputs[name].values;
         assert.equal(got.length, want.length);
         // NCHWc blocks change the float32 summation order only.
