@@ -18,6 +18,7 @@ import type { RunFeed } from "./ort-run.js";
  * without bias), Reshape to [1, D, N], Transpose to tokens, a position embedding, LayerNormalization
  * or its decomposition, one attention head and an Erf-GELU MLP, a residual, and a mean over tokens.
  * Number `index` of the sweep (deterministic).
+ * @example vitGraph(0).layers  // e.g. ["patch 16", "d 96", "side 32", "bias"]
  */
 export function vitGraph(index: number): CnnGraph {
   const rng = new Rng(0xc0de + index * 104729);
@@ -95,6 +96,7 @@ const ACTIVATIONS = ["Relu", "Sigmoid", "Clip", "LeakyRelu", "HardSigmoid", "Tan
 /**
  * Graph number `index` of the sweep (deterministic). Every 8th graph is opset 9 with Upsample in
  * place of Resize (Upsample is gone from later opsets' onnxruntime kernels).
+ * @example cnnGraph(3).layers  // ["max", "min", "max", "maxpool"]
  */
 export function cnnGraph(index: number): CnnGraph {
   const rng = new Rng(0x5eed + index * 7919);

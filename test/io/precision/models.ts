@@ -226,6 +226,7 @@ export function loopModel(): TestModel {
  * must pick other names. `weights` maps every float32 initializer before the model is built (the
  * tests build the float32 reference on cast-back weights with it). If, Loop and Scan allow bfloat16
  * values from opset 16.
+ * @example subgraphWeights((t) => cast(cast(t, "int4"), "float32")).bytes  // the float32 model on int4-rounded weights
  */
 export function subgraphWeights(weights: (t: Tensor<"float32">) => Tensor<"float32"> = (t) => t, opset = 13): TestModel {
   const rng = new Rng(15);
