@@ -10,10 +10,11 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { decodeModel } from "../src/io/onnx/model.js";
 import { convertModelPrecision, DEFAULT_BLOCKED_OPS } from "../src/io/onnx/precision/model.js";
 import { mlp } from "./io/precision/models.js";
+import { playgroundScript } from "./browser/support.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
@@ -61,4 +62,17 @@ test("tensorcast/onnx exports the precision pass itself, and tensorcast/node exp
   assert.equal(typeof node.convertModelFile, "function");
   const core = (await import("tensorcast")) as Record<string, unknown>;
   assert.equal(core.convertModelPrecision, undefined, "the precision pass is not in the core entry (its gzip budget)");
+});
+
+test("tensorcast/onnx bundles for the browser (no Node built-in) and converts there as in Node", async (t) => {
+  const script = await playgroundScript();
+  const bundle = await script.bundleCore({ entry: join(ROOT, "dist", "onnx", "index.js") });
+  t.diagnostic(`tensorcast/onnx alone: ${bundle.bytes} bytes minified, ${bundle.gzipBytes} gzipped`);
+  const dir = join(ROOT, "build", "readme-onnx");
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, "onnx.bundle.mjs");
+  writeFileSync(file, bundle.code);
+  const lib = (await import(pathToFileURL(file).href)) as typeof import("../src/onnx/index.js");
+  const bytes = mlp().bytes;
+  assert.deepEqual(lib.convertModelPrecision(bytes, { to: "float16" }).bytes, convertModelPrecision(bytes, { to: "float16" }).bytes);
 });
