@@ -15,6 +15,7 @@ export { compareTensors, type Difference } from "./conformance/compare.js";
 export { findCases, runCase, totals, type CaseResult, type Outcome } from "./conformance/suite.js";
 export { EXPECTED_DIFFERENCES, type ExpectedDifference } from "./conformance/expected.js";
 export { convertFile, selectTensors, type ConvertOptions, type ConvertReport, type TensorReport } from "./convert/convert.js";
+export { convertModelFile, type ModelConvertOptions, type ModelConvertReport } from "./convert/model-precision.js";
 export {
   convertCheckpoint, indexCheckpoint, parseShardSlice, sliceShards,
   type CheckpointConvertOptions, type CheckpointReport, type IndexOptions, type IndexReport, type ShardSlice,

@@ -12,66 +12,20 @@
  * Cast nodes of a later opset (an onnxruntime defect: the converted graph is valid).
  */
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { TensorcastError } from "../../../src/errors.js";
-import { decodeModel } from "../../../src/io/onnx/model.js";
 import { convertModelPrecision } from "../../../src/io/onnx/precision/model.js";
-import { decodeTensorProto } from "../../../src/io/onnx/tensorproto.js";
+import { BACKEND_TESTS as ROOT, loadBackendTests, type BackendTest } from "./backend-tests.js";
 import { runInChild, tempModels, type RunJob } from "./ort-run.js";
 
-const ROOT = "/usr/share/libonnx-testdata/data/node";
 const TOLERANCE = 1e-2;
-
-interface Entry {
-  name: string;
-  feeds: RunJob["feeds"];
-  expected: { name: string; values: number[] }[];
-  converted?: Uint8Array;
-  refused?: string;
-}
-
-function load(): Entry[] {
-  const out: Entry[] = [];
-  for (const name of readdirSync(ROOT).sort()) {
-    const dir = join(ROOT, name);
-    const set = join(dir, "test_data_set_0");
-    if (!existsSync(join(dir, "model.onnx")) || !existsSync(set)) continue;
-    let model;
-    try {
-      model = decodeModel(readFileSync(join(dir, "model.onnx")));
-    } catch {
-      continue;
-    }
-    const inputs = model.graph.inputs.filter((v) => !model.graph.initializers.some((t) => t.name === v.name));
-    if (inputs.length === 0 || !inputs.every((v) => v.elemType === 1)) continue;
-    const files = readdirSync(set).sort();
-    const feeds: RunJob["feeds"] = [];
-    const expected: Entry["expected"] = [];
-    let ok = true;
-    for (const f of files) {
-      try {
-        const t = decodeTensorProto(readFileSync(join(set, f))).tensor;
-        if (t.dtype.kind === "string" || t.dtype.kind === "complex") ok = false;
-        const values = Array.from(t.toValues() as ArrayLike<number | bigint | boolean>, Number);
-        const k = Number(/_(\d+)\.pb$/.exec(f)?.[1] ?? -1);
-        if (f.startsWith("input_")) feeds.push({ name: inputs[k]?.name ?? "", type: "float32", dims: [...t.shape], values });
-        else expected.push({ name: model.graph.outputs[k]?.name ?? "", values });
-      } catch {
-        ok = false;
-      }
-    }
-    if (!ok || feeds.length !== inputs.length) continue;
-    out.push({ name, feeds, expected });
-  }
-  return out;
-}
 
 const available = existsSync(ROOT);
 
 describe("ONNX backend node tests with float32 inputs, converted to float16 --keep-io-types", { skip: !available && `no ${ROOT}` }, () => {
-  const entries = available ? load() : [];
+  const entries: (BackendTest & { converted?: Uint8Array; refused?: string })[] = available ? loadBackendTests() : [];
   const store = tempModels();
   after(() => store.dispose());
   for (const e of entries) {

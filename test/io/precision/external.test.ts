@@ -227,8 +227,8 @@ describe("a model with external data, converted as a whole, streamed", () => {
     await ready;
     const feedsOf = (c: Case) => c.model.feeds.map((f) => ({ ...f, type: f.type === "float32" && c.variant === "float16" ? ("float16" as const) : f.type }));
     const jobs: RunJob[] = [
-      ...models.map((m) => ({ path: inputs.get(m)!, feeds: m.feeds, fromPath: true })),
-      ...cases.map((c) => ({ path: c.path, feeds: feedsOf(c), fromPath: true })),
+      ...models.map((m) => ({ path: inputs.get(m)!, feeds: m.feeds, byPath: true })),
+      ...cases.map((c) => ({ path: c.path, feeds: feedsOf(c), byPath: true })),
     ];
     const results: RunResult[] = runInChild(jobs);
     for (const [i, c] of cases.entries()) {

@@ -218,6 +218,54 @@ export function loopModel(): TestModel {
   };
 }
 
+/**
+ * Float32 initializers in every kind of body: an If whose branches each hold one (the then branch
+ * also reads the outer `w`), then a Loop (2 iterations) whose body holds one and nests an If whose
+ * then branch holds another. The outer graph defines values named like the stored copies a weights-
+ * only conversion would make (`bt__float16`, `bl__float8e4m3fn`, `bn__int4`), so the conversion
+ * must pick other names. `weights` maps every float32 initializer before the model is built (the
+ * tests build the float32 reference on cast-back weights with it). If, Loop and Scan allow bfloat16
+ * values from opset 16.
+ * @example subgraphWeights((t) => cast(cast(t, "int4"), "float32")).bytes  // the float32 model on int4-rounded weights
+ */
+export function subgraphWeights(weights: (t: Tensor<"float32">) => Tensor<"float32"> = (t) => t, opset = 13): TestModel {
+  const rng = new Rng(15);
+  const w = (name: string, n: number) => ({ name, tensor: weights(Tensor.fromValues(floats(rng, n, 4), "float32", [n])) });
+  const v23 = (name: string) => vi(name, F, [2, 3]);
+  const branch = (name: string, nodes: OnnxNode[], inits: ReturnType<typeof init>[]): Uint8Array =>
+    graphOf(model(name, opset, nodes, inits, [], [v23(`${name}_out`)]));
+  const thenG = branch("then", [node("Mul", ["bt__float16", "bt"], ["t1"]), node("Mul", ["t1", "w"], ["then_out"])], [w("bt", 3)]);
+  const elseG = branch("else", [node("Add", ["x", "be"], ["else_out"])], [w("be", 3)]);
+  const innerThen = branch("inner_then", [node("Add", ["a", "bn"], ["inner_then_out"])], [w("bn", 3)]);
+  const innerElse = branch("inner_else", [node("Neg", ["a"], ["inner_else_out"])], []);
+  const body = graphOf(addGraphAttributes(model("body", opset, [
+    node("Identity", ["cond_in"], ["cond_out"]),
+    node("Mul", ["v_in", "w"], ["m"]),
+    node("Add", ["m", "bl"], ["a"]),
+    node("If", ["cond_in"], ["v_out"], [], "inner_if"),
+  ], [w("bl", 3)], [vi("iter", I64, []), vi("cond_in", 9, []), v23("v_in")], [vi("cond_out", 9, []), v23("v_out")]),
+  "inner_if", [["then_branch", innerThen], ["else_branch", innerElse]]));
+  const outer = model("subgraph_weights", opset, [
+    node("Relu", ["x0"], ["x"]),
+    node("Identity", ["x"], ["bt__float16"]),
+    node("Identity", ["x"], ["bl__float8e4m3fn"]),
+    node("Identity", ["x"], ["bn__int4"]),
+    node("If", ["cond"], ["r"], [], "if_node"),
+    node("Add", ["r", "bl__float8e4m3fn"], ["r2"]),
+    node("Add", ["r2", "bn__int4"], ["r3"]),
+    node("Loop", ["M", "", "r3"], ["v_final"], [], "loop_node"),
+    node("Mul", ["v_final", "two"], ["y"]),
+  ], [w("w", 3), init("M", [], [2], "int64"), { name: "two", tensor: weights(Tensor.fromValues([2], "float32", [])) }],
+  [vi("x0", F, [2, 3]), vi("cond", 9, [])], [vi("y", F, [2, 3])]);
+  const withIf = addGraphAttributes(outer, "if_node", [["then_branch", thenG], ["else_branch", elseG]]);
+  const feeds = (c: number): Feed[] => [{ name: "x0", type: "float32", dims: [2, 3], values: [1, 2, 3, -1, 4, 0.5] }, { name: "cond", type: "bool", dims: [], values: [c] }];
+  return {
+    name: "subgraph_weights", bytes: addGraphAttributes(withIf, "loop_node", [["body", body]]), feeds: feeds(1),
+    // Two Loop iterations multiply by w (|w| up to 4) twice: float16's rounding grows to about 1e-2.
+    tolerance: { float16: 2e-2, bfloat16: 0.1, weights8: 0.5 },
+  };
+}
+
 /** The GraphProto bytes of a serialized ModelProto (field 7). */
 function graphOf(modelBytes: Uint8Array): Uint8Array {
   let at = 0;

@@ -27,8 +27,10 @@ export interface RunJob {
   level?: "disabled" | "basic" | "extended" | "all";
   /** Session config entries (e.g. optimization.disable_specified_optimizers). */
   config?: Record<string, string>;
-  /** Load the model from its path, so onnxruntime finds its external data beside it (default: from its bytes). */
-  fromPath?: boolean;
+  /** Create the session from the path, not the bytes: onnxruntime then finds external data beside it. */
+  byPath?: boolean;
+  /** Where onnxruntime saves the graph as optimised (to see which rewrites ran). */
+  optimizedPath?: string;
 }
 
 export type RunResult =
@@ -60,7 +62,8 @@ async function run(job: RunJob): Promise<RunResult> {
   try {
     const options: ort.InferenceSession.SessionOptions = { graphOptimizationLevel: job.level ?? "all", logSeverityLevel: 3 };
     if (job.config) (options as { extra?: unknown }).extra = { session: {}, optimization: {}, ...nest(job.config) };
-    const session = job.fromPath ? await ort.InferenceSession.create(job.path, options) : await ort.InferenceSession.create(readFileSync(job.path), options);
+    if (job.optimizedPath) options.optimizedModelFilePath = job.optimizedPath;
+    const session = job.byPath ? await ort.InferenceSession.create(job.path, options) : await ort.InferenceSession.create(readFileSync(job.path), options);
     const feeds: Record<string, ort.Tensor> = {};
     for (const f of job.feeds) feeds[f.name] = feedOf(f);
     const out = await session.run(feeds);

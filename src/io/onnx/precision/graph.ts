@@ -23,6 +23,7 @@ const FLOAT = 1;
  * Operators kept in float32 by default: those the onnxconverter-common / onnxruntime float16
  * converters block (ML operators, and ones whose float16 kernels are missing or lossy:
  * NonMaxSuppression, TopK, RoiAlign, Resize, Range, CumSum, Min, Max, Upsample, RandomUniformLike).
+ * @example DEFAULT_BLOCKED_OPS.includes("Resize")  // true
  */
 export const DEFAULT_BLOCKED_OPS: readonly string[] = [
   "ArrayFeatureExtractor", "Binarizer", "CastMap", "CategoryMapper", "DictVectorizer", "FeatureVectorizer", "Imputer",
@@ -33,7 +34,10 @@ export const DEFAULT_BLOCKED_OPS: readonly string[] = [
   "MeanVarianceNormalization",
 ];
 
-/** A node kept in float32, and why. */
+/**
+ * A node kept in float32, and why.
+ * @example { graph: "main", name: "rs", opType: "Resize", reason: "on the block list" }
+ */
 export interface KeptNode {
   graph: string;
   name: string;

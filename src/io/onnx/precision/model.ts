@@ -14,7 +14,10 @@ import { convertTensorField, type ConvertedTensor, type ExternalTensorHook, type
 export { DEFAULT_BLOCKED_OPS, type KeptNode } from "./graph.js";
 export type { ConvertedTensor, ExternalTensorHook } from "./tensors.js";
 
-/** What `convertModelPrecision` does; only `to` is required. */
+/**
+ * What `convertModelPrecision` does; only `to` is required.
+ * @example { to: "float16", keepIoTypes: true, blockOps: [...DEFAULT_BLOCKED_OPS, "Softmax"] }
+ */
 export interface PrecisionOptions {
   /** float16 or bfloat16 for the whole graph; with `weightsOnly` any float, int4 or uint4 type. */
   to: DTypeLike;
@@ -30,7 +33,10 @@ export interface PrecisionOptions {
   external?: ExternalTensorHook;
 }
 
-/** The converted model and what was done to it. */
+/**
+ * The converted model and what was done to it.
+ * @example const r = convertModelPrecision(bytes, { to: "float8e4m3fn" }); [r.mode, r.opsetAfter]  // ["weights", 19]
+ */
 export interface PrecisionResult {
   /** The converted ModelProto. */
   bytes: Uint8Array;
@@ -126,27 +132,36 @@ export function convertModelPrecision(bytes: Uint8Array, opts: PrecisionOptions)
   return result;
 }
 
-/** Weights only: each float32 initializer stored as `to`, read back through a Cast to float32. */
+/**
+ * Weights only: each float32 initializer stored as `to`, read back through a Cast to float32. The
+ * bodies of If / Loop / Scan nodes get the same treatment, each Cast inside the body that holds
+ * the initializer (a body's initializers are not visible outside it). New names are fresh across
+ * the whole model, so none shadows a value of an enclosing graph.
+ */
 function storeWeights(graph: PbMessage, opts: TensorCastOptions, out: ConvertedTensor[], opset: number): number {
   const names = new UniqueNames(graph);
-  const fresh = (base: string): string => names.fresh(base);
-  const inputs = new Set(graph.subs(11, "ValueInfoProto").map((v) => v.string(1)));
-  const casts: PbField[] = [];
-  for (const f of graph.all(5)) {
-    const t = graph.message(f, "TensorProto");
-    const name = t.string(8);
-    // An initializer that is also an input is a default the caller may replace with float32 data.
-    if (t.int(2) !== 1 || inputs.has(name)) continue;
-    const converted = convertTensorField(f, opts, name, "initializer", out);
-    if (!converted) continue;
-    const stored = fresh(`${name}__${opts.to.name}`);
-    converted.setString(8, stored);
-    f.msg = converted;
-    casts.push({ no: 1, wire: 2, data: new Uint8Array(0), msg: castNode(fresh(`${name}__cast`), stored, name, 1, opset) });
-  }
-  const first = graph.fields.findIndex((f) => f.no === 1);
-  graph.fields.splice(first < 0 ? 0 : first, 0, ...casts);
-  return casts.length;
+  const store = (g: PbMessage): number => {
+    let count = 0;
+    for (const n of g.subs(1, "NodeProto")) for (const body of bodiesOf(n)) count += store(body);
+    const inputs = new Set(g.subs(11, "ValueInfoProto").map((v) => v.string(1)));
+    const casts: PbField[] = [];
+    for (const f of g.all(5)) {
+      const t = g.message(f, "TensorProto");
+      const name = t.string(8);
+      // An initializer that is also an input is a default the caller may replace with float32 data.
+      if (t.int(2) !== 1 || inputs.has(name)) continue;
+      const converted = convertTensorField(f, opts, name, "initializer", out);
+      if (!converted) continue;
+      const stored = names.fresh(`${name}__${opts.to.name}`);
+      converted.setString(8, stored);
+      f.msg = converted;
+      casts.push({ no: 1, wire: 2, data: new Uint8Array(0), msg: castNode(names.fresh(`${name}__cast`), stored, name, 1, opset) });
+    }
+    const first = g.fields.findIndex((f) => f.no === 1);
+    g.fields.splice(first < 0 ? 0 : first, 0, ...casts);
+    return count + casts.length;
+  };
+  return store(graph);
 }
 
 function raiseOpset(model: PbMessage, main: PbMessage, from: number, to: number): void {

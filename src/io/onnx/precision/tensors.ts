@@ -16,7 +16,10 @@ const DATA_FIELDS = new Set([1, 2, 4, 5, 6, 7, 8, 9, 10, 11]);
 /** float16's largest finite value: 0b0_11110_1111111111 = (2 - 2^-10) * 2^15 = 65504. */
 export const FLOAT16_MAX = 65504;
 
-/** One tensor the pass converted, for the report. */
+/**
+ * One tensor the pass converted, for the report.
+ * @example convertModelPrecision(bytes, { to: "float16" }).tensors[0].to.dtype.name  // "float16"
+ */
 export interface ConvertedTensor {
   /** The initializer's name, or "<node name>.<attribute>" for a tensor attribute. */
   name: string;
