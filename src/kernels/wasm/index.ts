@@ -31,6 +31,8 @@ interface WasmApi {
 type Kernel = (src: number, dst: number, groups: number) => void;
 
 interface Loaded {
+  /** The instance's own memory (fixed size: its minimum and maximum are equal). */
+  readonly memory: { readonly buffer: ArrayBuffer; grow(pages: number): number };
   readonly bytes: Uint8Array;
   /** Whether f32_i8 is the relaxed-SIMD build. */
   readonly relaxed: boolean;
@@ -62,21 +64,22 @@ const builds = new Map<boolean, Loaded | null>();
  * turns, on a machine at load 18-23) Node 24 1.17-1.63x, Node 26 1.10x, Node 22 1.45x, Bun
  * 0.74-1.13x (noise around 1: its in-cache rates are equal). Faster on V8, no slower on JSC.
  */
-function load(): Loaded | null {
+function load(pages: number): Loaded | null {
   try {
     const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
     if (!api) return null;
     let relaxed = allowRelaxed;
-    let code = kernelModule(PAGES, { relaxed });
+    let code = kernelModule(pages, { relaxed });
     if (relaxed && !api.validate(code)) {
       relaxed = false;
-      code = kernelModule(PAGES);
+      code = kernelModule(pages);
     }
     if (!api.validate(code)) return null; // no SIMD (or a malformed module: the tests catch that)
     const instance = new api.Instance(new api.Module(code), {});
-    const memory = instance.exports.memory as { readonly buffer: ArrayBuffer };
+    const memory = instance.exports.memory as Loaded["memory"];
     const e = instance.exports as Record<KernelName, Kernel>;
     return {
+      memory,
       bytes: new Uint8Array(memory.buffer),
       relaxed,
       kernels: {
@@ -91,7 +94,7 @@ function load(): Loaded | null {
 
 function instance(): Loaded | null {
   if (loaded === undefined) {
-    if (!builds.has(allowRelaxed)) builds.set(allowRelaxed, load());
+    if (!builds.has(allowRelaxed)) builds.set(allowRelaxed, load(PAGES));
     loaded = builds.get(allowRelaxed)!;
   }
   return loaded;
@@ -117,8 +120,19 @@ export function wasmAvailable(): boolean {
   return instance() !== null;
 }
 
+/**
+ * A fresh instance of the kernel module whose memory has `pages` pages (the last one holds the
+ * table and constants; the pages before it are the caller's), in the build useWasmBuild selects,
+ * or null where WebAssembly SIMD is unavailable. For resident.ts: each arena runs its own instance.
+ */
+export function kernelInstance(pages: number): Loaded | null {
+  return load(pages);
+}
+
+export type { Loaded as KernelInstance, Kernel };
+
 /** The kernel for a pair: name, bytes per input and per output element, elements per group. */
-function kernelFor(from: DType, to: DType): [KernelName, number, number, number] | undefined {
+export function kernelFor(from: DType, to: DType): [KernelName, number, number, number] | undefined {
   if (from.name === "float32") {
     if (to.name === "float16") return ["f32_f16", 4, 2, 8];
     if (to.name === "bfloat16") return ["f32_bf16", 4, 2, 8];
@@ -156,13 +170,7 @@ export function wasmCast(
   const [name, inSize, outSize, group] = k;
   const kernel = w.kernels[name];
   const mem = w.bytes;
-  if (name === "byte_lut32") {
-    const lut = byteLut(from, to, opts) as Int32Array;
-    if (w.lut !== lut) {
-      new Int32Array(mem.buffer, LUT, 256).set(lut);
-      w.lut = lut;
-    }
-  }
+  if (name === "byte_lut32") loadLut(w, LUT, from, to, opts);
   const s = u8View(src);
   const d = u8View(dst);
   for (let start = 0; start < count; start += CHUNK) {
@@ -172,4 +180,13 @@ export function wasmCast(
     d.set(mem.subarray(OUT, OUT + n * outSize), start * outSize);
   }
   return true;
+}
+
+/** Puts byte_lut32's table for the pair into `w`'s memory at `address`, unless it is there already. */
+export function loadLut(w: Loaded, address: number, from: DType, to: DType, opts: ResolvedCastOptions): void {
+  const lut = byteLut(from, to, opts) as Int32Array;
+  if (w.lut !== lut) {
+    new Int32Array(w.memory.buffer, address, 256).set(lut);
+    w.lut = lut;
+  }
 }
