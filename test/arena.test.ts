@@ -23,6 +23,7 @@ import { residentCast } from "../src/kernels/wasm/resident.js";
 import { cast, castInto } from "../src/ops/cast.js";
 import { pooledStorageBytes } from "../src/storage-pool.js";
 import { Tensor, TYPED_ARRAYS } from "../src/tensor.js";
+import { TensorcastError } from "../src/errors.js";
 import { throwsCode } from "./support/assertions.js";
 import { Rng } from "./support/rng.js";
 
@@ -276,4 +277,37 @@ test("casts between tensors of one arena take the in-place kernels, before and a
     assert.equal(residentCast(x.data, f32, arena.zeros("float8e4m3fn", [8]).data, dtype("float8e4m3fn"), 8, OPTS, scalar), false, "no kernel for the pair");
     arena.reset();
   }
+});
+
+test("arena methods given a wrong value in any argument throw a TensorcastError and allocate nothing", () => {
+  const arena = createArena(1 << 16);
+  const x = arena.from(Tensor.fromValues([1, 2], "float32"));
+  const used = arena.used;
+  let refused = 0;
+  const wrong: unknown[] = [null, undefined, {}, [], 5, -1, 1.5, 2 ** 40, Number.NaN, "x", true, 5n, Symbol("s"), () => 1, new Uint8Array(3), [1e9, 1e9]];
+  const calls: [string, unknown[], (...a: unknown[]) => unknown][] = [
+    ["zeros", ["float32", [2]], (...a) => arena.zeros(a[0] as never, a[1] as never)],
+    ["from", [x], (...a) => arena.from(a[0] as never)],
+    ["cast", [x, "float16", {}], (...a) => arena.cast(a[0] as never, a[1] as never, a[2] as never)],
+  ];
+  for (const [name, good, f] of calls) {
+    for (let k = 0; k < good.length; k++) {
+      for (const w of wrong) {
+        const args = good.slice();
+        args[k] = w;
+        const before = arena.used;
+        const what = `${name} argument ${k} = ${typeof w === "symbol" ? "Symbol" : String(w)}`;
+        try {
+          f(...args); // some are valid (type 5 is ONNX's int16, [] a scalar shape)
+          continue;
+        } catch (e) {
+          if (!(e instanceof TensorcastError)) assert.fail(`${what}: ${String(e)}`);
+        }
+        assert.equal(arena.used, before, `${what}: refused, and nothing allocated`);
+        refused++;
+      }
+    }
+  }
+  assert.ok(refused > 30, `${refused} refusals`);
+  assert.ok(arena.used >= used);
 });
