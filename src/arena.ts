@@ -142,7 +142,7 @@ export class Arena {
 }
 
 /**
- * A new arena of at least `bytes` bytes (rounded up to 64 KiB pages; at most 4 GiB - 128 KiB), in
+ * A new arena of at least `bytes` bytes (rounded up to 64 KiB pages; at most 4 GiB - 64 KiB), in
  * a WebAssembly memory of its own that never grows. Tensors made by `arena.zeros`, `arena.from`
  * and `arena.cast` live in it; casts between them run in place. When it is full, allocation throws
  * ARENA_FULL (it never falls back to ordinary memory silently: that would lose the in-place speed
@@ -153,7 +153,7 @@ export class Arena {
  * const x = arena.from(weights);           // float32, 8 Mi elements: 32 MiB
  * const y = arena.zeros("float16", x.shape); // 16 MiB
  * castInto(x, y);                           // the kernels run where x and y are: no copies
- * @throws TensorcastError INVALID_SHAPE for a size that is not an integer in [0, 4 GiB - 128 KiB]
+ * @throws TensorcastError INVALID_SHAPE for a size that is not an integer in [0, 4 GiB - 64 KiB]
  *         or that the platform cannot reserve; UNSUPPORTED_PLATFORM without WebAssembly.
  */
 export function createArena(bytes: number): Arena {

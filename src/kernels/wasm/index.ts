@@ -11,7 +11,8 @@
  * allowed for small modules on browsers' main threads and in Node): no top-level await, no fetch,
  * no generated file. The caller's arrays are not in the module's memory, so each call streams the
  * input through it in chunks: copy in (TypedArray set on bytes: a memcpy), convert, copy out. The
- * chunk (16384 elements, 128 KiB in + 64 KiB out at most) stays in L2.
+ * chunk (16384 elements, 128 KiB in + 64 KiB out at most) stays in L2. Tensors in an arena live in
+ * a memory of their own instance, where the kernels run in place instead (resident.ts).
  *
  * Browser-safe: declares the slice of the WebAssembly API it uses instead of relying on DOM or Node
  * typings.
@@ -124,6 +125,7 @@ export function wasmAvailable(): boolean {
  * A fresh instance of the kernel module whose memory has `pages` pages (the last one holds the
  * table and constants; the pages before it are the caller's), in the build useWasmBuild selects,
  * or null where WebAssembly SIMD is unavailable. For resident.ts: each arena runs its own instance.
+ * @example const w = kernelInstance(17); w?.kernels.f32_f16(0, 4096, 1) // 8 floats at 0 -> float16 at 4096
  */
 export function kernelInstance(pages: number): Loaded | null {
   return load(pages);
@@ -131,7 +133,10 @@ export function kernelInstance(pages: number): Loaded | null {
 
 export type { Loaded as KernelInstance, Kernel };
 
-/** The kernel for a pair: name, bytes per input and per output element, elements per group. */
+/**
+ * The kernel for a pair: name, bytes per input and per output element, elements per group.
+ * @example kernelFor(dtype("float32"), dtype("int8")) // ["f32_i8", 4, 1, 16]
+ */
 export function kernelFor(from: DType, to: DType): [KernelName, number, number, number] | undefined {
   if (from.name === "float32") {
     if (to.name === "float16") return ["f32_f16", 4, 2, 8];
@@ -182,7 +187,10 @@ export function wasmCast(
   return true;
 }
 
-/** Puts byte_lut32's table for the pair into `w`'s memory at `address`, unless it is there already. */
+/**
+ * Puts byte_lut32's table for the pair into `w`'s memory at `address`, unless it is there already.
+ * @example loadLut(w, lutAddress(pages), dtype("float8e4m3fn"), dtype("float32"), opts)
+ */
 export function loadLut(w: Loaded, address: number, from: DType, to: DType, opts: ResolvedCastOptions): void {
   const lut = byteLut(from, to, opts) as Int32Array;
   if (w.lut !== lut) {

@@ -23,7 +23,11 @@ import { lutAddress } from "./kernels.js";
 const PAGE = 65536;
 /** The largest memory a 32-bit WebAssembly module addresses: 65536 pages, 4 GiB. */
 const MAX_PAGES = 65536;
-/** Bytes a resident memory can give out at most: every page but the last, which holds the kernels' table and constants. */
+/**
+ * Bytes a resident memory can give out at most: every page but the last, which holds the kernels'
+ * table and constants.
+ * @example RESIDENT_MAX_BYTES // 4294901760 (4 GiB - 64 KiB)
+ */
 export const RESIDENT_MAX_BYTES = (MAX_PAGES - 1) * PAGE;
 
 interface WasmMemoryApi {
