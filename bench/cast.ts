@@ -20,6 +20,11 @@
  *   memory is reused by the next call (Node 22+; on Node 20 the same as cast()).
  * - "castInto": `castInto(x, out, opts)` into one output allocated before timing and reused by
  *   every repetition (no fresh pages to fault in). String pairs still build their strings.
+ * - "castInto resident": `castInto(xa, outa, opts)` where the input (copied, untimed) and the
+ *   output live in one arena (src/arena.ts): the kernels run in place, no chunk copies.
+ * - "cast() resident": `arena.cast(xa, to, opts)`: a new output in the arena each call. Before each
+ *   phase (untimed) the arena is reset and the input copied back in, so the arena holds the input
+ *   and one phase's outputs; after the first phase its pages are already faulted in.
  * - "async 2T": `castIntoAsync(x, out, { threads: 2 })` from src/node: two threads (the caller and
  *   one worker) into one reused output on a SharedArrayBuffer; the input is an ordinary
  *   ArrayBuffer, so the worker's chunks are copied into shared staging buffers (timed).
@@ -48,6 +53,7 @@ import { castIntoAsync, closeCastAsyncPool, sharedZeros } from "../src/node/cast
 import { u8View } from "../src/kernels/fast/views.js";
 import { wasmRelaxed } from "../src/kernels/wasm/index.js";
 import { Tensor } from "../src/tensor.js";
+import { createArena } from "../src/arena.js";
 import { encodeModel } from "../src/io/onnx/encode.js";
 import { modelOf as graphOf, type NodeSpec } from "../test/support/onnx-model.js";
 import { Rng } from "../test/support/rng.js";
@@ -240,6 +246,8 @@ interface Timing {
 interface Contender {
   name: string;
   run: () => unknown;
+  /** Untimed, before the warm-up and before every phase (after the GC). */
+  setup?: () => void;
 }
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -252,13 +260,14 @@ const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * Within a phase the calls run back to back, as an application would make them.
  */
 async function timePhases(contenders: Contender[], rounds: number, perPhase: number, warmup: number, pauseMs: number): Promise<Record<string, Timing>> {
-  for (let i = 0; i < warmup; i++) for (const c of contenders) await c.run();
+  for (let i = 0; i < warmup; i++) for (const c of contenders) { c.setup?.(); await c.run(); }
   const wall = new Map<string, number[]>(contenders.map((c) => [c.name, []]));
   const cpu = new Map<string, number[]>(contenders.map((c) => [c.name, []]));
   const faults = new Map<string, number[]>(contenders.map((c) => [c.name, []]));
   for (let r = 0; r < rounds; r++) {
     for (const c of contenders) {
       gc?.();
+      c.setup?.();
       await pause(pauseMs);
       for (let i = 0; i < perPhase; i++) {
         const f0 = process.resourceUsage().minorPageFault;
@@ -295,6 +304,8 @@ interface Row {
   cast: Rate;
   castDispose: Rate;
   into: Rate;
+  resident?: Rate;
+  castResident?: Rate;
   async?: Rate;
   asyncShared?: Rate;
   ort?: Rate;
@@ -306,6 +317,10 @@ interface Row {
   castDisposeVsOrt?: Rate;
   intoVsOrt?: Rate;
   intoVsOrtNet?: Rate;
+  residentVsOrt?: Rate;
+  residentVsOrtNet?: Rate;
+  castResidentVsOrt?: Rate;
+  residentVsMem?: Rate;
   castVsMem?: Rate;
   intoVsMem?: Rate;
   asyncVsMem?: Rate;
@@ -340,7 +355,25 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
   const out = Tensor.zeros(to, [n]);
   add("castInto", () => { sink ^= castInto(x, out, p.opts).size; });
   let shared: Tensor | undefined;
+  let resident: Tensor | undefined;
+  let lastResident: Tensor | undefined;
   if (!strings) {
+    const inBytes = x.bytes().length;
+    const outBytes = out.bytes().length + 64; // with the alignment padding
+    const arena = createArena(inBytes + outBytes + 64);
+    const xa = arena.from(x);
+    const outa = arena.zeros(to, [n]);
+    resident = outa;
+    add("resident", () => { sink ^= castInto(xa, outa, p.opts).size; });
+    // Room for the input and one phase's outputs: the arena is reset before each phase.
+    const phase = createArena(inBytes + Math.max(args.calls, 1) * outBytes + 64);
+    let xr = xa;
+    const castResident: Contender = {
+      name: "castResident",
+      setup: () => { phase.reset(); xr = phase.from(x); },
+      run: () => { lastResident = phase.cast(xr, to, p.opts); sink ^= lastResident.size; },
+    };
+    contenders.push(castResident);
     const target = sharedZeros(to, [n]);
     shared = target; // read back after timing: its bytes are checked against cast()'s
     const options = { ...p.opts, threads: 2 };
@@ -389,6 +422,12 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
   show("castInto", intoRate);
   const want = cast(x, to, p.opts).data;
   let matches = equalStorage(out.data, want);
+  const residentRate = timings.resident && rate(timings.resident);
+  if (residentRate) show("castInto resident", residentRate);
+  const castResidentRate = timings.castResident && rate(timings.castResident);
+  if (castResidentRate) show("cast() resident", castResidentRate);
+  if (resident) matches &&= equalStorage(resident.data, want);
+  if (lastResident) matches &&= equalStorage(lastResident.data, want);
   const asyncRate = timings.async && rate(timings.async);
   if (asyncRate) show("async", asyncRate);
   const asyncSharedRate = timings.asyncShared && rate(timings.asyncShared);
@@ -415,8 +454,10 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
   const div = (a: Rate | undefined, b: Rate | undefined): Rate | undefined =>
     a && b ? { wall: a.wall / b.wall, best: a.best / b.best, cpu: a.cpu / b.cpu } : undefined;
   return {
-    pair: p.name, elements: n, cast: castRate, castDispose: castDisposeRate, into: intoRate, async: asyncRate, asyncShared: asyncSharedRate, ort: ortRate, ortNet, mem: memRate,
+    pair: p.name, elements: n, cast: castRate, castDispose: castDisposeRate, into: intoRate, resident: residentRate, castResident: castResidentRate, async: asyncRate, asyncShared: asyncSharedRate, ort: ortRate, ortNet, mem: memRate,
     castVsOrt: div(castRate, ortRate), castDisposeVsOrt: div(castDisposeRate, ortRate), intoVsOrt: div(intoRate, ortRate), intoVsOrtNet: div(intoRate, ortNet),
+    residentVsOrt: div(residentRate, ortRate), residentVsOrtNet: div(residentRate, ortNet), castResidentVsOrt: div(castResidentRate, ortRate),
+    residentVsMem: div(residentRate, memRate),
     castVsMem: div(castRate, memRate), intoVsMem: div(intoRate, memRate), asyncVsMem: div(asyncRate, memRate),
     asyncSharedVsMem: div(asyncSharedRate, memRate),
     ortIO: p.ort ? (args.ort ? p.ort.note : "not run (--no-ort)") : p.noOrt ?? "",
@@ -453,7 +494,7 @@ function pct(v: number | undefined): string {
 
 /** Median minor page faults per call of each contender. */
 function faultTable(rows: Row[]): string {
-  const names = ["cast", "castDispose", "castInto", "async", "asyncShared", "ort", "mem"];
+  const names = ["cast", "castDispose", "castInto", "resident", "castResident", "async", "asyncShared", "ort", "mem"];
   const head = ["pair", ...names.map((c) => `${c} faults/call`)];
   const body = rows.map((r) => [r.pair, ...names.map((c) => (r.faults[c] === undefined ? "–" : String(r.faults[c])))]);
   return [head, head.map(() => "---"), ...body].map((cells) => `| ${cells.join(" | ")} |`).join("\n");
@@ -462,14 +503,15 @@ function faultTable(rows: Row[]): string {
 /** The table, by median wall clock ("wall"), best wall clock ("best") or median process CPU time ("cpu"). */
 function table(rows: Row[], clock: keyof Rate): string {
   const head = [
-    "pair", "n", "cast() M/s", "cast()+dispose M/s", "castInto M/s", "async 2T M/s", "async 2T shared-in M/s", "ORT M/s", "ORT net M/s", "memcpy M/s",
-    "cast/ORT", "cast+dispose/ORT", "castInto/ORT", "castInto/ORT net", "cast/mem", "castInto/mem", "async 2T/mem", "shared-in/mem", "ORT I/O",
+    "pair", "n", "cast() M/s", "cast()+dispose M/s", "castInto M/s", "castInto resident M/s", "cast() resident M/s", "async 2T M/s", "async 2T shared-in M/s", "ORT M/s", "ORT net M/s", "memcpy M/s",
+    "cast/ORT", "cast+dispose/ORT", "castInto/ORT", "castInto/ORT net", "castInto resident/ORT", "castInto resident/ORT net", "cast() resident/ORT", "cast/mem", "castInto/mem", "async 2T/mem", "shared-in/mem", "ORT I/O",
   ];
   const body = rows.map((r) => [
     r.pair + (r.matches ? "" : " (MISMATCH)"),
     r.elements >= 1 << 20 && r.elements % (1 << 20) === 0 ? `${r.elements / (1 << 20)}Mi` : String(r.elements),
-    fmt(r.cast[clock]), fmt(r.castDispose[clock]), fmt(r.into[clock]), fmt(r.async?.[clock]), fmt(r.asyncShared?.[clock]), fmt(r.ort?.[clock]), fmt(r.ortNet?.[clock]), fmt(r.mem?.[clock]),
+    fmt(r.cast[clock]), fmt(r.castDispose[clock]), fmt(r.into[clock]), fmt(r.resident?.[clock]), fmt(r.castResident?.[clock]), fmt(r.async?.[clock]), fmt(r.asyncShared?.[clock]), fmt(r.ort?.[clock]), fmt(r.ortNet?.[clock]), fmt(r.mem?.[clock]),
     ratio(r.castVsOrt?.[clock]), ratio(r.castDisposeVsOrt?.[clock]), ratio(r.intoVsOrt?.[clock]), ratio(r.intoVsOrtNet?.[clock]),
+    ratio(r.residentVsOrt?.[clock]), ratio(r.residentVsOrtNet?.[clock]), ratio(r.castResidentVsOrt?.[clock]),
     pct(r.castVsMem?.[clock]), pct(r.intoVsMem?.[clock]), pct(r.asyncVsMem?.[clock]), pct(r.asyncSharedVsMem?.[clock]),
     r.ortIO,
   ]);

@@ -25,6 +25,8 @@ export type ErrorCode =
   | "INVALID_DATA"
   /** An output storage whose bytes overlap the input's (castInto). */
   | "ALIASED_OUTPUT"
+  /** An arena (createArena) without room for the tensor asked of it; the message gives the bytes needed and free. */
+  | "ARENA_FULL"
   /** The platform lacks what the call needs: castAsync's shared memory in a page that is not cross-origin isolated, toFloat16Array where there is no Float16Array. */
   | "UNSUPPORTED_PLATFORM"
   /** A castAsync worker did not start (its script did not load) or stopped while it had work. */

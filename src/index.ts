@@ -16,6 +16,7 @@ export {
 } from "./checked.js";
 export { Tensor, type ValueOf, type InputOf, type Float16ArrayLike, type Float16ArrayOf } from "./tensor.js";
 export { cast, castInto, castLike, type CastOptions } from "./ops/cast.js";
+export { createArena, type Arena } from "./arena.js";
 export { reshape, reshapeVersion, LATEST_RESHAPE, type ReshapeOptions, type ShapeLike } from "./ops/reshape.js";
 export { bitcast, type BitcastOptions, type BitcastSemantics } from "./ops/bitcast.js";
 export {

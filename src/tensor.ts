@@ -144,7 +144,8 @@ export class Tensor<N extends DTypeName = DTypeName> {
    * of the same byte size reuses its memory instead of faulting in fresh pages. Afterwards this
    * tensor's `data`, and every view of its buffer anyone holds, is detached (length 0): the memory
    * is never visible through two live tensors. A no-op for storage the caller supplied
-   * (`fromStorage`, `fromBytes`), for outputs under 1 MiB, a second time, and on runtimes without
+   * (`fromStorage`, `fromBytes`), for outputs under 1 MiB, a second time, for tensors in an arena
+   * (`createArena`: `arena.reset()` releases them all at once), and on runtimes without
    * `ArrayBuffer.prototype.transfer` (Node 20). Also `[Symbol.dispose]`, for `using`.
    *
    * @example { using y = cast(x, "float16"); send(y.bytes()); } // y's memory serves the next cast()

@@ -84,6 +84,7 @@ const GOOD: Readonly<Record<string, readonly unknown[]>> = {
   "Tensor.fromStorage": [new Float32Array(2), "float32", [2]],
   "Tensor.zeros": ["float32", [2]],
   dtype: ["float32"], cast: [t, "float16", {}], castLike: [t, t, {}], castInto: [t, Tensor.zeros("float16", [2]), {}],
+  createArena: [1024],
   reshape: [t, [2, 1], {}], reshapeVersion: [14], bitcast: [t, "int32", {}], promoteTypes: ["f16", "f32", {}],
   convertPromoteTypes: [t, t, {}], openvinoTypeName: ["float32"], operatorVersion: ["Cast", 21],
   decodeTensorProto: [tc.encodeTensorProto(t), {}], retag: [t, "int32"], decodeModel: [tc.encodeModel(model()), {}],

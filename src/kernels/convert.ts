@@ -8,6 +8,7 @@ import type { DType, Storage } from "../dtype/table.js";
 import { fastCast } from "./fast/index.js";
 import { nativeFloat16Cast } from "./native/float16.js";
 import { wasmCast } from "./wasm/index.js";
+import { residentCast } from "./wasm/resident.js";
 import { castReference, type ResolvedCastOptions } from "./reference.js";
 
 /**
@@ -57,9 +58,17 @@ export function nativeFloat16ToFloat64(): boolean {
   return v8;
 }
 
-/** Casts `count` elements of `src` (type `from`) into the zeroed storage `dst` (type `to`). */
+/**
+ * Casts `count` elements of `src` (type `from`) into the zeroed storage `dst` (type `to`). Storages
+ * that both live in one arena's memory (src/arena.ts) go to that memory's kernels in place first.
+ */
 export function convert(src: Storage, from: DType, dst: Storage, to: DType, count: number, opts: ResolvedCastOptions): void {
+  if (residentCast(src, from, dst, to, count, opts, scalar)) return;
   if (nativeFirst(from, to) && nativeFloat16Cast(src, from, dst, to, count)) return;
   if (wasmCast(src, from, dst, to, count, opts)) return;
+  scalar(src, from, dst, to, count, opts);
+}
+
+function scalar(src: Storage, from: DType, dst: Storage, to: DType, count: number, opts: ResolvedCastOptions): void {
   if (!fastCast(src, from, dst, to, count, opts)) castReference(src, from, dst, to, count, opts);
 }

@@ -32,7 +32,7 @@ export async function playgroundScript(): Promise<PlaygroundScript> {
 /** The exhaustive codec test files that also run in the browsers, compiled (build/test/...). */
 export const CODEC_TEST_FILES = [
   "test/dtype/minifloat.test.js", "test/ops/cast-exhaustive.test.js", "test/kernels/native-float16.test.js", "test/kernels/wasm.test.js",
-  "test/kernels/fast.test.js", "test/float16-array.test.js",
+  "test/kernels/fast.test.js", "test/float16-array.test.js", "test/arena.test.js",
 ];
 
 /**

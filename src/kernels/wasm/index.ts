@@ -11,7 +11,8 @@
  * allowed for small modules on browsers' main threads and in Node): no top-level await, no fetch,
  * no generated file. The caller's arrays are not in the module's memory, so each call streams the
  * input through it in chunks: copy in (TypedArray set on bytes: a memcpy), convert, copy out. The
- * chunk (16384 elements, 128 KiB in + 64 KiB out at most) stays in L2.
+ * chunk (16384 elements, 128 KiB in + 64 KiB out at most) stays in L2. Tensors in an arena live in
+ * a memory of their own instance, where the kernels run in place instead (resident.ts).
  *
  * Browser-safe: declares the slice of the WebAssembly API it uses instead of relying on DOM or Node
  * typings.
@@ -31,6 +32,8 @@ interface WasmApi {
 type Kernel = (src: number, dst: number, groups: number) => void;
 
 interface Loaded {
+  /** The instance's own memory (fixed size: its minimum and maximum are equal). */
+  readonly memory: { readonly buffer: ArrayBuffer; grow(pages: number): number };
   readonly bytes: Uint8Array;
   /** Whether f32_i8 is the relaxed-SIMD build. */
   readonly relaxed: boolean;
@@ -62,21 +65,22 @@ const builds = new Map<boolean, Loaded | null>();
  * turns, on a machine at load 18-23) Node 24 1.17-1.63x, Node 26 1.10x, Node 22 1.45x, Bun
  * 0.74-1.13x (noise around 1: its in-cache rates are equal). Faster on V8, no slower on JSC.
  */
-function load(): Loaded | null {
+function load(pages: number): Loaded | null {
   try {
     const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
     if (!api) return null;
     let relaxed = allowRelaxed;
-    let code = kernelModule(PAGES, { relaxed });
+    let code = kernelModule(pages, { relaxed });
     if (relaxed && !api.validate(code)) {
       relaxed = false;
-      code = kernelModule(PAGES);
+      code = kernelModule(pages);
     }
     if (!api.validate(code)) return null; // no SIMD (or a malformed module: the tests catch that)
     const instance = new api.Instance(new api.Module(code), {});
-    const memory = instance.exports.memory as { readonly buffer: ArrayBuffer };
+    const memory = instance.exports.memory as Loaded["memory"];
     const e = instance.exports as Record<KernelName, Kernel>;
     return {
+      memory,
       bytes: new Uint8Array(memory.buffer),
       relaxed,
       kernels: {
@@ -91,7 +95,7 @@ function load(): Loaded | null {
 
 function instance(): Loaded | null {
   if (loaded === undefined) {
-    if (!builds.has(allowRelaxed)) builds.set(allowRelaxed, load());
+    if (!builds.has(allowRelaxed)) builds.set(allowRelaxed, load(PAGES));
     loaded = builds.get(allowRelaxed)!;
   }
   return loaded;
@@ -117,8 +121,23 @@ export function wasmAvailable(): boolean {
   return instance() !== null;
 }
 
-/** The kernel for a pair: name, bytes per input and per output element, elements per group. */
-function kernelFor(from: DType, to: DType): [KernelName, number, number, number] | undefined {
+/**
+ * A fresh instance of the kernel module whose memory has `pages` pages (the last one holds the
+ * table and constants; the pages before it are the caller's), in the build useWasmBuild selects,
+ * or null where WebAssembly SIMD is unavailable. For resident.ts: each arena runs its own instance.
+ * @example const w = kernelInstance(17); w?.kernels.f32_f16(0, 4096, 1) // 8 floats at 0 -> float16 at 4096
+ */
+export function kernelInstance(pages: number): Loaded | null {
+  return load(pages);
+}
+
+export type { Loaded as KernelInstance, Kernel };
+
+/**
+ * The kernel for a pair: name, bytes per input and per output element, elements per group.
+ * @example kernelFor(dtype("float32"), dtype("int8")) // ["f32_i8", 4, 1, 16]
+ */
+export function kernelFor(from: DType, to: DType): [KernelName, number, number, number] | undefined {
   if (from.name === "float32") {
     if (to.name === "float16") return ["f32_f16", 4, 2, 8];
     if (to.name === "bfloat16") return ["f32_bf16", 4, 2, 8];
@@ -156,13 +175,7 @@ export function wasmCast(
   const [name, inSize, outSize, group] = k;
   const kernel = w.kernels[name];
   const mem = w.bytes;
-  if (name === "byte_lut32") {
-    const lut = byteLut(from, to, opts) as Int32Array;
-    if (w.lut !== lut) {
-      new Int32Array(mem.buffer, LUT, 256).set(lut);
-      w.lut = lut;
-    }
-  }
+  if (name === "byte_lut32") loadLut(w, LUT, from, to, opts);
   const s = u8View(src);
   const d = u8View(dst);
   for (let start = 0; start < count; start += CHUNK) {
@@ -172,4 +185,16 @@ export function wasmCast(
     d.set(mem.subarray(OUT, OUT + n * outSize), start * outSize);
   }
   return true;
+}
+
+/**
+ * Puts byte_lut32's table for the pair into `w`'s memory at `address`, unless it is there already.
+ * @example loadLut(w, lutAddress(pages), dtype("float8e4m3fn"), dtype("float32"), opts)
+ */
+export function loadLut(w: Loaded, address: number, from: DType, to: DType, opts: ResolvedCastOptions): void {
+  const lut = byteLut(from, to, opts) as Int32Array;
+  if (w.lut !== lut) {
+    new Int32Array(w.memory.buffer, address, 256).set(lut);
+    w.lut = lut;
+  }
 }

@@ -1,0 +1,125 @@
+/**
+ * Resident memory: a WebAssembly memory of fixed size with its own instance of the kernel module,
+ * whose kernels run in place on storage that lives in that memory (issue 16). wasmCast streams
+ * ordinary arrays through its module's memory, copying every chunk in and out; on 4 Mi elements
+ * the kernels alone are 2.2-2.9x faster than that (bench/in-place.ts), and the copies are what
+ * kept castInto below onnxruntime on float32 -> int8, int64 -> int32 and float64 -> float32.
+ *
+ * The memory is never grown by a cast (growth would detach every view of it). Its one detaching
+ * operation is `grow(0)`, used by `reset` on purpose: the WebAssembly JS API refreshes the
+ * memory's ArrayBuffer on every grow, detaching the old one, so every typed array anyone still
+ * holds over the memory reads as empty (length 0) before its bytes are handed out again. A
+ * WebAssembly memory's buffer refuses `transfer()` and `postMessage` transfer (TypeError), so
+ * nobody else can detach or steal it.
+ *
+ * Browser-safe: no Node built-ins.
+ */
+import type { DType, Storage } from "../../dtype/table.js";
+import type { ResolvedCastOptions } from "../reference.js";
+import { kernelFor, kernelInstance, loadLut, type KernelInstance } from "./index.js";
+import { lutAddress } from "./kernels.js";
+
+/** Bytes of one WebAssembly page. */
+const PAGE = 65536;
+/** The largest memory a 32-bit WebAssembly module addresses: 65536 pages, 4 GiB. */
+const MAX_PAGES = 65536;
+/**
+ * Bytes a resident memory can give out at most: every page but the last, which holds the kernels'
+ * table and constants.
+ * @example RESIDENT_MAX_BYTES // 4294901760 (4 GiB - 64 KiB)
+ */
+export const RESIDENT_MAX_BYTES = (MAX_PAGES - 1) * PAGE;
+
+interface WasmMemoryApi {
+  Memory: new (d: { initial: number; maximum: number }) => KernelInstance["memory"];
+}
+
+/** A fixed-size WebAssembly memory, with the kernels that work in it when the platform has SIMD. */
+export interface ResidentMemory {
+  /** The memory's current ArrayBuffer (a new object after each `reset`). */
+  readonly buffer: ArrayBuffer;
+  /** Bytes free for storage, from address 0: the memory minus its last page. */
+  readonly capacity: number;
+  /** Whether casts between storages in this memory run in place (false without WebAssembly SIMD). */
+  readonly inPlace: boolean;
+  /**
+   * Detaches every view of the memory made so far (each reads as empty from now on) and returns
+   * the memory's new ArrayBuffer; the bytes stay as they were.
+   */
+  reset(): ArrayBuffer;
+}
+
+/** The memories whose kernels run in place, by their current buffer. */
+const residents = new WeakMap<ArrayBufferLike, KernelInstance>();
+
+/**
+ * A resident memory with room for `bytes` bytes (rounded up to whole 64 KiB pages), plus one page
+ * for the kernels. Without WebAssembly SIMD, a plain fixed WebAssembly memory (casts then take the
+ * ordinary paths); without WebAssembly at all, undefined.
+ *
+ * @example const m = residentMemory(64 << 20); new Float32Array(m!.buffer, 0, 16 << 20)
+ * @throws RangeError when the platform cannot reserve the memory (the caller reports it).
+ */
+export function residentMemory(bytes: number): ResidentMemory | undefined {
+  const pages = Math.ceil(bytes / PAGE) + 1;
+  const w = kernelInstance(pages);
+  let memory: KernelInstance["memory"];
+  if (w) {
+    memory = w.memory;
+    residents.set(memory.buffer, w);
+  } else {
+    const api = (globalThis as { WebAssembly?: WasmMemoryApi }).WebAssembly;
+    if (!api) return undefined;
+    memory = new api.Memory({ initial: pages, maximum: pages });
+  }
+  return {
+    get buffer() {
+      return memory.buffer;
+    },
+    capacity: (pages - 1) * PAGE,
+    inPlace: w !== null,
+    reset() {
+      if (w) residents.delete(memory.buffer);
+      memory.grow(0); // detaches the old buffer: see the module comment
+      if (w) residents.set(memory.buffer, w);
+      return memory.buffer;
+    },
+  };
+}
+
+/**
+ * Casts `count` elements of `src` into `dst` in place when both live in the same resident memory
+ * and the pair has a WebAssembly kernel, and returns true; else returns false, having written
+ * nothing. The kernels convert whole groups (8 or 16 elements) where the storages are; the last
+ * partial group goes through `tail` (the scalar path), because a kernel's whole group would write
+ * past the end of `dst` into bytes another tensor (or a view a user holds) may own.
+ *
+ * @example if (!residentCast(x.data, x.dtype, out.data, out.dtype, x.size, opts, scalar)) wasmCast(...)
+ */
+export function residentCast(
+  src: Storage, from: DType, dst: Storage, to: DType, count: number, opts: ResolvedCastOptions,
+  tail: (src: Storage, from: DType, dst: Storage, to: DType, count: number, opts: ResolvedCastOptions) => void,
+): boolean {
+  if (Array.isArray(src) || Array.isArray(dst)) return false;
+  const w = residents.get(src.buffer);
+  if (w === undefined || residents.get(dst.buffer) !== w) return false;
+  const k = kernelFor(from, to);
+  if (!k) return false;
+  const [name, inSize, outSize, group] = k;
+  if (name === "byte_lut32") loadLut(w, lutAddress(w.memory.buffer.byteLength / PAGE), from, to, opts);
+  const groups = Math.floor(count / group);
+  const whole = groups * group;
+  // Offsets past 2^31 reach the kernel's i32 parameters as negative numbers; WebAssembly reads
+  // addresses as unsigned, so they still address the right bytes.
+  if (groups > 0) w.kernels[name](src.byteOffset, dst.byteOffset, groups);
+  if (whole < count) {
+    tail(sub(src, whole * inSize, (count - whole) * inSize), from, sub(dst, whole * outSize, (count - whole) * outSize), to, count - whole, opts);
+  }
+  return true;
+}
+
+/** The `bytes` bytes of `a` from byte `start`, as a view of `a`'s own type. */
+function sub(a: Exclude<Storage, string[]>, start: number, bytes: number): Storage {
+  const ctor = a.constructor as new (b: ArrayBufferLike, o: number, n: number) => Exclude<Storage, string[]>;
+  return new ctor(a.buffer, a.byteOffset + start, bytes / a.BYTES_PER_ELEMENT);
+}
