@@ -260,12 +260,14 @@ export class Tensor<N extends DTypeName = DTypeName> {
 
   /**
    * The raw little-endian bytes (ONNX raw_data layout), sharing this tensor's memory.
-   * @throws TensorcastError UNSUPPORTED_TYPE for strings.
+   * @throws TensorcastError UNSUPPORTED_TYPE for strings; INVALID_DATA once disposed.
    */
   bytes(): Uint8Array {
     if (this.dtype.array === "Array") {
       throw new TensorcastError("UNSUPPORTED_TYPE", "string tensors have no raw byte layout");
     }
+    // A detached buffer would make the Uint8Array constructor throw a bare TypeError.
+    if (this.disposed) throw new TensorcastError("INVALID_DATA", "bytes(): the tensor was disposed (its storage is released)");
     const d = this.data as Exclude<Storage, string[]>;
     return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
   }

@@ -128,11 +128,11 @@ test("storage the caller supplied, and small outputs, are never detached", () =>
   clearStoragePool();
 });
 
-test("a disposed tensor is refused as an input and as castInto's output", () => {
-  if (!releases) return;
+test("a disposed tensor is refused as an input, as castInto's output and by bytes()", { skip: releases ? false : "no ArrayBuffer.prototype.transfer here (Node 20): nothing is ever disposed" }, () => {
   const y = cast(input(N, 5), "float16");
   y.dispose();
   assert.throws(() => cast(y, "float32"), (e: unknown) => e instanceof TensorcastError && e.code === "INVALID_DATA" && /disposed/.test(e.message));
+  assert.throws(() => y.bytes(), (e: unknown) => e instanceof TensorcastError && e.code === "INVALID_DATA" && /bytes\(\): the tensor was disposed/.test(e.message));
   const out = cast(input(N, 6), "float16");
   out.dispose();
   assert.throws(() => castInto(input(N, 6), out), (e: unknown) => e instanceof TensorcastError && e.code === "INVALID_DATA" && /disposed/.test(e.message));
