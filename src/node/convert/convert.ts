@@ -29,6 +29,7 @@ import { rawByteLength, type FileFormat, type FileTensor, type TensorFile } from
 import { verifyOutput } from "../io/verify.js";
 import { encodedLength, planOutput, type OutputTensor } from "../io/writer.js";
 import { emptyConvertStats, mergeConvertStats, type ConvertStats } from "./kernel.js";
+import { ChunkBuffers } from "./buffers.js";
 import { TaskPool } from "./pool.js";
 import { chunkElements, chunksOf, DEFAULT_CHUNK_BYTES, inTensor, Interrupted, runBounded, type Chunk } from "./schedule.js";
 
@@ -269,6 +270,7 @@ export async function convertFileOn(input: string, output: string, opts: Convert
     const target = out;
     const sideTarget = side;
     const activePool = shared ?? pool!;
+    const buffers = new ChunkBuffers();
     await runBounded(jobList(), Math.max(2, 2 * jobs), async (job) => {
       if (job.kind === "bytes") return target.write(job.data, job.at);
       if (job.kind === "copy") {
@@ -280,15 +282,24 @@ export async function convertFileOn(input: string, output: string, opts: Convert
       const { start, count } = job.chunk;
       let bytes: Uint8Array;
       let inBytes: number;
+      // Buffers this job may hand back for the next chunks once written: its own, never a view of
+      // the reader's.
+      const reusable: Uint8Array[] = [];
       try {
-        const raw = await t.source.read(start, count);
+        const buffer = buffers.take(rawByteLength(t.source.dtype, count));
+        const raw = await t.source.read(start, count, buffer);
         inBytes = raw.length;
         if (t.dtype === t.source.dtype) {
           bytes = t.encoding === "npy" ? rawToNpy(t.dtype, raw, count) : raw;
+          if (raw === buffer) reusable.push(raw);
         } else {
-          const result = await activePool.run({ op: "convert", raw, from: t.source.dtype.name, to: t.dtype.name, count, saturate, encoding: t.encoding });
+          const into = t.encoding === "raw" ? buffers.take(rawByteLength(t.dtype, count)) : undefined;
+          const result = await activePool.run({ op: "convert", raw, from: t.source.dtype.name, to: t.dtype.name, count, saturate, encoding: t.encoding, into });
           if (result.op !== "convert") throw new Error("internal: wrong task result");
           bytes = result.bytes;
+          // The converted bytes are always this job's: into itself, or what the worker allocated.
+          reusable.push(bytes);
+          if (raw === buffer) reusable.push(result.raw);
           mergeConvertStats(stats.get(t)!, result.stats);
         }
       } catch (e) {
@@ -298,6 +309,7 @@ export async function convertFileOn(input: string, output: string, opts: Convert
       const into = t.side ? sideTarget : target;
       if (!into) throw new TensorcastError("INTERNAL", `${output}: a side-file tensor without a side file`);
       await into.write(bytes, t.offset + encodedLength(t.dtype, start, t.encoding));
+      for (const b of reusable) buffers.give(b);
       progress(inBytes);
     }, opts.signal);
 
