@@ -256,8 +256,16 @@ export function convertChunk(
   return { bytes, stats };
 }
 
-/** How converting `source` into `result` changed each element (see ConvertStats). */
-export function measureConversion(source: Tensor, result: Tensor): ConvertStats {
+/**
+ * How converting `source` into `result` changed each element (see ConvertStats). `via`
+ * "float64" takes the general path (every value decoded to float64) even where both types fit in
+ * float32: tests compare the two.
+ * @example
+ * const x = Tensor.fromValues([1, 1.001, 70000], "float32");
+ * measureConversion(x, cast(x, "float16"))
+ * // { count: 3, changed: 2, nonFinite: 1, becameNonFinite: 1, outOfRange: 1, maxAbsError: 0.00002..., ... }
+ */
+export function measureConversion(source: Tensor, result: Tensor, via: "auto" | "float64" = "auto"): ConvertStats {
   const to = result.dtype;
   const hi = to.max === undefined ? Infinity : Number(to.max);
   const lo = to.min === undefined ? -Infinity : Number(to.min);
@@ -272,7 +280,7 @@ export function measureConversion(source: Tensor, result: Tensor): ConvertStats 
   // blocks, a float32 source not even copied, which takes the conversion's statistics from most
   // of a checkpoint conversion's time to a fraction of it. Each value read is the same double the
   // float64 decoders give, so the tally is the same.
-  const decodeX32 = decoder32(source);
+  const decodeX32 = via === "auto" ? decoder32(source) : undefined;
   const decodeY32 = decodeX32 && decoder32(result);
   if (decodeX32 && decodeY32) {
     const x = new Float32Array(Math.min(BLOCK, source.size));
