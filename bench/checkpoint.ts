@@ -17,8 +17,11 @@
  * time per contender, and each one's ratio to cp's.
  *
  * `--breakdown` first times the converter's stages in this process on the same file, one after
- * the other (each stage alone, so what overlaps in a real run is counted in each): reading every
- * chunk, casting and measuring each chunk, writing the output, flushing it, and verifying it.
+ * the other (each stage alone, so what overlaps in a real run is counted in each), wall and CPU
+ * time: reading every chunk into one reused buffer, cast() of each chunk (a fresh output) and
+ * castInto a reused one, the statistics of each chunk, writing the output, flushing it, and
+ * reading it back whole (what a digest check of every byte would add; the converter's own check
+ * re-reads the header only, docs/performance.md).
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
@@ -117,15 +120,18 @@ const median = (xs: number[]): number => {
 };
 
 /** The converter's stages, each timed alone in this process (see the file comment). */
-async function breakdown(): Promise<[string, number][]> {
+async function breakdown(): Promise<[string, number, number][]> {
   const chunk = 4 * 1024 * 1024;
   const file = await RandomAccessFile.open(input);
   const dataStart = file.size - tensors * tensorMiB * 1024 * 1024;
-  const times: [string, number][] = [];
+  // Wall time and this process's CPU time (every thread: libuv's file system threads included).
+  const times: [string, number, number][] = [];
   const time = async (what: string, f: () => Promise<void> | void): Promise<void> => {
     const t = performance.now();
+    const c = process.cpuUsage();
     await f();
-    times.push([what, (performance.now() - t) / 1000]);
+    const used = process.cpuUsage(c);
+    times.push([what, (performance.now() - t) / 1000, (used.user + used.system) / 1e6]);
   };
   const buffer = new Uint8Array(chunk);
   const out = Tensor.zeros("bfloat16", [chunk / 4]);
@@ -169,7 +175,8 @@ try {
     `load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`;
   console.error(header);
   if (args.includes("--breakdown")) {
-    for (const [what, s] of await breakdown()) console.log(`| ${what} | ${s.toFixed(3)} s |`);
+    console.log("| stage, alone, on the whole file | wall | CPU (user + system) |\n| --- | --- | --- |");
+    for (const [what, s, cpu] of await breakdown()) console.log(`| ${what} | ${s.toFixed(3)} s | ${cpu.toFixed(3)} s |`);
   }
   const contenders: [string, string, string[]][] = [
     ["cp", "cp", [input, output]],
