@@ -11,7 +11,8 @@
  * uniform in +/-0.02) is generated in `--dir`. Then, `--reps` times and in turn: `cp IN OUT`,
  * `cp IN OUT && sync OUT` (cp does not flush; the converter flushes its output before renaming
  * it, so this is the like-for-like copy), and the converter once per `--jobs` value (and `--before`'s, another checkout's CLI, for a before / after comparison in one run), each as its
- * own process under /usr/bin/time -v (wall time, CPU time, peak resident memory), OUT removed
+ * own process under /usr/bin/time -v, after a `sync` (untimed) so that no run pays for the
+ * writeback of the generated input or of an earlier run, (wall time, CPU time, peak resident memory), OUT removed
  * between runs and not timed. `--cold` drops the page cache before every run (needs root and a
  * writable /proc/sys/vm/drop_caches; said in the header whether it worked). Min and median wall
  * time per contender, and each one's ratio to cp's.
@@ -127,6 +128,13 @@ async function breakdown(): Promise<[string, number, number][]> {
   // Wall time and this process's CPU time (every thread: libuv's file system threads included).
   const times: [string, number, number][] = [];
   const time = async (what: string, f: () => Promise<void> | void): Promise<void> => {
+    // What the previous stage left (256 cast() outputs: 512 MiB of ArrayBuffers) is freed here,
+    // not during the next stage (it was once a second of system time counted as writing).
+    const gc = (globalThis as { gc?: () => void }).gc;
+    if (!gc) throw new Error("--breakdown needs node --expose-gc");
+    gc();
+    execFileSync("sync");
+    await new Promise((r) => setTimeout(r, 500));
     const t = performance.now();
     const c = process.cpuUsage();
     await f();
@@ -167,6 +175,7 @@ async function breakdown(): Promise<[string, number, number][]> {
 
 try {
   generate();
+  execFileSync("sync");
   const size = statSync(input).size;
   const drops = cold ? dropCaches() : false;
   const header =
@@ -190,6 +199,10 @@ try {
   const runs = new Map<string, Run[]>(contenders.map(([name]) => [name, []]));
   for (let r = 0; r < reps; r++) {
     for (const [name, command, argv] of contenders) {
+      // Dirty pages of the generated input or of an earlier run being written back make every
+      // write(2) meanwhile about 10x costlier in system time (measured: 512 MiB written right
+      // after a 1 GiB file took 1.15 s of CPU instead of 0.1 s); each run starts with none.
+      execFileSync("sync");
       if (cold) dropCaches();
       const run = timed(command, argv);
       rmSync(output, { force: true });
@@ -197,12 +210,13 @@ try {
       console.error(`${name}: ${run.seconds.toFixed(2)} s, CPU ${run.cpu.toFixed(2)} s, peak ${run.peakMiB.toFixed(0)} MiB`);
     }
   }
-  const cp = Math.min(...runs.get("cp")!.map((r) => r.seconds));
+  // --reps 0: the breakdown alone.
+  const cp = reps === 0 ? NaN : Math.min(...runs.get("cp")!.map((r) => r.seconds));
   const cpMedian = median(runs.get("cp")!.map((r) => r.seconds));
   console.log(`\n<!-- ${header}; load average at the end ${loadavg().map((l) => l.toFixed(2)).join(" ")} -->`);
   console.log("| contender | wall min | wall median | / cp (min, median) | CPU median (user + system) | peak RSS (max) |");
   console.log("| --- | --- | --- | --- | --- | --- |");
-  for (const [name] of contenders) {
+  for (const [name] of reps === 0 ? [] : contenders) {
     const rs = runs.get(name)!;
     const min = Math.min(...rs.map((r) => r.seconds));
     const med = median(rs.map((r) => r.seconds));
