@@ -11,7 +11,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cast, Tensor } from "../../src/index.js";
 import { convertFile, openTensorFile } from "../../src/node/index.js";
-import { ChunkBuffers } from "../../src/node/convert/buffers.js";
+import { ChunkBuffers, KEEP_BYTES } from "../../src/node/convert/buffers.js";
 import { measureConversion } from "../../src/node/convert/kernel.js";
 import { randomBytes, randomFloat32, safetensorsBytes, scratch, type RawTensor } from "./helpers.js";
 
@@ -75,4 +75,29 @@ test("ChunkBuffers: a buffer given back is taken again once, never by two takers
   const third = buffers.take(4096);
   assert.equal(third.buffer.byteLength, 4096);
   assert.ok(!(third.buffer instanceof SharedArrayBuffer));
+});
+
+test("ChunkBuffers keeps at most KEEP_BYTES: the sizes given back least recently go first", () => {
+  const buffers = new ChunkBuffers();
+  const mib = 1024 * 1024;
+  // A checkpoint's last chunks: a size each.
+  for (let i = 1; i <= 200; i++) buffers.give(new Uint8Array(mib + i));
+  assert.ok(buffers.keptBytes <= KEEP_BYTES, `${buffers.keptBytes} bytes kept`);
+  assert.ok(buffers.keptBytes > KEEP_BYTES - 2 * mib, `${buffers.keptBytes} bytes kept`);
+  // The newest sizes are the ones kept.
+  const newest = buffers.take(mib + 200);
+  assert.equal(buffers.keptBytes <= KEEP_BYTES - mib, true);
+  buffers.give(newest);
+  const oldest = buffers.take(mib + 1);
+  buffers.give(oldest);
+  assert.ok(buffers.keptBytes <= KEEP_BYTES);
+  // One buffer larger than the whole allowance is never kept.
+  const huge = new Uint8Array(KEEP_BYTES + 1);
+  buffers.give(huge);
+  assert.notEqual(buffers.take(KEEP_BYTES + 1), huge);
+  // Taking gives the bytes back to the allowance.
+  const before = buffers.keptBytes;
+  const again = buffers.take(mib + 199);
+  assert.equal(again.length, mib + 199);
+  assert.equal(buffers.keptBytes, before - (mib + 199));
 });
