@@ -4,12 +4,15 @@
  * float64 path for every source and target it serves, on every code of the 8- and 16-bit sources,
  * random float32 bit patterns (NaN payloads, infinities, subnormals, every exponent) and the
  * values at each target's limits; and convertChunk into a reused buffer gives cast's bytes and
- * statistics, whatever garbage the buffer held.
+ * statistics, whatever garbage the buffer held. Both paths are also checked against the loop they
+ * replaced (kept here as the reference), over the same inputs, and float64 sources and integer
+ * targets (the general path only) too.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { cast, dtype, Tensor, type DTypeName } from "../../src/index.js";
-import { convertChunk, measureConversion } from "../../src/node/convert/kernel.js";
+import { overflowThreshold } from "../../src/dtype/minifloat.js";
+import { convertChunk, measureConversion, type ConvertStats } from "../../src/node/convert/kernel.js";
 import { random } from "./helpers.js";
 
 const TARGETS: DTypeName[] = [
@@ -52,6 +55,56 @@ const SOURCES: [string, () => Tensor][] = [
   ["every float8e8m0 code", () => everyCode("float8e8m0")],
 ];
 
+/**
+ * The statistics as measureConversion computed them before issue 16's changes (commit 235e0eb), one
+ * element at a time on float64 values, kept here as the oracle for both of today's paths.
+ */
+function referenceStats(source: Tensor, result: Tensor): ConvertStats {
+  const to = result.dtype;
+  const x = cast(source, "float64").data as Float64Array;
+  const y = cast(result, "float64").data as Float64Array;
+  const hi = to.max === undefined ? Infinity : Number(to.max);
+  const lo = to.min === undefined ? -Infinity : Number(to.min);
+  const signedFloat = to.kind === "float" && to.name !== "float8e8m0" && to.format !== undefined;
+  const past = signedFloat ? overflowThreshold(to.format!) : undefined;
+  const upper = past ? past.at : hi;
+  const lower = past ? -past.at : lo;
+  const tieIsPast = past ? past.tieOverflows : false;
+  const MAX = Number.MAX_VALUE;
+  const s: ConvertStats = { count: source.size, maxAbsError: 0, maxRelError: 0, changed: 0, outOfRange: 0, saturated: 0, nonFinite: 0, becameNonFinite: 0 };
+  for (let j = 0; j < x.length; j++) {
+    const a = x[j];
+    const b = y[j];
+    const beyond = a > upper || a < lower || (tieIsPast && (a === upper || a === lower));
+    if (Math.abs(a) <= MAX && Math.abs(b) <= MAX) {
+      if (a !== b) {
+        s.changed++;
+        const err = Math.abs(b - a);
+        if (err > s.maxAbsError) s.maxAbsError = err;
+        const m = Math.abs(a);
+        if (m !== 0 && err > s.maxRelError * m) s.maxRelError = err / m;
+      }
+      if (beyond) {
+        s.outOfRange++;
+        if (b === hi || b === lo) s.saturated++;
+      }
+      continue;
+    }
+    if (a !== b && (a === a || b === b)) s.changed++;
+    if (!(Math.abs(b) <= MAX)) {
+      s.nonFinite++;
+      if (Math.abs(a) <= MAX) {
+        s.becameNonFinite++;
+        if (beyond) s.outOfRange++;
+      }
+    } else if (a === a) {
+      s.outOfRange++;
+      if (b === hi || b === lo) s.saturated++;
+    }
+  }
+  return s;
+}
+
 for (const [what, make] of SOURCES) {
   test(`statistics: the float32 path equals the float64 path, ${what} to every 8- to 32-bit float`, () => {
     const x = make();
@@ -62,6 +115,7 @@ for (const [what, make] of SOURCES) {
         const fast = measureConversion(x, y);
         const general = measureConversion(x, y, "float64");
         assert.deepEqual(fast, general, `${x.dtype.name} -> ${to}, saturate ${saturate}`);
+        assert.deepEqual(general, referenceStats(x, y), `${x.dtype.name} -> ${to}, saturate ${saturate}: against the reference`);
       }
     }
   });
@@ -95,5 +149,23 @@ test("convertChunk into a reused buffer: cast's bytes and statistics, whatever t
     // A buffer of another length is not used.
     const wrong = new Uint8Array(into.length + 1);
     assert.notEqual(convertChunk(raw, "float32", to, x.size, true, "raw", wrong).bytes.buffer, wrong.buffer, to);
+  }
+});
+
+test("statistics: the general path equals the reference for float64 sources and integer targets", () => {
+  const next = random(17);
+  const values = Array.from({ length: 5000 }, () => (next() - 0.5) * 2 ** Math.floor(next() * 80 - 20));
+  values.push(0, -0, NaN, Infinity, -Infinity, 127.5, -128.5, 255.5, 65504, 65520, 1e300, -1e300, 2 ** -1074);
+  const x = Tensor.fromValues(values, "float64");
+  for (const to of ["float16", "bfloat16", "float32", "float8e4m3fn", "float8e5m2fnuz", "float8e8m0", "float4e2m1", "int8", "uint8", "int32", "uint4"] as DTypeName[]) {
+    for (const saturate of [true, false]) {
+      const y = cast(x, to, { saturate });
+      assert.deepEqual(measureConversion(x, y), referenceStats(x, y), `float64 -> ${to}, saturate ${saturate}`);
+    }
+  }
+  const f = float32s();
+  for (const to of ["int8", "uint8", "int16", "float4e2m1", "float6e3m2"] as DTypeName[]) {
+    const y = cast(f, to);
+    assert.deepEqual(measureConversion(f, y), referenceStats(f, y), `float32 -> ${to}`);
   }
 });

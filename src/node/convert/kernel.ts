@@ -312,6 +312,10 @@ interface Tally {
 /** Adds elements [0, n) of old values `x` and new values `y` to `s`. */
 function tally(x: Float32Array | Float64Array, y: Float32Array | Float64Array, n: number, s: Tally): void {
   const { upper, lower, tieIsPast, hi, lo } = s;
+  // Below this magnitude a value is strictly inside [lower, upper]: one comparison instead of the
+  // four of the full test (which, with tieIsPast, were half of this loop's time). NaN or negative
+  // when nothing is that simple (a lower limit above 0): then every value takes the full test.
+  const inner = Math.min(upper, -lower);
   // Counters in locals, not object fields: this loop runs once per element.
   let maxAbs = s.maxAbs;
   let maxRel = s.maxRel;
@@ -323,16 +327,16 @@ function tally(x: Float32Array | Float64Array, y: Float32Array | Float64Array, n
   for (let j = 0; j < n; j++) {
     const a = x[j];
     const b = y[j];
-    if (Math.abs(a) <= MAX && Math.abs(b) <= MAX) {
+    const m = Math.abs(a);
+    if (m <= MAX && Math.abs(b) <= MAX) {
       // Both finite: the common case.
       if (a !== b) {
         changed++;
         const err = Math.abs(b - a);
         if (err > maxAbs) maxAbs = err;
-        const m = Math.abs(a);
         if (m !== 0 && err > maxRel * m) maxRel = err / m;
       }
-      if (a > upper || a < lower || (tieIsPast && (a === upper || a === lower))) {
+      if (!(m < inner) && (a > upper || a < lower || (tieIsPast && (a === upper || a === lower)))) {
         outOfRange++;
         if (b === hi || b === lo) saturated++;
       }
