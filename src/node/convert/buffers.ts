@@ -10,6 +10,8 @@ const KEEP = 8;
 /**
  * At most this many bytes are kept in all: every tensor's last chunk has a size of its own, and a
  * checkpoint of thousands of tensors must not keep a buffer of each.
+ * @example
+ * buffers.give(new Uint8Array(KEEP_BYTES + 1)); // dropped: larger than the whole allowance
  */
 export const KEEP_BYTES = 64 * 1024 * 1024;
 
