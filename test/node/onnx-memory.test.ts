@@ -151,6 +151,12 @@ test("converting ~200 MB of typed-field tensors peaks like the same tensors in r
   // (245-247 before). float_data is read in place, so it costs what raw_data costs, give or take
   // the allocator; int32_data is decoded a tensor at a time (two while chunks of both are in
   // flight, each with its message until the garbage collector runs), never all of them at once.
+  // Since the converter reuses its chunk buffers (issue 16), raw_data grows by 25-35 MiB, which
+  // int32_data, decoded whole tensor by whole tensor, cannot use: its bound keeps the 64 MiB of
+  // raw_data's growth it was written against.
   assert.ok(floatData.growthMiB <= raw.growthMiB + 32, `float_data grew by ${floatData.growthMiB} MiB, raw_data by ${raw.growthMiB}`);
-  assert.ok(int32Data.growthMiB <= raw.growthMiB + int32Data.dataMiB, `int32_data grew by ${int32Data.growthMiB} MiB, raw_data by ${raw.growthMiB}`);
+  assert.ok(
+    int32Data.growthMiB <= Math.max(raw.growthMiB, 64) + int32Data.dataMiB,
+    `int32_data grew by ${int32Data.growthMiB} MiB, raw_data by ${raw.growthMiB}`,
+  );
 });

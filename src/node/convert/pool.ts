@@ -97,7 +97,7 @@ export class TaskPool {
 
 /** The input buffers of a task that can be moved to a worker rather than copied. */
 function transferList(task: Task): ArrayBuffer[] {
-  const views = task.op === "diff" ? [task.a, task.b] : [task.raw];
+  const views = task.op === "diff" ? [task.a, task.b] : task.op === "convert" && task.into ? [task.raw, task.into] : [task.raw];
   const out: ArrayBuffer[] = [];
   for (const v of views) {
     const whole = v.byteOffset === 0 && v.byteLength === v.buffer.byteLength && !(v.buffer instanceof SharedArrayBuffer);

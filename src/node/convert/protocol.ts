@@ -1,17 +1,25 @@
 /**
  * The messages between the main thread and the conversion workers. Input bytes are transferred,
- * not copied; so are the converted bytes coming back.
+ * not copied; so are the converted bytes coming back, and the input's buffer with them, so that
+ * the main thread can read the next chunk into it.
  */
 import type { DTypeName } from "../../index.js";
 import type { ConvertStats, DiffStats, ValueStats } from "./kernel.js";
 
 export type Task =
-  | { readonly op: "convert"; readonly raw: Uint8Array; readonly from: DTypeName; readonly to: DTypeName; readonly count: number; readonly saturate: boolean; readonly encoding: "raw" | "npy"; readonly weights?: boolean }
+  | {
+      readonly op: "convert"; readonly raw: Uint8Array; readonly from: DTypeName; readonly to: DTypeName; readonly count: number;
+      readonly saturate: boolean; readonly encoding: "raw" | "npy";
+      /** Converted as the whole-model pass converts weights (castWeights). */
+      readonly weights?: boolean;
+      /** A buffer to write the converted bytes into when it has their length (reused between chunks). */
+      readonly into?: Uint8Array;
+    }
   | { readonly op: "values"; readonly raw: Uint8Array; readonly dtype: DTypeName; readonly count: number }
   | { readonly op: "diff"; readonly a: Uint8Array; readonly aType: DTypeName; readonly b: Uint8Array; readonly bType: DTypeName; readonly count: number };
 
 export type TaskResult =
-  | { readonly op: "convert"; readonly bytes: Uint8Array; readonly stats: ConvertStats }
+  | { readonly op: "convert"; readonly bytes: Uint8Array; readonly stats: ConvertStats; /** The task's input, handed back for reuse. */ readonly raw: Uint8Array }
   | { readonly op: "values"; readonly stats: ValueStats }
   | { readonly op: "diff"; readonly stats: DiffStats };
 

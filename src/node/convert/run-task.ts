@@ -5,8 +5,8 @@ import type { Task, TaskResult } from "./protocol.js";
 export function runTask(task: Task): TaskResult {
   switch (task.op) {
     case "convert": {
-      const { bytes, stats } = convertChunk(task.raw, task.from, task.to, task.count, task.saturate, task.encoding, task.weights);
-      return { op: "convert", bytes, stats };
+      const { bytes, stats } = convertChunk(task.raw, task.from, task.to, task.count, task.saturate, task.encoding, task.into, task.weights);
+      return { op: "convert", bytes, stats, raw: task.raw };
     }
     case "values":
       return { op: "values", stats: valueChunk(task.raw, task.dtype, task.count) };

@@ -12,7 +12,9 @@ port.on("message", (request: Request) => {
   const transfer: ArrayBuffer[] = [];
   try {
     const result = runTask(request.task);
-    if (result.op === "convert" && isWhole(result.bytes)) transfer.push(result.bytes.buffer as ArrayBuffer);
+    if (result.op === "convert") {
+      for (const b of [result.bytes, result.raw]) if (isWhole(b) && !transfer.includes(b.buffer as ArrayBuffer)) transfer.push(b.buffer as ArrayBuffer);
+    }
     response = { id: request.id, result };
   } catch (e) {
     const err = e as Error;

@@ -11,6 +11,8 @@ import type { AtomicOutput, RandomAccessFile } from "../io/file.js";
 import { rawToNpy } from "../io/npy.js";
 import { verifyOutput } from "../io/verify.js";
 import { encodedLength, type OutputPlan, type OutputTensor } from "../io/writer.js";
+import { rawByteLength } from "../io/tensors.js";
+import { ChunkBuffers } from "./buffers.js";
 import { emptyConvertStats, mergeConvertStats, type ConvertStats } from "./kernel.js";
 import type { TaskPool } from "./pool.js";
 import { chunkElements, chunksOf, inTensor, Interrupted, runBounded, type Chunk } from "./schedule.js";
@@ -83,6 +85,7 @@ export async function writePlan(plan: OutputPlan, t: PlanTarget): Promise<Map<Ou
     }
   };
   const { out, side, source, pool } = t;
+  const buffers = new ChunkBuffers();
   await runBounded(jobList(), Math.max(2, t.inFlight), async (job) => {
     if (job.kind === "bytes") return out.write(job.data, job.at);
     if (job.kind === "copy") {
@@ -94,17 +97,27 @@ export async function writePlan(plan: OutputPlan, t: PlanTarget): Promise<Map<Ou
     const { start, count } = job.chunk;
     let bytes: Uint8Array;
     let inBytes: number;
+    // Buffers this job may hand back for the next chunks once written: its own, never a view of
+    // the reader's.
+    const reusable: Uint8Array[] = [];
     try {
-      const raw = await x.source.read(start, count);
+      const buffer = buffers.take(rawByteLength(x.source.dtype, count));
+      const raw = await x.source.read(start, count, buffer);
       inBytes = raw.length;
       if (x.dtype === x.source.dtype) {
         bytes = x.encoding === "npy" ? rawToNpy(x.dtype, raw, count) : raw;
+        if (raw === buffer) reusable.push(raw);
       } else {
+        // castWeights makes a fresh output, so weights get no buffer to write into.
+        const into = x.encoding === "raw" && !t.weights ? buffers.take(rawByteLength(x.dtype, count)) : undefined;
         const result = await pool.run({
-          op: "convert", raw, from: x.source.dtype.name, to: x.dtype.name, count, saturate: t.saturate, encoding: x.encoding, weights: t.weights,
+          op: "convert", raw, from: x.source.dtype.name, to: x.dtype.name, count, saturate: t.saturate, encoding: x.encoding, weights: t.weights, into,
         });
         if (result.op !== "convert") throw new Error("internal: wrong task result");
         bytes = result.bytes;
+        // The converted bytes are always this job's: into itself, or what the worker allocated.
+        reusable.push(bytes);
+        if (raw === buffer) reusable.push(result.raw);
         let s = stats.get(x);
         if (!s) stats.set(x, (s = emptyConvertStats()));
         mergeConvertStats(s, result.stats);
@@ -116,6 +129,7 @@ export async function writePlan(plan: OutputPlan, t: PlanTarget): Promise<Map<Ou
     const into = x.side ? side : out;
     if (!into) throw new TensorcastError("INTERNAL", `${t.output}: a side-file tensor without a side file`);
     await into.write(bytes, x.offset + encodedLength(x.dtype, start, x.encoding));
+    for (const b of reusable) buffers.give(b);
     progress(inBytes);
   }, t.signal);
   // An empty tensor has no chunk, and its conversion changed nothing.

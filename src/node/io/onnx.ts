@@ -516,15 +516,16 @@ export class OnnxFileTensor implements ScannedTensor, FileTensor {
     return this.#inPlace ? { offset: this.#dataAt, length: this.#dataLength } : undefined;
   }
 
-  async read(start: number, count: number): Promise<Uint8Array> {
+  async read(start: number, count: number, into?: Uint8Array): Promise<Uint8Array> {
     const file = this.#file;
     if (this.dtype.kind === "string") throw fileError("UNSUPPORTED_TYPE", file.path, "is a STRING tensor, which has no raw bytes to convert", this.name);
     const from = rawByteLength(this.dtype, start);
     const to = rawByteLength(this.dtype, start + count);
-    if (this.storage === "raw" || this.#inPlace) return file.read(this.#dataAt + from, to - from);
+    const reuse = into?.length === to - from ? into : undefined;
+    if (this.storage === "raw" || this.#inPlace) return file.read(this.#dataAt + from, to - from, reuse);
     if (this.storage === "external") {
       const { file: side, start: at } = await this.locate();
-      return side.read(at + from, to - from);
+      return side.read(at + from, to - from, reuse);
     }
     if (this.storage === "segment") throw fileError("NOT_IMPLEMENTED", file.path, "is a segmented tensor, which tensorcast does not read", this.name);
     const pending = (this.#decoded ??= this.#decode());

@@ -109,10 +109,10 @@ class SafetensorsFileTensor implements FileTensor {
     this.#at = dataStart + t.begin;
   }
 
-  read(start: number, count: number): Promise<Uint8Array> {
+  read(start: number, count: number, into?: Uint8Array): Promise<Uint8Array> {
     const from = rawByteLength(this.dtype, start);
     const to = rawByteLength(this.dtype, start + count);
-    return this.#file.read(this.#at + from, to - from);
+    return this.#file.read(this.#at + from, to - from, into?.length === to - from ? into : undefined);
   }
 }
 

@@ -26,8 +26,13 @@ export interface FileTensor extends TensorInfo {
    * The raw bytes of elements [start, start + count): little-endian, sub-byte types packed from the
    * low bits (ONNX raw_data, which is also the safetensors layout), whatever the file stores.
    * `start` must be a multiple of 8 (so packed runs start on a byte).
+   *
+   * `into`, when given, is a buffer of exactly the run's byte length that the reader may fill and
+   * return instead of allocating one (a converter reuses its chunk buffers: a fresh 4 MiB buffer
+   * per chunk costs 1,024 page faults and leaves garbage the collector frees late). A reader that
+   * has to decode or reorder the stored bytes may ignore it: callers use what is returned.
    */
-  read(start: number, count: number): Promise<Uint8Array>;
+  read(start: number, count: number, into?: Uint8Array): Promise<Uint8Array>;
 }
 
 /** An open tensor file. */
