@@ -12,9 +12,11 @@ import { spawnSync } from "node:child_process";
 import { after, describe, it } from "node:test";
 import { encodeModel } from "../../../src/io/onnx/encode.js";
 import { convertModelPrecision, type PrecisionOptions } from "../../../src/io/onnx/precision/model.js";
+import { decodeModel, type OnnxNode } from "../../../src/io/onnx/model.js";
 import { PbMessage } from "../../../src/io/onnx/precision/pb.js";
 import { cast } from "../../../src/ops/cast.js";
 import { Tensor } from "../../../src/tensor.js";
+import { W } from "../../support/protobuf.js";
 import { Rng } from "../../support/rng.js";
 import { emulateBfloat16 } from "./bf16-emulate.js";
 import { allModels, subgraphWeights, type TestModel } from "./models.js";
@@ -238,4 +240,41 @@ describe("the emulated models pass onnx.checker with full_check (type and shape 
       assert.equal(r.status, 0, r.stderr.split("\n").slice(-3).join("\n"));
     });
   }
+});
+
+describe("emulateBfloat16's rewrite, node by node", () => {
+  it("the MLP with --keep-io-types: a Cast pair after every bfloat16 result, Casts to bfloat16 kept, weights widened exactly", () => {
+    const converted = convertModelPrecision(models[0].bytes, VARIANTS["bfloat16-keep-io"]).bytes;
+    const g = decodeModel(emulateBfloat16(converted).bytes).graph;
+    const show = (n: OnnxNode): string => {
+      const to = n.attributes[0];
+      return n.opType === "Cast" && to.type === "INT" ? `Cast${to.value}` : n.opType;
+    };
+    assert.deepEqual(g.nodes.map(show), [
+      "Cast16", "Cast1", "Gemm", "Cast16", "Cast1", "Relu", "Cast16", "Cast1", "MatMul", "Cast16", "Cast1",
+      "Add", "Cast16", "Cast1", "Sigmoid", "Cast16", "Cast1", "Cast1",
+    ]);
+    // Each pair reads what the node computed and writes the name the node used to write.
+    assert.deepEqual(g.nodes.slice(2, 5).map((n) => `${n.inputs.join(",")}>${n.outputs.join(",")}`), ["x__bfloat16,w1,b1>h1__f32", "h1__f32>h1__bf16", "h1__bf16>h1"]);
+    const before = decodeModel(converted).graph;
+    for (const t of g.initializers) {
+      const bf = before.initializers.find((b) => b.name === t.name)!.tensor;
+      assert.equal(t.tensor.dtype.name, "float32");
+      assert.deepEqual(Array.from(new Uint32Array(t.tensor.bytes().slice().buffer)), Array.from(bf.data as Uint16Array, (c) => (c << 16) >>> 0), t.name);
+    }
+  });
+
+  it("a bfloat16 tensor stored in int32_data, and a bfloat16 input and output", () => {
+    const tensor = new W().int(2, 16).packed(5, [0x3f80, 0xbfc0, 0x7f80]).len(8, "c").int(1, 3);
+    const vi = (name: string) => new W().len(1, name).len(2, new W().len(1, new W().int(1, 16).len(2, new W().len(1, new W().int(1, 3)))));
+    const graph = new W().len(1, new W().len(1, "x").len(1, "c").len(2, "y").len(3, "add").len(4, "Add"))
+      .len(2, "g").len(5, tensor).len(11, vi("x")).len(12, vi("y"));
+    const bytes = new W().int(1, 8).len(8, new W().len(1, "").int(2, 13)).len(7, graph).bytes();
+    const r = emulateBfloat16(bytes);
+    assert.deepEqual([r.tensors, r.declarations, r.rounded, r.casts], [1, 2, 1, 0]);
+    const g = decodeModel(r.bytes).graph;
+    assert.deepEqual(g.initializers[0].tensor.toValues(), [1, -1.5, Infinity]);
+    assert.deepEqual([g.inputs[0].elemType, g.outputs[0].elemType], [1, 1]);
+    assert.deepEqual(g.nodes.map((n) => n.opType), ["Add", "Cast", "Cast"]);
+  });
 });
