@@ -29,7 +29,10 @@ import { schemaAt, slotOf } from "../../../src/io/onnx/precision/schema-types.js
 const FLOAT = 1;
 const BF16 = 16;
 
-/** What the rewrite did, for the tests to assert it is not vacuous. */
+/**
+ * What the rewrite did, for the tests to assert it is not vacuous.
+ * @example emulateBfloat16(bf16Mlp).tensors  // 4: w1, b1, w2, b2 widened to float32
+ */
 export interface EmulationReport {
   /** The rewritten model. */
   bytes: Uint8Array;
