@@ -31,10 +31,12 @@ export interface RunJob {
   byPath?: boolean;
   /** Where onnxruntime saves the graph as optimised (to see which rewrites ran). */
   optimizedPath?: string;
+  /** Also return each float32 output's bit patterns (JSON numbers lose -0 and NaN payloads). */
+  bits?: boolean;
 }
 
 export type RunResult =
-  | { ok: true; outputs: Record<string, { type: string; dims: number[]; values: number[] }> }
+  | { ok: true; outputs: Record<string, { type: string; dims: number[]; values: number[]; bits?: number[] }> }
   | { ok: false; error: string };
 
 function feedOf(f: RunFeed): ort.Tensor {
@@ -67,8 +69,11 @@ async function run(job: RunJob): Promise<RunResult> {
     const feeds: Record<string, ort.Tensor> = {};
     for (const f of job.feeds) feeds[f.name] = feedOf(f);
     const out = await session.run(feeds);
-    const outputs: Record<string, { type: string; dims: number[]; values: number[] }> = {};
-    for (const [name, t] of Object.entries(out)) outputs[name] = { type: t.type, dims: [...t.dims], values: valuesOf(t) };
+    const outputs: Record<string, { type: string; dims: number[]; values: number[]; bits?: number[] }> = {};
+    for (const [name, t] of Object.entries(out)) {
+      outputs[name] = { type: t.type, dims: [...t.dims], values: valuesOf(t) };
+      if (job.bits && t.data instanceof Float32Array) outputs[name].bits = Array.from(new Uint32Array(t.data.buffer, t.data.byteOffset, t.data.length));
+    }
     await session.release();
     return { ok: true, outputs };
   } catch (e) {

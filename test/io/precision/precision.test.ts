@@ -92,7 +92,8 @@ describe("convertModelPrecision: the converted models run in onnxruntime-node cl
       if (c.variant === "bfloat16" && !got.ok) {
         // onnxruntime's CPU provider has no bfloat16 kernel for any compute operator (probed:
         // Relu, Add, MatMul, Gemm, Softmax, Erf, ...): it refuses the graph when it loads it. Should
-        // it gain them, the outputs get compared like the others.
+        // it gain them, the outputs get compared like the others. bf16-emulate.test.ts runs these
+        // graphs through a float32 emulation that keeps every bfloat16 rounding.
         assert.ok(/Could not find an implementation for \w+\(\d+\)/.test(got.error), `expected onnxruntime to lack bfloat16 kernels: ${JSON.stringify(got)}`);
         return;
       }
