@@ -78,7 +78,8 @@ function weights(n: number, seed: number, specials: boolean): Tensor {
   }
   if (specials) {
     const odd = [NaN, -NaN, Infinity, -Infinity, 2 ** -140, -(2 ** -149), 0, -0, 70000, -1e38, 3.4e38, 65520, 464, 2 ** -20];
-    for (let at = 0; at < n; at += SUB_BLOCK * 8) f[at + Math.floor(unit(next) * Math.min(SUB_BLOCK, n - at))] = odd[Math.floor(unit(next) * odd.length)];
+    // Each in a sub-block of its own where there are enough (every eighth), at a random place.
+    for (let k = 0, at = 0; at < n; k++, at += SUB_BLOCK * 8) f[at + Math.floor(unit(next) * Math.min(SUB_BLOCK, n - at))] = odd[k % odd.length];
   }
   return Tensor.fromStorage(f, "float32", [n]);
 }
@@ -112,10 +113,11 @@ test("SIMD tally: a sub-block of simple elements is settled, anything else is ha
   assert.deepEqual(handed, [[0, SUB_BLOCK], [SUB_BLOCK, 2 * SUB_BLOCK], [2 * SUB_BLOCK, 3 * SUB_BLOCK], [3 * SUB_BLOCK, n]]);
   // One element of the middle sub-block not simple, each way.
   const cases: [string, () => void][] = [
+    // (The new value kept finite, or equal to the old one, so that only the old value can reject.)
     ["old NaN", () => (x[SUB_BLOCK + 3] = NaN)],
     ["old -Inf", () => (x[SUB_BLOCK + 3] = -Infinity)],
-    ["old at the inner limit", () => (x[SUB_BLOCK + 3] = 65520)],
-    ["old past it", () => (x[SUB_BLOCK + 3] = -70000)],
+    ["old at the inner limit", () => (x[SUB_BLOCK + 3] = y[SUB_BLOCK + 3] = 65520)],
+    ["old past it", () => (x[SUB_BLOCK + 3] = y[SUB_BLOCK + 3] = -70000)],
     ["new NaN", () => (y[SUB_BLOCK + 1022] = NaN)],
     ["new Inf", () => (y[SUB_BLOCK + 1023] = Infinity)],
     ["a relative-error update", () => (y[SUB_BLOCK + 512] = x[SUB_BLOCK + 512] + 2 ** -9)],
