@@ -141,20 +141,25 @@ test("SIMD tally: most sub-blocks of ordinary weights are settled in bulk", () =
   const t = simdTally()!;
   const xs = x.data as Float32Array;
   const ys = cast(y, "float32").data as Float32Array;
-  let handed = 0;
-  let rel = 0;
-  t.begin(3.3e38);
-  t.block(xs, ys, xs.length, () => rel, (from, to) => {
-    handed++;
-    for (let i = from; i < to; i++) {
-      const m = Math.abs(xs[i]);
-      const err = Math.abs(ys[i] - xs[i]);
-      if (m !== 0 && err > rel * m) rel = err / m;
-    }
+  // The new values as float32, then as the bfloat16 codes themselves (widened in the kernel).
+  const runs = [ys, y.data as Uint16Array].map((yv) => {
+    let handed = 0;
+    let rel = 0;
+    t.begin(3.3e38);
+    t.block(xs, yv, xs.length, () => rel, (from, to) => {
+      handed++;
+      for (let i = from; i < to; i++) {
+        const m = Math.abs(xs[i]);
+        const err = Math.abs(ys[i] - xs[i]);
+        if (m !== 0 && err > rel * m) rel = err / m;
+      }
+    });
+    return { handed, rel, ...t.end() };
   });
-  const settled = t.end();
-  assert.ok(handed < 16, `${handed} of 64 sub-blocks handed back`);
-  assert.ok(settled.changed > 40000 && settled.maxAbs > 0, JSON.stringify(settled));
+  const [f32, bf16] = runs;
+  assert.ok(f32.handed < 16, `${f32.handed} of 64 sub-blocks handed back`);
+  assert.ok(f32.changed > 40000 && f32.maxAbs > 0, JSON.stringify(f32));
+  assert.deepEqual(bf16, f32, "bfloat16 codes: the same sub-blocks settled, the same counts");
 });
 
 const TARGETS: DTypeName[] = ["bfloat16", "float16", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e8m0"];

@@ -144,6 +144,8 @@ export const extendHighS16 = unary(0xa8);
 export const not = unary(0x4d);
 /** v128.load64_splat: the 8 bytes at `addr` + `offset` in both 64-bit lanes (alignment hint 8). */
 export const load64Splat = (addr: Code, offset = 0): Code => cat(addr, simd(0x0a), [3], uleb(offset));
+/** v128.load16x4_u: four 16-bit values at `addr` + `offset` zero-extended to i32x4 (alignment hint 8). */
+export const load16x4U = (addr: Code, offset = 0): Code => cat(addr, simd(0x04), [3], uleb(offset));
 /** f64x2.promote_low_f32x4: float32 lanes 0, 1 widened (exactly) to two float64. */
 export const promoteLow = unary(0x5f);
 export const f64x2Abs = unary(0xec);

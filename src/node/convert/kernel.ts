@@ -15,7 +15,7 @@ import { packCodes, unpackCodes } from "../../dtype/packing.js";
 import { castWeights } from "../../io/onnx/precision/tensors.js";
 import { rawToNpy } from "../io/npy.js";
 import { rawByteLength } from "../io/tensors.js";
-import { simdTally } from "./tally-simd.js";
+import { simdTally, SUB_BLOCK } from "./tally-simd.js";
 
 /** Elements decoded at a time for statistics: bounds the scratch memory. */
 const BLOCK = 1 << 16;
@@ -279,9 +279,22 @@ export function measureConversion(source: Tensor, result: Tensor, via: "auto" | 
   if (simd && decodeX32 && decodeY32) {
     simd.begin(Math.min(s.upper, -s.lower));
     const maxRel = (): number => s.maxRel;
+    // bfloat16 results (the checkpoint conversion's) go to the kernel as codes, widened there;
+    // only the sub-blocks handed back are widened here, by the same shift, for the scalar loop.
+    const codes = result.dtype.name === "bfloat16" ? (result.data as Uint16Array) : undefined;
+    const scratch = new Float32Array(codes ? SUB_BLOCK : 0);
+    const scratchBits = new Uint32Array(scratch.buffer);
     for (let start = 0; start < source.size; start += BLOCK) {
       const n = Math.min(BLOCK, source.size - start);
       const x = decodeX32(start, n, simd.x());
+      if (codes) {
+        const c = codes.subarray(start, start + n);
+        simd.block(x, c, n, maxRel, (from, to) => {
+          for (let i = from; i < to; i++) scratchBits[i - from] = c[i] << 16;
+          tally(x.subarray(from, to), scratch, to - from, s);
+        });
+        continue;
+      }
       const y = decodeY32(start, n, simd.y());
       simd.block(x, y, n, maxRel, (from, to) => tally(x.subarray(from, to), y.subarray(from, to), to - from, s));
     }

@@ -9,10 +9,12 @@
  * error included) is what the scalar loop alone gives: the lanes compute the same IEEE doubles
  * (exact widening, the same subtraction and product), and a sub-block without an update leaves
  * maxRel as it found it, so the next one is tested against the value the scalar loop would hold.
+ * New values come as float32 or, for bfloat16 results (the checkpoint conversion's), as the codes
+ * themselves, widened in the kernel (a shift), which saves decoding them through castInto.
  */
 import {
   and, anyTrue, f64x2Abs, f64x2Gt, f64x2Le, f64x2Lt, f64x2Mul, f64x2Ne, f64x2Pmax, f64x2Sub, get, i32, i32Add, i32Eqz, i32Sub, i32x4Add,
-  i32x4Sub, ifElse, load, load64Splat, moduleBytes, not, or, promoteLow, set, shuffle, store, storeI32, whileNot, type Code,
+  i32x4Shl, i32x4Sub, ifElse, load, load16x4U, load64Splat, moduleBytes, not, or, promoteLow, set, shuffle, store, storeI32, whileNot, type Code,
 } from "../../kernels/wasm/encoder.js";
 
 /** Elements per sub-block: a rejected one costs the scalar loop over this many. */
@@ -65,7 +67,12 @@ function half(a: Code, b: Code): Code {
   ];
 }
 
-const tallyBody: Code = [
+/**
+ * The kernel: (x, y, groups) over `groups` groups of 4 float32 old values at x and new values at
+ * y, float32 or (`bf16`) bfloat16 codes, widened here: a code shifted into the high half of a
+ * word is its float32 (a NaN keeps its payload, still a NaN: the tally only asks whether it is one).
+ */
+const tallyBody = (bf16: boolean): Code => [
   ...set(REL, load64Splat(i32(REL_AT))),
   ...set(INNER, load64Splat(i32(INNER_AT))),
   ...set(MAXD, load64Splat(i32(MAX_AT))),
@@ -74,11 +81,11 @@ const tallyBody: Code = [
   ...set(BAD, load(i32(ZERO_AT))),
   ...whileNot(i32Eqz(get(GROUPS)), [
     ...set(X, load(get(XP))),
-    ...set(Y, load(get(YP))),
+    ...set(Y, bf16 ? i32x4Shl(load16x4U(get(YP)), 16) : load(get(YP))),
     ...half(promoteLow(get(X)), promoteLow(get(Y))),
     ...half(promoteLow(shuffle(get(X), get(X), HIGH)), promoteLow(shuffle(get(Y), get(Y), HIGH))),
     ...set(XP, i32Add(get(XP), i32(16))),
-    ...set(YP, i32Add(get(YP), i32(16))),
+    ...set(YP, i32Add(get(YP), i32(bf16 ? 8 : 16))),
     ...set(GROUPS, i32Sub(get(GROUPS), i32(1))),
   ]),
   ...ifElse(anyTrue(get(BAD)), storeI32(i32(REJECTED_AT), i32(1)), [
@@ -90,6 +97,9 @@ const tallyBody: Code = [
 
 interface Module {
   readonly tally: (x: number, y: number, groups: number) => void;
+  readonly tallyBf16: (x: number, y: number, groups: number) => void;
+  /** The new values' block as bfloat16 codes (the same bytes as `y`'s first half). */
+  readonly codes: Uint16Array;
   readonly f64: Float64Array;
   readonly i32: Int32Array;
   /** The blocks of old and new values in the module's memory. */
@@ -105,12 +115,17 @@ function instance(): Module | null {
   module = null;
   try {
     const api = (globalThis as { WebAssembly?: { validate(b: Uint8Array): boolean; Module: new (b: Uint8Array) => object; Instance: new (m: object, i: object) => { exports: Record<string, unknown> } } }).WebAssembly;
-    const code = moduleBytes([{ name: "tally", params: 3, i32Locals: 0, v128Locals: 12, body: tallyBody }], PAGES);
+    const code = moduleBytes([
+      { name: "tally", params: 3, i32Locals: 0, v128Locals: 12, body: tallyBody(false) },
+      { name: "tally_bf16", params: 3, i32Locals: 0, v128Locals: 12, body: tallyBody(true) },
+    ], PAGES);
     if (api && api.validate(code)) {
       const e = new api.Instance(new api.Module(code), {}).exports;
       const buffer = (e.memory as { buffer: ArrayBuffer }).buffer;
       module = {
         tally: e.tally as Module["tally"],
+        tallyBf16: e.tally_bf16 as Module["tally"],
+        codes: new Uint16Array(buffer, Y_AT, BLOCK),
         f64: new Float64Array(buffer, 0, 16),
         i32: new Int32Array(buffer, 0, 32),
         x: new Float32Array(buffer, X_AT, BLOCK),
@@ -137,23 +152,23 @@ function inPlace(a: Float32Array, block: Float32Array): boolean {
 /**
  * The SIMD tally for one measureConversion, or undefined without WebAssembly SIMD.
  * `begin(inner)` starts one; `block(x, y, n, maxRel, scalar)` settles what it can of a block of
- * `n` <= 65536 old values `x` and new values `y` (each copied into the module unless a decoder
- * already wrote it into `x()` / `y()`), reading the running maxRel from `maxRel()` before each
+ * `n` <= 65536 old values `x` and new values `y`, float32 or bfloat16 codes (each copied into the
+ * module unless a decoder already wrote it into `x()` / `y()`), reading the running maxRel from `maxRel()` before each
  * sub-block and calling `scalar(from, to)` for each rejected sub-block and for the tail, in order;
  * `end()` gives the count and the largest |new - old| of the elements it settled.
  * @example
  * const t = simdTally()!;
  * t.begin(3.3895e38);
  * const x = new Float32Array(1024).fill(1.4), y = new Float32Array(1024).fill(1.5);
- * let rel = 0.07; // as if the scalar loop had already seen this
- * t.block(x, y, 1024, () => rel, (from, to) => { rel = 1; });
- * t.end() // { changed: 1024, maxAbs: 0.10000002384185791 }: 0.1 / 1.4 < 0.07 * 1.4, no update
+ * let rel = 0.08; // as if the scalar loop had already seen this
+ * t.block(x, y, 1024, () => rel, (from, to) => { rel = 1; }); // not called: 0.1 < 0.08 * 1.4
+ * t.end() // { changed: 1024, maxAbs: 0.10000002384185791 }
  */
 export function simdTally(): {
   begin(inner: number): void;
   x(): Float32Array;
   y(): Float32Array;
-  block(x: Float32Array, y: Float32Array, n: number, maxRel: () => number, scalar: (from: number, to: number) => void): void;
+  block(x: Float32Array, y: Float32Array | Uint16Array, n: number, maxRel: () => number, scalar: (from: number, to: number) => void): void;
   end(): Settled;
 } | undefined {
   const w = instance();
@@ -172,11 +187,15 @@ export function simdTally(): {
     y: () => w.y,
     block(x, y, n, maxRel, scalar) {
       if (!inPlace(x, w.x)) w.x.set(x.subarray(0, n));
-      if (!inPlace(y, w.y)) w.y.set(y.subarray(0, n));
+      const bf16 = y instanceof Uint16Array;
+      if (bf16) w.codes.set(y.subarray(0, n));
+      else if (!inPlace(y, w.y)) w.y.set(y.subarray(0, n));
+      const kernel = bf16 ? w.tallyBf16 : w.tally;
+      const size = bf16 ? 2 : 4;
       const whole = n - (n % SUB_BLOCK);
       for (let from = 0; from < whole; from += SUB_BLOCK) {
         w.f64[REL_AT / 8] = maxRel();
-        w.tally(X_AT + 4 * from, Y_AT + 4 * from, SUB_BLOCK / 4);
+        kernel(X_AT + 4 * from, Y_AT + size * from, SUB_BLOCK / 4);
         if (w.i32[REJECTED_AT / 4] !== 0) scalar(from, from + SUB_BLOCK);
       }
       if (whole < n) scalar(whole, n);
