@@ -10,7 +10,10 @@
  * One file of `--tensors` float32 tensors of `--tensor-mib` each (values like a model's weights:
  * uniform in +/-0.02) is generated in `--dir`. Then, `--reps` times and in turn: `cp IN OUT`,
  * `cp IN OUT && sync OUT` (cp does not flush; the converter flushes its output before renaming
- * it, so this is the like-for-like copy), and the converter once per `--jobs` value (and `--before`'s, another checkout's CLI, for a before / after comparison in one run), each as its
+ * it, so this is the like-for-like copy), `cat IN > OUT` (also an in-kernel copy_file_range), `dd
+ * bs=4M conv=fsync` and bench/copy-floor.ts (a Node loop of 4 MiB reads and writes, flushed and
+ * renamed like the converter's output; once copying everything, once writing half of each chunk:
+ * the converter's own I/O with nothing converted, the "floor" column's reference), and the converter once per `--jobs` value (and `--before`'s, another checkout's CLI, for a before / after comparison in one run), each as its
  * own process under /usr/bin/time -v, after a `sync` (untimed) so that no run pays for the
  * writeback of the generated input or of an earlier run, (wall time, CPU time, peak resident memory), OUT removed
  * between runs and not timed. `--cold` drops the page cache before every run (needs root and a
@@ -45,6 +48,7 @@ const node = option("--node", process.execPath);
 const cliPath = option("--cli", fileURLToPath(new URL("../../bin/tensorcast.js", import.meta.url)));
 const jobsList = option("--jobs", "default").split(",");
 const before = option("--before", "");
+const copyFloor = fileURLToPath(new URL("./copy-floor.js", import.meta.url));
 const cold = args.includes("--cold");
 const dir = mkdtempSync(join(option("--dir", tmpdir()), "tensorcast-checkpoint-"));
 const input = join(dir, "in.safetensors");
@@ -157,6 +161,10 @@ async function breakdown(): Promise<[string, number, number][]> {
   await time("statistics of a chunk (measureConversion)", () => {
     for (let i = 0; i < chunks; i++) measureConversion(x, out);
   });
+  // The scalar float32 loop the SIMD pass replaced (same numbers), for a before / after in one run.
+  await time("statistics, scalar float32 loop (before)", () => {
+    for (let i = 0; i < chunks; i++) measureConversion(x, out, "float32");
+  });
   await file.close();
   const target = await AtomicOutput.create(output);
   const written = out.bytes();
@@ -190,6 +198,11 @@ try {
   const contenders: [string, string, string[]][] = [
     ["cp", "cp", [input, output]],
     ["cp + sync", "sh", ["-c", `cp "$0" "$1" && sync "$1"`, input, output]],
+    // cat copies in the kernel too (copy_file_range, coreutils 9.1); dd goes through user memory.
+    ["cat > out", "sh", ["-c", `cat "$0" > "$1"`, input, output]],
+    ["dd bs=4M conv=fsync", "dd", [`if=${input}`, `of=${output}`, "bs=4M", "conv=fsync", "status=none"]],
+    ["node copy, 4 MiB chunks, fsync", node, [copyFloor, input, output]],
+    ["node read 1 GiB, write 512 MiB, fsync", node, [copyFloor, input, output, "--half"]],
     ...jobsList.map((j): [string, string, string[]] => [
       `tensorcast convert${j === "default" ? "" : ` --jobs ${j}`}`, node,
       [cliPath, "convert", input, "--to", "bfloat16", "-o", output, "--quiet", ...(j === "default" ? [] : ["--jobs", j])],
@@ -214,14 +227,19 @@ try {
   const cp = reps === 0 ? NaN : Math.min(...runs.get("cp")!.map((r) => r.seconds));
   const cpMedian = median(runs.get("cp")!.map((r) => r.seconds));
   console.log(`\n<!-- ${header}; load average at the end ${loadavg().map((l) => l.toFixed(2)).join(" ")} -->`);
-  console.log("| contender | wall min | wall median | / cp (min, median) | CPU median (user + system) | peak RSS (max) |");
-  console.log("| --- | --- | --- | --- | --- | --- |");
+  // The converter's own I/O with nothing converted: the floor a converter can reach.
+  const floorRuns = runs.get("node read 1 GiB, write 512 MiB, fsync")!.map((r) => r.seconds);
+  const floor = Math.min(...floorRuns);
+  const floorMedian = median(floorRuns);
+  console.log("| contender | wall min | wall median | / cp (min, median) | / floor (min, median) | CPU median (user + system) | peak RSS (max) |");
+  console.log("| --- | --- | --- | --- | --- | --- | --- |");
   for (const [name] of reps === 0 ? [] : contenders) {
     const rs = runs.get(name)!;
     const min = Math.min(...rs.map((r) => r.seconds));
     const med = median(rs.map((r) => r.seconds));
     console.log(
       `| ${name} | ${min.toFixed(2)} s | ${med.toFixed(2)} s | ${(min / cp).toFixed(2)}x, ${(med / cpMedian).toFixed(2)}x | ` +
+        `${(min / floor).toFixed(2)}x, ${(med / floorMedian).toFixed(2)}x | ` +
         `${median(rs.map((r) => r.cpu)).toFixed(2)} s | ${Math.max(...rs.map((r) => r.peakMiB)).toFixed(0)} MiB |`,
     );
   }
