@@ -223,11 +223,13 @@ async function convertSplit(
 }
 
 /**
- * Elements per chunk of a resident cast: a multiple of every kernel group (8, 16), so only the
- * last chunk has a partial group; 256 KiB of float32, small enough that the threads finish close
- * together, large enough that the shared counter is touched a few hundred times per 16 Mi.
+ * Elements per chunk of a resident cast at most: 256 KiB of float32, small enough that the
+ * threads finish close together, large enough that the shared counter is touched a few hundred
+ * times per 16 Mi elements. Smaller casts take chunks of an eighth of a thread's share.
  */
 const RESIDENT_CHUNK = 1 << 16;
+/** Chunks are multiples of every kernel group (8, 16), so only the last has a partial group. */
+const RESIDENT_GROUP = 16;
 
 /**
  * Casts `x` into `out`, both in the shared arena `memory`, on `threads` threads (the calling thread
@@ -246,7 +248,7 @@ async function castResident(
     srcOffset: src.byteOffset,
     dstOffset: (out.data as NumericStorage).byteOffset,
     count: x.size,
-    chunk: RESIDENT_CHUNK,
+    chunk: Math.min(RESIDENT_CHUNK, Math.max(RESIDENT_GROUP, Math.ceil(x.size / (8 * threads * RESIDENT_GROUP)) * RESIDENT_GROUP)),
     next: new Int32Array(new SharedArrayBuffer(4)),
   };
   const pending: Promise<unknown>[] = [];
