@@ -69,6 +69,13 @@ export interface CastResidentRequest extends RangeBase {
   readonly dstOffset: number;
   readonly chunk: number;
   readonly next: Int32Array;
+  /**
+   * One cell per worker of the call, at `cell`: the worker turns its 0 into 1 when it starts; a
+   * caller that has run out of chunks turns a 0 into 2, and then neither waits for that worker
+   * nor lets it touch the memory (it answers without converting).
+   */
+  readonly started: Int32Array;
+  readonly cell: number;
 }
 
 export type CastRequest = CastRangeRequest | CastCopyRequest | CastResidentRequest;
@@ -100,6 +107,8 @@ export function castRange(request: CastRequest): Answer {
     const to = dtype(request.to);
     if (request.kind === "resident") {
       if (request.memory) attached = request.memory;
+      // A caller that finished every chunk before this worker woke up has not waited for it.
+      if (Atomics.compareExchange(request.started, request.cell, 0, 1) !== 0) return { response: { id: request.id }, transfer: [] };
       if (!attached) throw new TensorcastError("INTERNAL", "a castAsync worker was asked for a shared-arena cast before it was sent the arena");
       if (!attachShared(attached)) throw new TensorcastError("UNSUPPORTED_PLATFORM", "a castAsync worker has no WebAssembly SIMD for a shared-arena cast");
       convertResident(attached.buffer, from, to, request, opts);

@@ -234,7 +234,9 @@ const RESIDENT_GROUP = 16;
 /**
  * Casts `x` into `out`, both in the shared arena `memory`, on `threads` threads (the calling thread
  * included unless it does not convert): every thread claims chunks from one shared counter and
- * converts them in place.
+ * converts them in place. When the chunks run out, a worker that has not started yet (a thread
+ * woken late on a busy machine) is told not to and is not waited for: the call then costs what
+ * one thread does, not that plus a wake-up.
  */
 async function castResident(
   host: WorkerHost, x: Tensor, out: Tensor, memory: WasmMemory, resolved: Resolved, threads: number, callerConverts: boolean,
@@ -251,12 +253,21 @@ async function castResident(
     chunk: Math.min(RESIDENT_CHUNK, Math.max(RESIDENT_GROUP, Math.ceil(x.size / (8 * threads * RESIDENT_GROUP)) * RESIDENT_GROUP)),
     next: new Int32Array(new SharedArrayBuffer(4)),
   };
-  const pending: Promise<unknown>[] = [];
+  const started = new Int32Array(new SharedArrayBuffer(4 * workers));
+  let pending: Promise<unknown>[] = [];
   try {
     for (let i = 0; i < workers; i++) {
-      pending.push(p.runResident(i, { kind: "resident", from: from.name, to: to.name, ...range, ...resolved }, memory));
+      pending.push(p.runResident(i, { kind: "resident", from: from.name, to: to.name, ...range, started, cell: i, ...resolved }, memory));
     }
-    if (callerConverts) convertResident(src.buffer, from, to, range, resolved);
+    if (callerConverts) {
+      convertResident(src.buffer, from, to, range, resolved);
+      pending = pending.filter((answer, i) => {
+        if (Atomics.compareExchange(started, i, 0, 2) !== 0) return true;
+        // Never started, never will: its answer (or a broken pool's rejection) concerns nobody.
+        answer.catch(() => undefined);
+        return false;
+      });
+    }
   } finally {
     await settleAll(pending);
   }

@@ -171,6 +171,42 @@ test("no SharedArrayBuffer: UNSUPPORTED_PLATFORM with the cross-origin isolation
   throwsCode(() => createArena(1 << 16, null as never), "INVALID_ATTRIBUTE");
 });
 
+test("a worker that has not started when the caller runs out of chunks is not waited for, and then converts nothing", { skip: noSimd }, async () => {
+  const held: (() => void)[] = [];
+  const answers: { claimed: number; error: unknown }[] = [];
+  const host: WorkerHost = {
+    parallelism: () => 3,
+    hasWorkers: () => true,
+    sharedMemory: () => true,
+    spawn(events: WorkerEvents): WorkerHandle {
+      return {
+        post: (request) => held.push(() => {
+          const before = request.kind === "resident" ? request.next[0]! : -1;
+          const { response } = castRange(request);
+          answers.push({ claimed: (request.kind === "resident" ? request.next[0]! : -1) - before, error: response.error });
+          events.message(response);
+        }),
+        busy: () => undefined,
+        terminate: async () => undefined,
+      };
+    },
+  };
+  const arena = createArena(1 << 20, { shared: true });
+  const rng = new Rng(9);
+  const x = arena.from(Tensor.fromStorage(new Float32Array(randomBytes(dtype("float32"), 50_001, rng).buffer) as never, "float32", [50_001]));
+  const y = arena.zeros("float16", x.shape);
+  // The workers' requests are held: the call must settle on the calling thread's work alone.
+  await castIntoAsyncOn(host, x, y, { threads: 3, minElements: 0 });
+  assert.deepEqual(y.bytes(), cast(x, "float16").bytes());
+  assert.equal(held.length, 2);
+  y.bytes().fill(0x77); // what a late worker must not overwrite
+  for (const run of held.splice(0)) run();
+  assert.deepEqual(answers.map((a) => a.claimed), [0, 0], "the late workers claimed no chunk");
+  assert.ok(answers.every((a) => a.error === undefined));
+  assert.ok(y.bytes().every((b) => b === 0x77));
+  await closePool(host);
+});
+
 /** A host whose workers run castRange in this thread on a later macrotask, seeing each request first. */
 function fakeHost(see: (r: CastRequest) => CastRequest): WorkerHost {
   return {
@@ -213,7 +249,7 @@ test("the memory goes to a worker only when it was not the last one sent; a rang
   refuse = true;
   const x = a.zeros("float32", [40_000]);
   const y = a.zeros("float16", x.shape);
-  await assert.rejects(castIntoAsyncOn(host, x, y, { threads: 2, minElements: 0 }), (e: unknown) =>
+  await assert.rejects(castIntoAsyncOn(host, x, y, { threads: 2, minElements: 0, callerConverts: false }), (e: unknown) =>
     e instanceof TensorcastError && e.code === "INVALID_DATA" && /does not fit the arena's/.test(e.message));
   await closePool(host);
 });
