@@ -61,7 +61,10 @@ export class Arena {
     return this.#next;
   }
 
-  /** Whether the arena is shared (createArena's `shared`): its storage is a SharedArrayBuffer, it has no reset. */
+  /**
+   * Whether the arena is shared (createArena's `shared`): its storage is a SharedArrayBuffer, it has no reset.
+   * @example createArena(1 << 20, { shared: true }).shared // true
+   */
   get shared(): boolean {
     return this.#memory.shared !== undefined;
   }

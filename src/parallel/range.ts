@@ -154,6 +154,7 @@ export interface ResidentRange {
  * thread has attached) until the shared counter runs past the end; each chunk goes through
  * convert(), which finds the storages in a resident memory and runs the kernel in place (the last
  * chunk's partial group through the scalar path).
+ * @example convertResident(memory.buffer, dtype("float32"), dtype("float16"), { srcOffset: 0, dstOffset: 4096, count: 1024, chunk: 256, next }, opts)
  * @throws TensorcastError INVALID_DATA for a range outside the memory (nothing converted).
  */
 export function convertResident(buffer: ArrayBufferLike, from: DType, to: DType, r: ResidentRange, opts: { saturate: boolean; roundMode: RoundMode }): void {

@@ -155,11 +155,6 @@ export function sharedResidentOf(src: Storage, dst: Storage, from: DType, to: DT
   return sharedMemories.get(src.buffer);
 }
 
-/** Elements per kernel group for a pair residentCast runs (8 or 16), or 0 when none. */
-export function residentGroup(from: DType, to: DType): number {
-  return kernelFor(from, to)?.[3] ?? 0;
-}
-
 /**
  * Casts `count` elements of `src` into `dst` in place when both live in the same resident memory
  * and the pair has a WebAssembly kernel, and returns true; else returns false, having written
