@@ -29,6 +29,9 @@
  *   one worker) into one reused output on a SharedArrayBuffer; the input is an ordinary
  *   ArrayBuffer, so the worker's chunks are copied into shared staging buffers (timed).
  *   "async 2T shared-in": the same with the input on a SharedArrayBuffer (no staging copies).
+ * - "async 2T resident": `castIntoAsync(xa, outa, { threads: 2 })` with the input (copied, untimed)
+ *   and the output in one shared arena (`createArena(bytes, { shared: true })`): both threads run
+ *   the kernels in place on the arena's shared memory, no staging and no chunk copies.
  * - "ORT": onnxruntime-node, one thread (intra-op and inter-op), graph optimisations off so helper
  *   nodes run as written. Timed: creating the input ort.Tensor, session.run, reading the output's
  *   data (the Node binding copies it into a JS typed array). Session creation is not timed. Where
@@ -308,6 +311,7 @@ interface Row {
   castResident?: Rate;
   async?: Rate;
   asyncShared?: Rate;
+  asyncResident?: Rate;
   ort?: Rate;
   /** ORT with the time of an output helper subtracted (pairs that have one). */
   ortNet?: Rate;
@@ -325,6 +329,7 @@ interface Row {
   intoVsMem?: Rate;
   asyncVsMem?: Rate;
   asyncSharedVsMem?: Rate;
+  asyncResidentVsMem?: Rate;
   ortIO: string;
   /** Whether castInto and castIntoAsync gave the bytes of cast(). */
   matches: boolean;
@@ -357,6 +362,7 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
   let shared: Tensor | undefined;
   let resident: Tensor | undefined;
   let lastResident: Tensor | undefined;
+  let sharedResident: Tensor | undefined;
   if (!strings) {
     const inBytes = x.bytes().length;
     const outBytes = out.bytes().length + 64; // with the alignment padding
@@ -382,6 +388,12 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
     const xs = sharedZeros(from, [n]);
     u8View(xs.data).set(u8View(input));
     add("asyncShared", async () => { sink ^= (await castIntoAsync(xs, target, options)).size; });
+    // Both in one shared arena: each thread converts in place on the arena's memory.
+    const sharedArena = createArena(inBytes + outBytes + 64, { shared: true });
+    const xsa = sharedArena.from(x);
+    const outsa = sharedArena.zeros(to, [n]);
+    sharedResident = outsa;
+    add("asyncResident", async () => { sink ^= (await castIntoAsync(xsa, outsa, options)).size; });
     const bytes = Math.ceil(((bytesPerElement(from) + bytesPerElement(to)) / 2) * n);
     const a = new Uint8Array(bytes).fill(0x5a);
     const b = new Uint8Array(bytes);
@@ -433,6 +445,9 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
   const asyncSharedRate = timings.asyncShared && rate(timings.asyncShared);
   if (asyncSharedRate) show("async-shared-in", asyncSharedRate);
   if (shared) matches &&= equalStorage(shared.data, want);
+  const asyncResidentRate = timings.asyncResident && rate(timings.asyncResident);
+  if (asyncResidentRate) show("async-resident", asyncResidentRate);
+  if (sharedResident) matches &&= equalStorage(sharedResident.data, want);
   if (!matches) log(" (MISMATCH)");
   const memRate = timings.mem && rate(timings.mem);
   if (memRate) show("mem", memRate);
@@ -454,12 +469,12 @@ async function runPair(p: Pair, args: Args, rng: Rng): Promise<Row> {
   const div = (a: Rate | undefined, b: Rate | undefined): Rate | undefined =>
     a && b ? { wall: a.wall / b.wall, best: a.best / b.best, cpu: a.cpu / b.cpu } : undefined;
   return {
-    pair: p.name, elements: n, cast: castRate, castDispose: castDisposeRate, into: intoRate, resident: residentRate, castResident: castResidentRate, async: asyncRate, asyncShared: asyncSharedRate, ort: ortRate, ortNet, mem: memRate,
+    pair: p.name, elements: n, cast: castRate, castDispose: castDisposeRate, into: intoRate, resident: residentRate, castResident: castResidentRate, async: asyncRate, asyncShared: asyncSharedRate, asyncResident: asyncResidentRate, ort: ortRate, ortNet, mem: memRate,
     castVsOrt: div(castRate, ortRate), castDisposeVsOrt: div(castDisposeRate, ortRate), intoVsOrt: div(intoRate, ortRate), intoVsOrtNet: div(intoRate, ortNet),
     residentVsOrt: div(residentRate, ortRate), residentVsOrtNet: div(residentRate, ortNet), castResidentVsOrt: div(castResidentRate, ortRate),
     residentVsMem: div(residentRate, memRate),
     castVsMem: div(castRate, memRate), intoVsMem: div(intoRate, memRate), asyncVsMem: div(asyncRate, memRate),
-    asyncSharedVsMem: div(asyncSharedRate, memRate),
+    asyncSharedVsMem: div(asyncSharedRate, memRate), asyncResidentVsMem: div(asyncResidentRate, memRate),
     ortIO: p.ort ? (args.ort ? p.ort.note : "not run (--no-ort)") : p.noOrt ?? "",
     matches,
     faults: Object.fromEntries(Object.entries(timings).map(([k, t]) => [k, t.faults])),
@@ -494,7 +509,7 @@ function pct(v: number | undefined): string {
 
 /** Median minor page faults per call of each contender. */
 function faultTable(rows: Row[]): string {
-  const names = ["cast", "castDispose", "castInto", "resident", "castResident", "async", "asyncShared", "ort", "mem"];
+  const names = ["cast", "castDispose", "castInto", "resident", "castResident", "async", "asyncShared", "asyncResident", "ort", "mem"];
   const head = ["pair", ...names.map((c) => `${c} faults/call`)];
   const body = rows.map((r) => [r.pair, ...names.map((c) => (r.faults[c] === undefined ? "–" : String(r.faults[c])))]);
   return [head, head.map(() => "---"), ...body].map((cells) => `| ${cells.join(" | ")} |`).join("\n");
@@ -503,16 +518,16 @@ function faultTable(rows: Row[]): string {
 /** The table, by median wall clock ("wall"), best wall clock ("best") or median process CPU time ("cpu"). */
 function table(rows: Row[], clock: keyof Rate): string {
   const head = [
-    "pair", "n", "cast() M/s", "cast()+dispose M/s", "castInto M/s", "castInto resident M/s", "cast() resident M/s", "async 2T M/s", "async 2T shared-in M/s", "ORT M/s", "ORT net M/s", "memcpy M/s",
-    "cast/ORT", "cast+dispose/ORT", "castInto/ORT", "castInto/ORT net", "castInto resident/ORT", "castInto resident/ORT net", "cast() resident/ORT", "cast/mem", "castInto/mem", "async 2T/mem", "shared-in/mem", "ORT I/O",
+    "pair", "n", "cast() M/s", "cast()+dispose M/s", "castInto M/s", "castInto resident M/s", "cast() resident M/s", "async 2T M/s", "async 2T shared-in M/s", "async 2T resident M/s", "ORT M/s", "ORT net M/s", "memcpy M/s",
+    "cast/ORT", "cast+dispose/ORT", "castInto/ORT", "castInto/ORT net", "castInto resident/ORT", "castInto resident/ORT net", "cast() resident/ORT", "cast/mem", "castInto/mem", "async 2T/mem", "shared-in/mem", "async 2T resident/mem", "ORT I/O",
   ];
   const body = rows.map((r) => [
     r.pair + (r.matches ? "" : " (MISMATCH)"),
     r.elements >= 1 << 20 && r.elements % (1 << 20) === 0 ? `${r.elements / (1 << 20)}Mi` : String(r.elements),
-    fmt(r.cast[clock]), fmt(r.castDispose[clock]), fmt(r.into[clock]), fmt(r.resident?.[clock]), fmt(r.castResident?.[clock]), fmt(r.async?.[clock]), fmt(r.asyncShared?.[clock]), fmt(r.ort?.[clock]), fmt(r.ortNet?.[clock]), fmt(r.mem?.[clock]),
+    fmt(r.cast[clock]), fmt(r.castDispose[clock]), fmt(r.into[clock]), fmt(r.resident?.[clock]), fmt(r.castResident?.[clock]), fmt(r.async?.[clock]), fmt(r.asyncShared?.[clock]), fmt(r.asyncResident?.[clock]), fmt(r.ort?.[clock]), fmt(r.ortNet?.[clock]), fmt(r.mem?.[clock]),
     ratio(r.castVsOrt?.[clock]), ratio(r.castDisposeVsOrt?.[clock]), ratio(r.intoVsOrt?.[clock]), ratio(r.intoVsOrtNet?.[clock]),
     ratio(r.residentVsOrt?.[clock]), ratio(r.residentVsOrtNet?.[clock]), ratio(r.castResidentVsOrt?.[clock]),
-    pct(r.castVsMem?.[clock]), pct(r.intoVsMem?.[clock]), pct(r.asyncVsMem?.[clock]), pct(r.asyncSharedVsMem?.[clock]),
+    pct(r.castVsMem?.[clock]), pct(r.intoVsMem?.[clock]), pct(r.asyncVsMem?.[clock]), pct(r.asyncSharedVsMem?.[clock]), pct(r.asyncResidentVsMem?.[clock]),
     r.ortIO,
   ]);
   return [head, head.map(() => "---"), ...body].map((cells) => `| ${cells.join(" | ")} |`).join("\n");

@@ -12,6 +12,13 @@
  *   (each reads as empty, and tensors from before are refused as disposed), so old views can never
  *   see the bytes' next owner. Otherwise the memory goes when the arena and every tensor over it
  *   are unreachable.
+ * A shared arena (`createArena(bytes, { shared: true })`) lives in a shared WebAssembly memory:
+ * `t.data` is a view of a SharedArrayBuffer, and castIntoAsync splits casts between its tensors over
+ * worker threads that run the kernels in place on the same memory. Views of shared memory cannot be
+ * detached (`grow(0)` leaves them valid), so `reset()` could not keep the promise above: a shared
+ * arena refuses it (ARENA_SHARED) and is reclaimed only when it and every tensor and view over it
+ * are unreachable (castAsync's workers each hold the last shared memory they worked on until they
+ * work on another or the pool is closed).
  * The cost: `t.data.buffer` is the whole arena (use `t.bytes()` or `t.data`, which start at the
  * tensor's own offset), and a WebAssembly memory's buffer cannot be transferred to a worker.
  *
@@ -52,6 +59,14 @@ export class Arena {
   /** Bytes handed out since the arena was made or last reset (alignment padding included). */
   get used(): number {
     return this.#next;
+  }
+
+  /**
+   * Whether the arena is shared (createArena's `shared`): its storage is a SharedArrayBuffer, it has no reset.
+   * @example createArena(1 << 20, { shared: true }).shared // true
+   */
+  get shared(): boolean {
+    return this.#memory.shared !== undefined;
   }
 
   /** Whether casts between this arena's tensors run the WebAssembly kernels in place here (false without WebAssembly SIMD). */
@@ -111,8 +126,18 @@ export class Arena {
    * Tensors allocated afterwards work as usual. Cheap: nothing is unmapped or cleared, so the
    * pages stay faulted in for the next round.
    * @example const x = arena.from(t); arena.reset(); x.data.length // 0
+   * @throws TensorcastError ARENA_SHARED on a shared arena, whose views cannot be detached: it is
+   *         reclaimed by garbage collection only (create a new one for the next round).
    */
   reset(): void {
+    if (this.shared) {
+      throw new TensorcastError(
+        "ARENA_SHARED",
+        "reset() of a shared arena is refused: views of shared memory cannot be detached, so tensors and views held from before " +
+          "would see the bytes handed out next. A shared arena is reclaimed when it and its tensors are unreachable; " +
+          "create a new arena instead (or a non-shared one, createArena(bytes), which can be reset)",
+      );
+    }
     this.#memory.reset();
     this.#next = 0;
   }
@@ -148,25 +173,47 @@ export class Arena {
  * ARENA_FULL (it never falls back to ordinary memory silently: that would lose the in-place speed
  * without a word); `reset()` reclaims it all at once.
  *
+ * With `{ shared: true }`, the memory is a shared WebAssembly memory (`t.data` over a
+ * SharedArrayBuffer): castIntoAsync (tensorcast/node, tensorcast/web) then converts between its
+ * tensors on several threads, each in place. A shared arena cannot be reset (ARENA_SHARED): it is
+ * reclaimed by garbage collection.
+ *
  * @example
+ * const shared = createArena(48 << 20, { shared: true }); // for castIntoAsync(x, y, { threads: 2 })
  * const arena = createArena(48 << 20);
  * const x = arena.from(weights);           // float32, 8 Mi elements: 32 MiB
  * const y = arena.zeros("float16", x.shape); // 16 MiB
  * castInto(x, y);                           // the kernels run where x and y are: no copies
  * @throws TensorcastError INVALID_SHAPE for a size that is not an integer in [0, 4 GiB - 64 KiB]
- *         or that the platform cannot reserve; UNSUPPORTED_PLATFORM without WebAssembly.
+ *         or that the platform cannot reserve; UNSUPPORTED_PLATFORM without WebAssembly, or for a
+ *         shared arena where there is no shared memory (a page that is not cross-origin isolated);
+ *         INVALID_ATTRIBUTE for options other than `{ shared?: boolean }`.
  */
-export function createArena(bytes: number): Arena {
+export function createArena(bytes: number, opts: { shared?: boolean } = {}): Arena {
+  if (typeof opts !== "object" || opts === null || (opts.shared !== undefined && typeof opts.shared !== "boolean")) {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `createArena's options are { shared?: boolean }, got ${describe(opts)}`);
+  }
+  const shared = opts.shared === true;
   if (typeof bytes !== "number" || !Number.isSafeInteger(bytes) || bytes < 0 || bytes > RESIDENT_MAX_BYTES) {
     throw new TensorcastError("INVALID_SHAPE", `an arena's size is a byte count in [0, ${RESIDENT_MAX_BYTES}], got ${describe(bytes)}`);
   }
   let memory: ResidentMemory | undefined;
   try {
-    memory = residentMemory(bytes);
+    memory = residentMemory(bytes, { shared });
   } catch (e) {
+    if (shared && e instanceof TypeError) throw noSharedMemory(e.message);
     if (!(e instanceof RangeError)) throw e;
     throw new TensorcastError("INVALID_SHAPE", `an arena of ${bytes} bytes is more than this platform can reserve (${e.message})`);
   }
   if (!memory) throw new TensorcastError("UNSUPPORTED_PLATFORM", "arenas need WebAssembly, which this runtime does not have");
   return new Arena(memory);
+}
+
+function noSharedMemory(why: string): TensorcastError {
+  return new TensorcastError(
+    "UNSUPPORTED_PLATFORM",
+    `a shared arena needs shared WebAssembly memory and SharedArrayBuffer, which this runtime refused (${why}). ` +
+      "A browser page needs cross-origin isolation (the headers Cross-Origin-Opener-Policy: same-origin and " +
+      "Cross-Origin-Embedder-Policy: require-corp); elsewhere use createArena(bytes) without shared",
+  );
 }

@@ -27,6 +27,8 @@ export type ErrorCode =
   | "ALIASED_OUTPUT"
   /** An arena (createArena) without room for the tensor asked of it; the message gives the bytes needed and free. */
   | "ARENA_FULL"
+  /** reset() of a shared arena (createArena with `shared: true`): views of shared memory cannot be detached, so it is reclaimed by garbage collection only. */
+  | "ARENA_SHARED"
   /** The platform lacks what the call needs: castAsync's shared memory in a page that is not cross-origin isolated, toFloat16Array where there is no Float16Array. */
   | "UNSUPPORTED_PLATFORM"
   /** A castAsync worker did not start (its script did not load) or stopped while it had work. */

@@ -59,6 +59,11 @@ export function castAsync<N extends DTypeName>(x: Tensor, to: DTypeLike<N>, opts
  * directly, so it must live in a SharedArrayBuffer for the work to be split; an `out` on an ordinary
  * ArrayBuffer (and the small, string and same-type cases castAsync leaves to `cast`) runs
  * `castInto` in the calling thread. Reusing one shared output spares the page faults of a fresh one.
+ * When `x` and `out` are tensors of one shared arena (`createArena(bytes, { shared: true })`) and the
+ * pair has a WebAssembly kernel (float32 <-> float16 / bfloat16, float32 -> int8 / uint8, float64 ->
+ * float32, int64 -> int32), every thread runs the kernels in place on the arena's memory: no copies.
+ *
+ * @example const a = createArena(48 << 20, { shared: true }); const xa = a.from(x); await castIntoAsync(xa, a.zeros("float16", x.shape), { threads: 2 });
  *
  * @example const out = sharedZeros("float16", x.shape); await castIntoAsync(x, out);
  */

@@ -4,7 +4,8 @@
  * worker; a worker that errors or exits breaks the pool (every pending range rejects) and the next
  * call starts a new one.
  */
-import { responseError, type CastRangeDone, type CastRangeResponse, type CastRequest } from "./range.js";
+import type { WasmMemory } from "../kernels/wasm/resident.js";
+import { responseError, type CastRangeDone, type CastRangeResponse, type CastRequest, type CastResidentRequest } from "./range.js";
 
 /** What the pool hears from one worker. */
 export interface WorkerEvents {
@@ -43,6 +44,8 @@ interface Pending {
 interface PoolWorker {
   readonly handle: WorkerHandle;
   readonly tasks: Map<number, Pending>;
+  /** The shared memory last sent to it (resident ranges): it keeps that one attached. */
+  memory?: unknown;
 }
 
 /** `Omit` applied to each member of a union. */
@@ -116,6 +119,24 @@ export class CastPool {
       tasks.set(id, { resolve, reject });
       if (tasks.size === 1) handle.busy(true);
       handle.post({ id, ...task } as CastRequest, transfer);
+    });
+  }
+
+  /**
+   * Runs a resident range (a cast within a shared arena) on worker `index` (< the pool's size),
+   * sending `memory` along only when it is not the one that worker was last sent.
+   */
+  runResident(index: number, task: Omit<CastResidentRequest, "id" | "memory">, memory: WasmMemory): Promise<CastRangeDone> {
+    const w = this.workers[index];
+    if (this.broken || !w) return Promise.reject(this.broken ?? new Error(`the castAsync pool has no worker ${index}`));
+    const send = w.memory === memory ? task : { ...task, memory };
+    const { handle, tasks } = w;
+    const id = this.nextId++;
+    return new Promise<CastRangeDone>((resolve, reject) => {
+      tasks.set(id, { resolve, reject });
+      if (tasks.size === 1) handle.busy(true);
+      handle.post({ id, ...send }, []);
+      w.memory = memory; // only once it was sent: a refused message leaves the worker without it
     });
   }
 

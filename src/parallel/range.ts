@@ -6,12 +6,19 @@
  * Two kinds of range: on shared memory (the worker reads and writes the caller's SharedArrayBuffers
  * in place), and copied (where there is no shared memory: the chunk's bytes arrive in a transferred
  * ArrayBuffer and the converted bytes go back in another).
+ *
+ * A third kind, resident, is one cast between two tensors of a shared arena (src/arena.ts): every
+ * thread instantiates the kernels on the arena's shared WebAssembly memory and takes chunks of the
+ * cast from a shared counter until none are left, converting each in place (no staging, no copies,
+ * one message per worker per call). The memory itself is sent to a worker only when it differs
+ * from the last one that worker was sent: each worker keeps that one attached.
  */
 import type { RoundMode } from "../dtype/minifloat.js";
 import { dtype, type DType, type DTypeName, type Storage } from "../dtype/table.js";
 import { TensorcastError, type ErrorCode } from "../errors.js";
 import { convert } from "../kernels/convert.js";
 import { prepareOutput } from "../ops/cast.js";
+import { attachShared, type WasmMemory } from "../kernels/wasm/resident.js";
 import { storageLength, Tensor, TYPED_ARRAYS } from "../tensor.js";
 
 /** Typed-array storage (every type but string). */
@@ -49,7 +56,29 @@ export interface CastCopyRequest extends RangeBase {
   readonly dst: ArrayBuffer;
 }
 
-export type CastRequest = CastRangeRequest | CastCopyRequest;
+/**
+ * One cast within a shared arena: `count` elements from byte `srcOffset` of the arena's memory
+ * into byte `dstOffset`, in chunks of `chunk` elements (a multiple of every kernel group) that
+ * each thread claims by adding 1 to `next[0]`.
+ */
+export interface CastResidentRequest extends RangeBase {
+  readonly kind: "resident";
+  /** The arena's memory, when this worker was not sent it last (it keeps the last one attached). */
+  readonly memory?: WasmMemory;
+  readonly srcOffset: number;
+  readonly dstOffset: number;
+  readonly chunk: number;
+  readonly next: Int32Array;
+  /**
+   * One cell per worker of the call, at `cell`: the worker turns its 0 into 1 when it starts; a
+   * caller that has run out of chunks turns a 0 into 2, and then neither waits for that worker
+   * nor lets it touch the memory (it answers without converting).
+   */
+  readonly started: Int32Array;
+  readonly cell: number;
+}
+
+export type CastRequest = CastRangeRequest | CastCopyRequest | CastResidentRequest;
 
 /** A range done: for a copied one, its two buffers handed back. */
 export interface CastRangeDone {
@@ -76,7 +105,15 @@ export function castRange(request: CastRequest): Answer {
     const opts = { saturate: request.saturate, roundMode: request.roundMode };
     const from = dtype(request.from);
     const to = dtype(request.to);
-    if (request.kind === "shared") {
+    if (request.kind === "resident") {
+      if (request.memory) attached = request.memory;
+      // A caller that finished every chunk before this worker woke up has not waited for it.
+      if (Atomics.compareExchange(request.started, request.cell, 0, 1) !== 0) return { response: { id: request.id }, transfer: [] };
+      if (!attached) throw new TensorcastError("INTERNAL", "a castAsync worker was asked for a shared-arena cast before it was sent the arena");
+      if (!attachShared(attached)) throw new TensorcastError("UNSUPPORTED_PLATFORM", "a castAsync worker has no WebAssembly SIMD for a shared-arena cast");
+      convertResident(attached.buffer, from, to, request, opts);
+      answer = { response: { id: request.id }, transfer: [] };
+    } else if (request.kind === "shared") {
       convert(request.src, from, request.dst, to, request.count, opts);
       answer = { response: { id: request.id }, transfer: [] };
     } else {
@@ -98,6 +135,44 @@ export function castRange(request: CastRequest): Answer {
     Atomics.add(request.done, 0, 1);
   }
   return answer;
+}
+
+/** The shared memory this worker thread was last sent (see the module comment). */
+let attached: WasmMemory | undefined;
+
+/** Where a resident cast is, in a memory: what both the calling thread and the workers convert. */
+export interface ResidentRange {
+  readonly srcOffset: number;
+  readonly dstOffset: number;
+  readonly count: number;
+  readonly chunk: number;
+  readonly next: Int32Array;
+}
+
+/**
+ * Converts chunks of the resident cast `r` in `buffer` (the shared memory, whose kernels this
+ * thread has attached) until the shared counter runs past the end; each chunk goes through
+ * convert(), which finds the storages in a resident memory and runs the kernel in place (the last
+ * chunk's partial group through the scalar path).
+ * @example convertResident(memory.buffer, dtype("float32"), dtype("float16"), { srcOffset: 0, dstOffset: 4096, count: 1024, chunk: 256, next }, opts)
+ * @throws TensorcastError INVALID_DATA for a range outside the memory (nothing converted).
+ */
+export function convertResident(buffer: ArrayBufferLike, from: DType, to: DType, r: ResidentRange, opts: { saturate: boolean; roundMode: RoundMode }): void {
+  const inSize = from.bits / 8;
+  const outSize = to.bits / 8;
+  const { srcOffset, dstOffset, count, chunk, next } = r;
+  if (from.packed || to.packed || srcOffset < 0 || dstOffset < 0 || srcOffset + count * inSize > buffer.byteLength || dstOffset + count * outSize > buffer.byteLength) {
+    throw new TensorcastError("INVALID_DATA",
+      `a shared-arena cast of ${count} ${from.name} at byte ${srcOffset} into ${to.name} at byte ${dstOffset} does not fit the arena's ${buffer.byteLength} bytes`);
+  }
+  const src = TYPED_ARRAYS[from.array as Exclude<DType["array"], "Array">];
+  const dst = TYPED_ARRAYS[to.array as Exclude<DType["array"], "Array">];
+  for (;;) {
+    const a = Atomics.add(next, 0, 1) * chunk;
+    if (a >= count) return;
+    const n = Math.min(chunk, count - a);
+    convert(new src(buffer, srcOffset + a * inSize, n), from, new dst(buffer, dstOffset + a * outSize, n), to, n, opts);
+  }
 }
 
 /** `buffer` as the storage of `count` elements of `t`. */

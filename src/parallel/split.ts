@@ -11,6 +11,11 @@
  * shared counter says how many are done), so the split follows whichever thread is faster. Workers
  * read the input where it is when it already lives in a SharedArrayBuffer; otherwise the calling
  * thread copies each chunk it hands out into one (the chunks it converts itself are never copied).
+ *
+ * castIntoAsync between two tensors of one shared arena (src/arena.ts) takes another path: each
+ * worker runs the kernels in place on the arena's own memory, taking chunks from a shared counter
+ * (range.ts, resident ranges), and so does the calling thread: no staging, no chunk copies, one
+ * message per worker.
  */
 import { dtype, type DType, type DTypeLike, type DTypeName, type StorageOf } from "../dtype/table.js";
 import { TensorcastError } from "../errors.js";
@@ -18,7 +23,8 @@ import { convert } from "../kernels/convert.js";
 import { cast, castInto, checkCastInto, prepareOutput, type CastOptions, type Resolved } from "../ops/cast.js";
 import { allocateStorage, shapeSize, storageLength, Tensor, TYPED_ARRAYS } from "../tensor.js";
 import { CastPool, type WorkerHost } from "./pool.js";
-import { viewOf, type NumericStorage } from "./range.js";
+import { convertResident, viewOf, type NumericStorage } from "./range.js";
+import { sharedResidentOf, type WasmMemory } from "../kernels/wasm/resident.js";
 
 export interface CastAsyncOptions extends CastOptions {
   /**
@@ -110,7 +116,11 @@ export async function castIntoAsyncOn<N extends DTypeName>(host: WorkerHost, x: 
   if (!shared || threads < 2 || !host.hasWorkers() || x.size < Math.max(minElements, 2 * ALIGN) || from === target || from.kind === "string" || target.kind === "string") {
     return castInto(x, out, castOpts);
   }
-  if (copied) {
+  const memory = copied ? undefined : sharedResidentOf(x.data, out.data, from, target);
+  if (memory) {
+    prepareOutput(out);
+    await castResident(host, x, out, memory, resolved, threads, callerConverts);
+  } else if (copied) {
     // Every range's bytes are overwritten whole by a worker's result (its own output was zeroed).
     await convertCopied(host, x, out.data as NumericStorage, target, resolved, threads);
   } else {
@@ -206,6 +216,57 @@ async function convertSplit(
         hi = a;
         convert(slice(data, from, a, b), from, slice(dst, target, a, b), target, b - a, resolved);
       }
+    }
+  } finally {
+    await settleAll(pending);
+  }
+}
+
+/**
+ * Elements per chunk of a resident cast at most: 256 KiB of float32, small enough that the
+ * threads finish close together, large enough that the shared counter is touched a few hundred
+ * times per 16 Mi elements. Smaller casts take chunks of an eighth of a thread's share.
+ */
+const RESIDENT_CHUNK = 1 << 16;
+/** Chunks are multiples of every kernel group (8, 16), so only the last has a partial group. */
+const RESIDENT_GROUP = 16;
+
+/**
+ * Casts `x` into `out`, both in the shared arena `memory`, on `threads` threads (the calling thread
+ * included unless it does not convert): every thread claims chunks from one shared counter and
+ * converts them in place. When the chunks run out, a worker that has not started yet (a thread
+ * woken late on a busy machine) is told not to and is not waited for: the call then costs what
+ * one thread does, not that plus a wake-up.
+ */
+async function castResident(
+  host: WorkerHost, x: Tensor, out: Tensor, memory: WasmMemory, resolved: Resolved, threads: number, callerConverts: boolean,
+): Promise<void> {
+  const from: DType = x.dtype;
+  const to: DType = out.dtype;
+  const workers = callerConverts ? threads - 1 : Math.max(1, threads - 1);
+  const p = poolOf(host, workers);
+  const src = x.data as NumericStorage;
+  const range = {
+    srcOffset: src.byteOffset,
+    dstOffset: (out.data as NumericStorage).byteOffset,
+    count: x.size,
+    chunk: Math.min(RESIDENT_CHUNK, Math.max(RESIDENT_GROUP, Math.ceil(x.size / (8 * threads * RESIDENT_GROUP)) * RESIDENT_GROUP)),
+    next: new Int32Array(new SharedArrayBuffer(4)),
+  };
+  const started = new Int32Array(new SharedArrayBuffer(4 * workers));
+  let pending: Promise<unknown>[] = [];
+  try {
+    for (let i = 0; i < workers; i++) {
+      pending.push(p.runResident(i, { kind: "resident", from: from.name, to: to.name, ...range, started, cell: i, ...resolved }, memory));
+    }
+    if (callerConverts) {
+      convertResident(src.buffer, from, to, range, resolved);
+      pending = pending.filter((answer, i) => {
+        if (Atomics.compareExchange(started, i, 0, 2) !== 0) return true;
+        // Never started, never will: its answer (or a broken pool's rejection) concerns nobody.
+        answer.catch(() => undefined);
+        return false;
+      });
     }
   } finally {
     await settleAll(pending);

@@ -109,7 +109,8 @@ export function castAsync<N extends DTypeName>(x: Tensor, to: DTypeLike<N>, opts
  * page the workers write into `out` directly, so it must live in a SharedArrayBuffer for the work
  * to be split (`sharedZeros`; another `out` runs `castInto` in the calling thread); in other pages
  * any `out` receives the ranges copied back from the workers. Every case castAsync leaves to `cast`
- * runs `castInto` in the calling thread.
+ * runs `castInto` in the calling thread. In an isolated page, tensors of one shared arena
+ * (`createArena(bytes, { shared: true })`) are converted in place by every thread, with no copies.
  *
  * @example const out = sharedZeros("float16", x.shape); await castIntoAsync(x, out);
  */

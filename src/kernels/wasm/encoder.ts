@@ -175,13 +175,18 @@ export interface DataSegment {
 
 /**
  * A module exporting `memory` (`pages` of 64 KiB, not growable by the kernels) and the functions,
- * each of type (i32, ...) -> (), with an optional data segment.
+ * each of type (i32, ...) -> (), with an optional data segment. With `sharedImport`, the memory is
+ * not the module's own but imported as `env.memory`, a shared memory of exactly `pages` pages, so
+ * that instances on several threads work on one memory.
+ * @example moduleBytes(funcs, 17, undefined, true) // instantiate with { env: { memory } }
  */
-export function moduleBytes(funcs: readonly Func[], pages: number, data?: DataSegment): Uint8Array {
+export function moduleBytes(funcs: readonly Func[], pages: number, data?: DataSegment, sharedImport = false): Uint8Array {
   const arities = [...new Set(funcs.map((f) => f.params))];
   const types = section(1, vec(arities.map((p) => cat([0x60], vec(Array.from({ length: p }, () => [I32])), [0]))));
   const fnsec = section(3, vec(funcs.map((f) => uleb(arities.indexOf(f.params)))));
-  const mem = section(5, vec([cat([0x01], uleb(pages), uleb(pages))]));
+  // Limits flag 0x01: minimum and maximum; 0x03: the same, shared (the threads proposal).
+  const imports = sharedImport ? section(2, vec([cat(name("env"), name("memory"), [0x02, 0x03], uleb(pages), uleb(pages))])) : [];
+  const mem = sharedImport ? [] : section(5, vec([cat([0x01], uleb(pages), uleb(pages))]));
   const exports = section(7, vec([
     cat(name("memory"), [0x02], uleb(0)),
     ...funcs.map((f, i) => cat(name(f.name), [0x00], uleb(i))),
@@ -196,5 +201,5 @@ export function moduleBytes(funcs: readonly Func[], pages: number, data?: DataSe
   const code = section(10, vec(bodies));
   // An active segment of memory 0: flags 0, offset (i32.const, end), the bytes.
   const segments = data ? section(11, vec([cat([0x00], i32(data.offset), [0x0b], vec(Array.from(data.bytes, (b) => [b])))])) : [];
-  return new Uint8Array(cat([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00], types, fnsec, mem, exports, code, segments));
+  return new Uint8Array(cat([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00], types, imports, fnsec, mem, exports, code, segments));
 }

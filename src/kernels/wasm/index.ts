@@ -33,7 +33,7 @@ type Kernel = (src: number, dst: number, groups: number) => void;
 
 interface Loaded {
   /** The instance's own memory (fixed size: its minimum and maximum are equal). */
-  readonly memory: { readonly buffer: ArrayBuffer; grow(pages: number): number };
+  readonly memory: { readonly buffer: ArrayBufferLike; grow(pages: number): number };
   readonly bytes: Uint8Array;
   /** Whether f32_i8 is the relaxed-SIMD build. */
   readonly relaxed: boolean;
@@ -65,18 +65,20 @@ const builds = new Map<boolean, Loaded | null>();
  * turns, on a machine at load 18-23) Node 24 1.17-1.63x, Node 26 1.10x, Node 22 1.45x, Bun
  * 0.74-1.13x (noise around 1: its in-cache rates are equal). Faster on V8, no slower on JSC.
  */
-function load(pages: number): Loaded | null {
+function load(pages: number, shared?: Loaded["memory"]): Loaded | null {
   try {
     const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
     if (!api) return null;
     let relaxed = allowRelaxed;
-    let code = kernelModule(pages, { relaxed });
+    let code = kernelModule(pages, { relaxed, shared: shared !== undefined });
     if (relaxed && !api.validate(code)) {
       relaxed = false;
-      code = kernelModule(pages);
+      code = kernelModule(pages, { shared: shared !== undefined });
     }
     if (!api.validate(code)) return null; // no SIMD (or a malformed module: the tests catch that)
-    const instance = new api.Instance(new api.Module(code), {});
+    // A shared memory is imported; instantiating rewrites the constant pool at its end with the
+    // bytes every instance writes there, so kernels running on other threads read the same values.
+    const instance = new api.Instance(new api.Module(code), shared ? { env: { memory: shared } } : {});
     const memory = instance.exports.memory as Loaded["memory"];
     const e = instance.exports as Record<KernelName, Kernel>;
     return {
@@ -129,6 +131,16 @@ export function wasmAvailable(): boolean {
  */
 export function kernelInstance(pages: number): Loaded | null {
   return load(pages);
+}
+
+/**
+ * An instance of the kernel module working in `memory`, a shared WebAssembly memory of fixed size
+ * (its last page holds the constants), in the build useWasmBuild selects; null where WebAssembly
+ * SIMD is unavailable. For shared arenas: each thread instantiates the module on the one memory.
+ * @example const w = sharedKernelInstance(new WebAssembly.Memory({ initial: 17, maximum: 17, shared: true }))
+ */
+export function sharedKernelInstance(memory: Loaded["memory"]): Loaded | null {
+  return load(memory.buffer.byteLength / 65536, memory);
 }
 
 export type { Loaded as KernelInstance, Kernel };

@@ -303,8 +303,10 @@ export const POOL_BYTES = 1024;
  * starts with `byte_lut32`'s table (`lutAddress`, written by the caller) and ends with the kernels'
  * constants (POOL_BYTES, a data segment); the pages before it are free for the caller. With
  * `relaxed`, f32_i8 truncates with relaxed SIMD (engines without it do not validate the module).
+ * With `shared`, the memory is imported (`env.memory`, shared, `pages` pages): shared arenas.
+ * @example new WebAssembly.Module(kernelModule(17, { shared: true }))
  */
-export function kernelModule(pages: number, o: { relaxed?: boolean } = {}): Uint8Array {
+export function kernelModule(pages: number, o: { relaxed?: boolean; shared?: boolean } = {}): Uint8Array {
   const pool = new ConstantPool(pages * 65536 - POOL_BYTES);
   const funcs = [
     narrowing(pool, "f32_f16", f16Of),
@@ -318,5 +320,5 @@ export function kernelModule(pages: number, o: { relaxed?: boolean } = {}): Uint
   ];
   const data = pool.bytes();
   if (data.length > POOL_BYTES) throw new Error(`wasm kernels: ${data.length} bytes of constants, room for ${POOL_BYTES}`);
-  return moduleBytes(funcs, pages, { offset: pool.base, bytes: data });
+  return moduleBytes(funcs, pages, { offset: pool.base, bytes: data }, o.shared === true);
 }

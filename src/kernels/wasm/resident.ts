@@ -12,11 +12,16 @@
  * WebAssembly memory's buffer refuses `transfer()` and `postMessage` transfer (TypeError), so
  * nobody else can detach or steal it.
  *
+ * A shared resident memory (`shared: true`, for shared arenas) is a WebAssembly memory whose buffer
+ * is a SharedArrayBuffer: worker threads instantiate the same module on it (`attachShared`) and
+ * convert slices of one cast in place. On a shared memory `grow(0)` does not detach anything (the
+ * threads proposal keeps every view of a shared buffer valid), so it has no reset.
+ *
  * Browser-safe: no Node built-ins.
  */
 import type { DType, Storage } from "../../dtype/table.js";
 import type { ResolvedCastOptions } from "../reference.js";
-import { kernelFor, kernelInstance, loadLut, type KernelInstance } from "./index.js";
+import { kernelFor, kernelInstance, loadLut, sharedKernelInstance, type KernelInstance } from "./index.js";
 import { lutAddress } from "./kernels.js";
 
 /** Bytes of one WebAssembly page. */
@@ -31,13 +36,18 @@ const MAX_PAGES = 65536;
 export const RESIDENT_MAX_BYTES = (MAX_PAGES - 1) * PAGE;
 
 interface WasmMemoryApi {
-  Memory: new (d: { initial: number; maximum: number }) => KernelInstance["memory"];
+  Memory: new (d: { initial: number; maximum: number; shared?: boolean }) => KernelInstance["memory"];
 }
+
+/** A WebAssembly.Memory object, as the threads that share it pass it around. */
+export type WasmMemory = KernelInstance["memory"];
 
 /** A fixed-size WebAssembly memory, with the kernels that work in it when the platform has SIMD. */
 export interface ResidentMemory {
-  /** The memory's current ArrayBuffer (a new object after each `reset`). */
-  readonly buffer: ArrayBuffer;
+  /** The memory's current buffer (a new object after each `reset`; a SharedArrayBuffer when shared). */
+  readonly buffer: ArrayBufferLike;
+  /** The WebAssembly.Memory when it is shared (workers instantiate the kernels on it), else undefined. */
+  readonly shared: WasmMemory | undefined;
   /** Bytes free for storage, from address 0: the memory minus its last page. */
   readonly capacity: number;
   /** Whether casts between storages in this memory run in place (false without WebAssembly SIMD). */
@@ -46,11 +56,13 @@ export interface ResidentMemory {
    * Detaches every view of the memory made so far (each reads as empty from now on) and returns
    * the memory's new ArrayBuffer; the bytes stay as they were.
    */
-  reset(): ArrayBuffer;
+  reset(): ArrayBufferLike;
 }
 
 /** The memories whose kernels run in place, by their current buffer. */
 const residents = new WeakMap<ArrayBufferLike, KernelInstance>();
+/** The shared memories (with kernels, on this thread), by their buffer. */
+const sharedMemories = new WeakMap<ArrayBufferLike, WasmMemory>();
 
 /**
  * A resident memory with room for `bytes` bytes (rounded up to whole 64 KiB pages), plus one page
@@ -60,8 +72,9 @@ const residents = new WeakMap<ArrayBufferLike, KernelInstance>();
  * @example const m = residentMemory(64 << 20); new Float32Array(m!.buffer, 0, 16 << 20)
  * @throws RangeError when the platform cannot reserve the memory (the caller reports it).
  */
-export function residentMemory(bytes: number): ResidentMemory | undefined {
+export function residentMemory(bytes: number, o: { shared?: boolean } = {}): ResidentMemory | undefined {
   const pages = Math.ceil(bytes / PAGE) + 1;
+  if (o.shared) return sharedResident(pages);
   const w = kernelInstance(pages);
   let memory: KernelInstance["memory"];
   if (w) {
@@ -76,6 +89,7 @@ export function residentMemory(bytes: number): ResidentMemory | undefined {
     get buffer() {
       return memory.buffer;
     },
+    shared: undefined,
     capacity: (pages - 1) * PAGE,
     inPlace: w !== null,
     reset() {
@@ -85,6 +99,60 @@ export function residentMemory(bytes: number): ResidentMemory | undefined {
       return memory.buffer;
     },
   };
+}
+
+/**
+ * A shared memory of `pages` pages with this thread's kernels on it, or undefined without
+ * WebAssembly. Throws TypeError where the engine has no shared WebAssembly memory (the caller reports it).
+ */
+function sharedResident(pages: number): ResidentMemory | undefined {
+  const api = (globalThis as { WebAssembly?: WasmMemoryApi }).WebAssembly;
+  if (!api) return undefined;
+  if (typeof SharedArrayBuffer !== "function") throw new TypeError("SharedArrayBuffer is not defined");
+  const memory = new api.Memory({ initial: pages, maximum: pages, shared: true });
+  if (!(memory.buffer instanceof SharedArrayBuffer)) {
+    throw new TypeError("WebAssembly.Memory({ shared: true }) did not give a SharedArrayBuffer");
+  }
+  const w = attachShared(memory);
+  return {
+    buffer: memory.buffer,
+    shared: memory,
+    capacity: (pages - 1) * PAGE,
+    inPlace: w !== null,
+    reset() {
+      throw new TypeError("a shared memory cannot detach its views");
+    },
+  };
+}
+
+/**
+ * Instantiates this thread's kernels on the shared memory `memory` (once per memory buffer) and
+ * registers them, so that convert() runs storages over it in place here; returns them, or null
+ * without WebAssembly SIMD. A worker calls it with the memory it was sent.
+ * @example attachShared(request.memory); convert(src, from, dst, to, n, opts) // in place
+ */
+export function attachShared(memory: WasmMemory): KernelInstance | null {
+  const known = residents.get(memory.buffer);
+  if (known) return known;
+  const w = sharedKernelInstance(memory);
+  if (w) {
+    residents.set(memory.buffer, w);
+    sharedMemories.set(memory.buffer, memory);
+  }
+  return w;
+}
+
+/**
+ * The shared memory both storages live in, when they live in one whose kernels run in place here
+ * and the pair has a kernel other than the 8-bit table one (its table sits at one address of the
+ * memory, which threads casting other pairs would overwrite); else undefined.
+ * @example const m = sharedResidentOf(x.data, out.data, x.dtype, out.dtype) // threads may split it
+ */
+export function sharedResidentOf(src: Storage, dst: Storage, from: DType, to: DType): WasmMemory | undefined {
+  if (Array.isArray(src) || Array.isArray(dst) || src.buffer !== dst.buffer) return undefined;
+  const k = kernelFor(from, to);
+  if (!k || k[0] === "byte_lut32") return undefined;
+  return sharedMemories.get(src.buffer);
 }
 
 /**
