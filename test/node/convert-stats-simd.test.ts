@@ -2,64 +2,18 @@
  * The SIMD bulk pass of measureConversion (src/node/convert/tally-simd.ts): which sub-blocks it
  * settles and which it hands back to the scalar loop, and that measureConversion with it gives
  * exactly the numbers of the scalar float32 loop, of the float64 path and of the pre-issue-16
- * reference (convert-stats.test.ts keeps it; the same loop is repeated here) on weights at many
+ * reference (test/node/reference-stats.ts) on weights at many
  * scales (so the relative error's running maximum moves across many sub-blocks), with NaN, Inf,
  * subnormals and out-of-range values sprinkled in, blocks crossed and ragged tails.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { cast, dtype, Tensor, type DTypeName } from "../../src/index.js";
-import { overflowThreshold } from "../../src/dtype/minifloat.js";
-import { measureConversion, type ConvertStats } from "../../src/node/convert/kernel.js";
+import { measureConversion } from "../../src/node/convert/kernel.js";
 import { simdTally, SUB_BLOCK } from "../../src/node/convert/tally-simd.js";
 import { random } from "./helpers.js";
+import { referenceStats } from "./reference-stats.js";
 
-/** The pre-issue-16 statistics loop, element by element on float64 values (the oracle). */
-function referenceStats(source: Tensor, result: Tensor): ConvertStats {
-  const to = result.dtype;
-  const x = cast(source, "float64").data as Float64Array;
-  const y = cast(result, "float64").data as Float64Array;
-  const hi = to.max === undefined ? Infinity : Number(to.max);
-  const lo = to.min === undefined ? -Infinity : Number(to.min);
-  const signedFloat = to.kind === "float" && to.name !== "float8e8m0" && to.format !== undefined;
-  const past = signedFloat ? overflowThreshold(to.format!) : undefined;
-  const upper = past ? past.at : hi;
-  const lower = past ? -past.at : lo;
-  const tieIsPast = past ? past.tieOverflows : false;
-  const MAX = Number.MAX_VALUE;
-  const s: ConvertStats = { count: source.size, maxAbsError: 0, maxRelError: 0, changed: 0, outOfRange: 0, saturated: 0, nonFinite: 0, becameNonFinite: 0 };
-  for (let j = 0; j < x.length; j++) {
-    const a = x[j];
-    const b = y[j];
-    const beyond = a > upper || a < lower || (tieIsPast && (a === upper || a === lower));
-    if (Math.abs(a) <= MAX && Math.abs(b) <= MAX) {
-      if (a !== b) {
-        s.changed++;
-        const err = Math.abs(b - a);
-        if (err > s.maxAbsError) s.maxAbsError = err;
-        const m = Math.abs(a);
-        if (m !== 0 && err > s.maxRelError * m) s.maxRelError = err / m;
-      }
-      if (beyond) {
-        s.outOfRange++;
-        if (b === hi || b === lo) s.saturated++;
-      }
-      continue;
-    }
-    if (a !== b && (a === a || b === b)) s.changed++;
-    if (!(Math.abs(b) <= MAX)) {
-      s.nonFinite++;
-      if (Math.abs(a) <= MAX) {
-        s.becameNonFinite++;
-        if (beyond) s.outOfRange++;
-      }
-    } else if (a === a) {
-      s.outOfRange++;
-      if (b === hi || b === lo) s.saturated++;
-    }
-  }
-  return s;
-}
 
 const unit = (next: () => number): number => next() / 4294967296;
 

@@ -11,9 +11,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { cast, dtype, Tensor, type DTypeName } from "../../src/index.js";
-import { overflowThreshold } from "../../src/dtype/minifloat.js";
-import { convertChunk, measureConversion, type ConvertStats } from "../../src/node/convert/kernel.js";
+import { convertChunk, measureConversion } from "../../src/node/convert/kernel.js";
 import { random } from "./helpers.js";
+import { referenceStats } from "./reference-stats.js";
 
 const TARGETS: DTypeName[] = [
   "float16", "bfloat16", "float32", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float8e8m0",
@@ -55,55 +55,6 @@ const SOURCES: [string, () => Tensor][] = [
   ["every float8e8m0 code", () => everyCode("float8e8m0")],
 ];
 
-/**
- * The statistics as measureConversion computed them before issue 16's changes (commit 235e0eb), one
- * element at a time on float64 values, kept here as the oracle for both of today's paths.
- */
-function referenceStats(source: Tensor, result: Tensor): ConvertStats {
-  const to = result.dtype;
-  const x = cast(source, "float64").data as Float64Array;
-  const y = cast(result, "float64").data as Float64Array;
-  const hi = to.max === undefined ? Infinity : Number(to.max);
-  const lo = to.min === undefined ? -Infinity : Number(to.min);
-  const signedFloat = to.kind === "float" && to.name !== "float8e8m0" && to.format !== undefined;
-  const past = signedFloat ? overflowThreshold(to.format!) : undefined;
-  const upper = past ? past.at : hi;
-  const lower = past ? -past.at : lo;
-  const tieIsPast = past ? past.tieOverflows : false;
-  const MAX = Number.MAX_VALUE;
-  const s: ConvertStats = { count: source.size, maxAbsError: 0, maxRelError: 0, changed: 0, outOfRange: 0, saturated: 0, nonFinite: 0, becameNonFinite: 0 };
-  for (let j = 0; j < x.length; j++) {
-    const a = x[j];
-    const b = y[j];
-    const beyond = a > upper || a < lower || (tieIsPast && (a === upper || a === lower));
-    if (Math.abs(a) <= MAX && Math.abs(b) <= MAX) {
-      if (a !== b) {
-        s.changed++;
-        const err = Math.abs(b - a);
-        if (err > s.maxAbsError) s.maxAbsError = err;
-        const m = Math.abs(a);
-        if (m !== 0 && err > s.maxRelError * m) s.maxRelError = err / m;
-      }
-      if (beyond) {
-        s.outOfRange++;
-        if (b === hi || b === lo) s.saturated++;
-      }
-      continue;
-    }
-    if (a !== b && (a === a || b === b)) s.changed++;
-    if (!(Math.abs(b) <= MAX)) {
-      s.nonFinite++;
-      if (Math.abs(a) <= MAX) {
-        s.becameNonFinite++;
-        if (beyond) s.outOfRange++;
-      }
-    } else if (a === a) {
-      s.outOfRange++;
-      if (b === hi || b === lo) s.saturated++;
-    }
-  }
-  return s;
-}
 
 for (const [what, make] of SOURCES) {
   test(`statistics: the float32 path equals the float64 path, ${what} to every 8- to 32-bit float`, () => {

@@ -10,84 +10,24 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { closeSync, existsSync, ftruncateSync, openSync, readdirSync, readSync, rmSync, statfsSync, statSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { cast, Tensor } from "../../src/index.js";
-import { encodeModel } from "../../src/io/onnx/encode.js";
-import { WireReader } from "../../src/io/onnx/wire.js";
-import { WireWriter } from "../../src/io/onnx/wire-writer.js";
 import { convertFile, openTensorFile } from "../../src/node/index.js";
 import type { OnnxFileTensor } from "../../src/node/io/onnx.js";
 import { removeStaleTemporaries } from "../../src/node/io/file.js";
-import { randomBytes, randomFloat32, rejectsCode, ROOT, scratch } from "./helpers.js";
+import { randomFloat32, rejectsCode, ROOT, scratch } from "./helpers.js";
+import { A, C, diskSkip, GiB, REGIONS, regionBytes, writeSparseModel } from "./sparse-model.js";
 
-const GiB = 2 ** 30;
 const MiB = 2 ** 20;
 const dir = process.env.KEEP_DIR ?? scratch();
-const free = (() => {
-  const s = statfsSync(dir);
-  return s.bavail * s.bsize;
-})();
 /** The output's side file (2 GiB + 512 KiB) and room to spare. */
-const NEED = 3 * GiB;
-const skip = free < NEED && `the disk holding ${dir} has ${(free / GiB).toFixed(2)} GiB free; this test writes 2 GiB and needs ${NEED / GiB} GiB`;
+const skip = diskSkip(dir, 3 * GiB, "this test writes 2 GiB");
 
-/** a, b: float32 [2^28] (1 GiB each) at 0 and 1 GiB; c: float32 [2^18] (1 MiB) at 2 GiB. */
-const A = 2 ** 28;
-const C = 2 ** 18;
 const c = Tensor.fromBytes(randomFloat32(C, 9), "float32", [C]);
-/** Random 64 KiB regions in the holes: the starts, middles and ends of a and b. */
-const REGIONS = [0, GiB / 2 + 12345 * 4, GiB - 65536, GiB, GiB + 4 * 87654321, 2 * GiB - 65536];
-
-function externalTensor(name: string, dims: number[], offset: number, length: number): Uint8Array {
-  const w = new WireWriter();
-  for (const d of dims) w.int64Field(1, d);
-  w.uint32Field(2, 1);
-  w.stringField(8, name);
-  for (const [k, v] of [["location", "big.data"], ["offset", String(offset)], ["length", String(length)]]) w.fork(13).stringField(1, k).stringField(2, v).join();
-  w.uint32Field(14, 1);
-  return w.finish().slice();
-}
 
 /** big.onnx (y_k = Identity(k)) and its sparse big.data. */
-function writeInput(): string {
-  const path = join(dir, "big.onnx");
-  if (existsSync(path)) return path;
-  const fd = openSync(join(dir, "big.data"), "w");
-  try {
-    ftruncateSync(fd, 2 * GiB + 4 * C);
-    REGIONS.forEach((at, i) => writeSync(fd, randomBytes(65536, 100 + i), 0, 65536, at));
-    writeSync(fd, c.bytes(), 0, 4 * C, 2 * GiB);
-  } finally {
-    closeSync(fd);
-  }
-  const names = ["a", "b", "c"];
-  const encoded = encodeModel({
-    irVersion: 8, opsetImports: [{ domain: "", version: 17 }],
-    graph: {
-      name: "g", initializers: [], inputs: [],
-      nodes: names.map((n) => ({ name: n, opType: "Identity", domain: "", inputs: [n], outputs: [`y_${n}`], attributes: [] })),
-      outputs: names.map((n) => ({ name: `y_${n}`, elemType: 1, shape: [n === "c" ? C : A] })),
-    },
-  });
-  const initializers = [externalTensor("a", [A], 0, GiB), externalTensor("b", [A], GiB, GiB), externalTensor("c", [C], 2 * GiB, 4 * C)];
-  const r = new WireReader(encoded, "ModelProto");
-  const w = new WireWriter(4096);
-  for (let f = r.next(); f !== 0; f = r.next()) {
-    const start = r.pos;
-    if (f === 7) {
-      w.fork(7).raw(r.bytes());
-      for (const t of initializers) w.bytesField(5, t);
-      w.join();
-      continue;
-    }
-    r.skip();
-    w.raw(new WireWriter().tag(f, r.wireType).finish());
-    w.raw(encoded.subarray(start, r.pos));
-  }
-  writeFileSync(path, w.finish());
-  return path;
-}
+const writeInput = (): string => writeSparseModel(dir, c.bytes(), () => "Identity");
 
 /** Whether bytes [from, from + length) of the files at `p` and `q` (offset by `qAt`) are equal, read 16 MiB at a time. */
 function sameBytes(p: string, pAt: number, q: string, qAt: number, length: number): boolean {
@@ -141,7 +81,7 @@ test("a model over 2 GiB: its side file is written automatically, in bounded mem
     for (const at of REGIONS) {
       const t = back.tensors[at < GiB ? 0 : 1];
       const start = (at % GiB) / 4;
-      assert.deepEqual(await t.read(start, 16384), randomBytes(65536, 100 + REGIONS.indexOf(at)), `the region at ${at}`);
+      assert.deepEqual(await t.read(start, 16384), regionBytes(REGIONS.indexOf(at)), `the region at ${at}`);
     }
   } finally {
     await back.close();
@@ -162,7 +102,7 @@ test("a model over 2 GiB: its side file is written automatically, in bounded mem
     assert.deepEqual(h.tensors.map((t) => [t.name, (t as OnnxFileTensor).storage]), [["a", "raw"], ["b", "raw"], ["c", "raw"]]);
     assert.deepEqual(await h.tensors[2].read(0, C), cast(c, "float16").bytes());
     for (const at of REGIONS) {
-      const expected = cast(Tensor.fromBytes(randomBytes(65536, 100 + REGIONS.indexOf(at)), "float32", [16384]), "float16", { saturate: true }).bytes();
+      const expected = cast(Tensor.fromBytes(regionBytes(REGIONS.indexOf(at)), "float32", [16384]), "float16", { saturate: true }).bytes();
       assert.deepEqual(await h.tensors[at < GiB ? 0 : 1].read((at % GiB) / 4, 16384), expected, `the region at ${at}, as float16`);
     }
     assert.deepEqual(await h.tensors[1].read(A / 2, 16384), new Uint8Array(32768), "a hole reads as zeros");

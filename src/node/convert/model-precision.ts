@@ -144,7 +144,7 @@ export async function convertModelFile(input: string, output: string, opts: Mode
       throw e;
     }
     if (opts.signal?.aborted) throw new Interrupted();
-    const plan = planEditedModel(editedModel(result.bytes, file), output, { externalData: opts.externalData, threshold: opts.externalThreshold });
+    const plan = await planEditedModel(editedModel(result.bytes, file), output, { externalData: opts.externalData, threshold: opts.externalThreshold });
     if (plan.external) await checkSideFile(plan.external.path, file, output, force);
 
     await removeStaleTemporaries(output);

@@ -183,15 +183,22 @@ export interface ModelOutputOptions {
   threshold?: number;
 }
 
+/** Where a model's side file goes, as planModel and layEditedModel take it; undefined: inline. */
+type SidePlacement = { location: string; path: string; automatic: boolean } | undefined;
+
 /**
- * The plan of an .onnx output, inline or with a side file as `opts` says (see ModelOutputOptions).
+ * The plan of an .onnx output, inline or with a side file as `opts` says (see ModelOutputOptions),
+ * whichever way `lay` lays the model out for a placement: inline first when that is allowed, the
+ * side file when it is asked for or the inline model would pass 2 GiB.
  * @throws TensorcastError UNSUPPORTED_TYPE when the model cannot be written as asked (over 2 GiB inline).
  */
-async function planModelOutput(input: TensorFile, targets: ReadonlyMap<FileTensor, DType>, outPath: string, opts: ModelOutputOptions): Promise<OutputPlan> {
+async function chooseModelLayout(
+  outPath: string, opts: ModelOutputOptions, lay: (side: SidePlacement, threshold: number) => OutputPlan | Promise<OutputPlan>,
+): Promise<OutputPlan> {
   const threshold = opts.threshold ?? EXTERNAL_THRESHOLD;
   let automatic = false;
   if (typeof opts.externalData !== "string") {
-    const inline = await planModel(input, targets, outPath, undefined, threshold);
+    const inline = await lay(undefined, threshold);
     if (inline.size <= MAX_INLINE_MODEL) return inline;
     if (opts.externalData === false) {
       throw fileError(
@@ -202,7 +209,7 @@ async function planModelOutput(input: TensorFile, targets: ReadonlyMap<FileTenso
     automatic = true;
   }
   const location = typeof opts.externalData === "string" ? opts.externalData : `${basename(outPath)}.data`;
-  const plan = await planModel(input, targets, outPath, { location, path: sideFilePath(outPath, location), automatic }, threshold);
+  const plan = await lay({ location, path: sideFilePath(outPath, location), automatic }, threshold);
   if (plan.size > MAX_INLINE_MODEL) {
     throw fileError(
       "UNSUPPORTED_TYPE", outPath,
@@ -210,6 +217,11 @@ async function planModelOutput(input: TensorFile, targets: ReadonlyMap<FileTenso
     );
   }
   return plan;
+}
+
+/** The plan of an .onnx output whose initializers `targets` converts (see ModelOutputOptions). */
+function planModelOutput(input: TensorFile, targets: ReadonlyMap<FileTensor, DType>, outPath: string, opts: ModelOutputOptions): Promise<OutputPlan> {
+  return chooseModelLayout(outPath, opts, (side, threshold) => planModel(input, targets, outPath, side, threshold));
 }
 
 /** A TensorProto whose data is bytes [offset, offset + length) of the side file `location`. */
@@ -238,7 +250,7 @@ function externalTensorProto(name: string, t: DType, shape: readonly number[], e
  */
 async function planModel(
   input: TensorFile, targets: ReadonlyMap<FileTensor, DType>, outPath: string,
-  side: { location: string; path: string; automatic: boolean } | undefined, threshold: number,
+  side: SidePlacement, threshold: number,
 ): Promise<OutputPlan> {
   if (input.format !== "onnx") {
     throw fileError("UNSUPPORTED_TYPE", outPath, `an .onnx output needs an .onnx input to take the graph from; ${input.path} is ${input.format}`);
@@ -354,34 +366,11 @@ export interface EditedModel {
  * // plan.size: head, graph and tail, with w's 4 elements inline
  * @throws TensorcastError UNSUPPORTED_TYPE when the model cannot be written as asked (over 2 GiB inline).
  */
-export function planEditedModel(model: EditedModel, outPath: string, opts: ModelOutputOptions): OutputPlan {
-  const threshold = opts.threshold ?? EXTERNAL_THRESHOLD;
-  let automatic = false;
-  if (typeof opts.externalData !== "string") {
-    const inline = layEditedModel(model, outPath, undefined, threshold);
-    if (inline.size <= MAX_INLINE_MODEL) return inline;
-    if (opts.externalData === false) {
-      throw fileError(
-        "UNSUPPORTED_TYPE", outPath,
-        `would be ${inline.size} bytes inline, over protobuf's limit of 2 GiB (${MAX_INLINE_MODEL} bytes); write its initializers to a side file (--external-data ${basename(outPath)}.data)`,
-      );
-    }
-    automatic = true;
-  }
-  const location = typeof opts.externalData === "string" ? opts.externalData : `${basename(outPath)}.data`;
-  const plan = layEditedModel(model, outPath, { location, path: sideFilePath(outPath, location), automatic }, threshold);
-  if (plan.size > MAX_INLINE_MODEL) {
-    throw fileError(
-      "UNSUPPORTED_TYPE", outPath,
-      `would be ${plan.size} bytes even with every initializer of ${threshold} bytes or more in ${location}, over protobuf's limit of 2 GiB`,
-    );
-  }
-  return plan;
+export function planEditedModel(model: EditedModel, outPath: string, opts: ModelOutputOptions): Promise<OutputPlan> {
+  return chooseModelLayout(outPath, opts, (side, threshold) => layEditedModel(model, outPath, side, threshold));
 }
 
-function layEditedModel(
-  model: EditedModel, outPath: string, side: { location: string; path: string; automatic: boolean } | undefined, threshold: number,
-): OutputPlan {
+function layEditedModel(model: EditedModel, outPath: string, side: SidePlacement, threshold: number): OutputPlan {
   const graph: Segment[] = [];
   const sideTensors: OutputTensor[] = [];
   let sideSize = 0;

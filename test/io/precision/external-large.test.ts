@@ -9,78 +9,29 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { closeSync, existsSync, ftruncateSync, openSync, readdirSync, rmSync, statfsSync, statSync, writeFileSync, writeSync } from "node:fs";
+import { readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { dtype, Tensor } from "../../../src/index.js";
-import { PbMessage } from "../../../src/io/onnx/precision/pb.js";
 import { castWeights } from "../../../src/io/onnx/precision/tensors.js";
-import { encodeModel } from "../../../src/io/onnx/encode.js";
-import { WireWriter } from "../../../src/io/onnx/wire-writer.js";
 import { convertModelFile } from "../../../src/node/convert/model-precision.js";
 import { measureConversion } from "../../../src/node/convert/kernel.js";
 import type { OnnxFileTensor } from "../../../src/node/io/onnx.js";
 import { openTensorFile } from "../../../src/node/io/reader.js";
-import { randomBytes, randomFloat32, rejectsCode, ROOT, scratch } from "../../node/helpers.js";
+import { randomFloat32, rejectsCode, ROOT, scratch } from "../../node/helpers.js";
+import { A, C, diskSkip, GiB, REGIONS, regionBytes, writeSparseModel } from "../../node/sparse-model.js";
 
-const GiB = 2 ** 30;
 const MiB = 2 ** 20;
 const dir = process.env.KEEP_DIR ?? scratch();
-const free = (() => {
-  const s = statfsSync(dir);
-  return s.bavail * s.bsize;
-})();
 /** The larger output (2 GiB + 1 MiB of side file) and room to spare. */
-const NEED = 3 * GiB;
-const skip = free < NEED && `the disk holding ${dir} has ${(free / GiB).toFixed(2)} GiB free; this test writes 2 GiB and needs ${NEED / GiB} GiB`;
+const skip = diskSkip(dir, 3 * GiB, "this test writes 2 GiB");
 
-/** a, b: float32 [2^28] (1 GiB each) at 0 and 1 GiB; c: float32 [2^18] (1 MiB) at 2 GiB, two of its values past float16's range. */
-const A = 2 ** 28;
-const C = 2 ** 18;
+/** c's values: two of them past float16's range. */
 const cBytes = randomFloat32(C, 9);
 new Float32Array(cBytes.buffer, cBytes.byteOffset, C).set([1e6, -7e4], 5);
 const c = Tensor.fromBytes(cBytes, "float32", [C]);
-/** Random 64 KiB regions (random bits: NaNs, infinities and huge values among them) in the holes of a and b. */
-const REGIONS = [0, GiB / 2 + 12345 * 4, GiB - 65536, GiB, GiB + 4 * 87654321, 2 * GiB - 65536];
-
-function externalTensor(name: string, dims: number[], offset: number, length: number): Uint8Array {
-  const w = new WireWriter();
-  for (const d of dims) w.int64Field(1, d);
-  w.uint32Field(2, 1);
-  w.stringField(8, name);
-  for (const [k, v] of [["location", "big.data"], ["offset", String(offset)], ["length", String(length)]]) w.fork(13).stringField(1, k).stringField(2, v).join();
-  w.uint32Field(14, 1);
-  return w.finish().slice();
-}
 
 /** big.onnx (y_a = Identity(a), y_b = Identity(b), y_c = Relu(c)) and its sparse big.data. */
-function writeInput(): string {
-  const path = join(dir, "big.onnx");
-  if (existsSync(path)) return path;
-  const fd = openSync(join(dir, "big.data"), "w");
-  try {
-    ftruncateSync(fd, 2 * GiB + 4 * C);
-    REGIONS.forEach((at, i) => writeSync(fd, randomBytes(65536, 100 + i), 0, 65536, at));
-    writeSync(fd, c.bytes(), 0, 4 * C, 2 * GiB);
-  } finally {
-    closeSync(fd);
-  }
-  const names = ["a", "b", "c"];
-  const encoded = encodeModel({
-    irVersion: 8, opsetImports: [{ domain: "", version: 17 }],
-    graph: {
-      name: "g", initializers: [], inputs: [],
-      nodes: names.map((n) => ({ name: n, opType: n === "c" ? "Relu" : "Identity", domain: "", inputs: [n], outputs: [`y_${n}`], attributes: [] })),
-      outputs: names.map((n) => ({ name: `y_${n}`, elemType: 1, shape: [n === "c" ? C : A] })),
-    },
-  });
-  const model = PbMessage.parse(encoded, "ModelProto");
-  const graph = model.sub(7, "GraphProto")!;
-  for (const t of [externalTensor("a", [A], 0, GiB), externalTensor("b", [A], GiB, GiB), externalTensor("c", [C], 2 * GiB, 4 * C)]) {
-    graph.fields.push({ no: 5, wire: 2, data: t });
-  }
-  writeFileSync(path, model.encode());
-  return path;
-}
+const writeInput = (): string => writeSparseModel(dir, cBytes, (n) => (n === "c" ? "Relu" : "Identity"));
 
 interface ChildResult {
   report: { tensors: { name: string; to: string; stats?: { saturated: number; outOfRange: number; count: number } }[]; externalData?: unknown; workers: number };
@@ -126,7 +77,7 @@ test("a model over 2 GiB converts as a whole graph in bounded memory, inline at 
     assert.deepEqual(await h.tensors[2].read(0, C), asF16(c.bytes()));
     for (const at of REGIONS) {
       const got = await h.tensors[at < GiB ? 0 : 1].read((at % GiB) / 4, 16384);
-      assert.deepEqual(got, asF16(randomBytes(65536, 100 + REGIONS.indexOf(at))), `the region at ${at}, as float16`);
+      assert.deepEqual(got, asF16(regionBytes(REGIONS.indexOf(at))), `the region at ${at}, as float16`);
     }
     assert.deepEqual(await h.tensors[1].read(A / 2, 16384), new Uint8Array(32768), "a hole reads as zeros");
   } finally {
@@ -155,7 +106,7 @@ test("a model over 2 GiB converts as a whole graph in bounded memory, inline at 
     }), [["a", "float32", `out.onnx.data@0+${GiB}`], ["b", "float32", `out.onnx.data@${GiB}+${GiB}`], ["c", "float16", `out.onnx.data@${2 * GiB}+${2 * C}`]]);
     assert.deepEqual(await back.tensors[2].read(0, C), asF16(c.bytes()));
     for (const at of REGIONS) {
-      assert.deepEqual(await back.tensors[at < GiB ? 0 : 1].read((at % GiB) / 4, 16384), randomBytes(65536, 100 + REGIONS.indexOf(at)), `the region at ${at}`);
+      assert.deepEqual(await back.tensors[at < GiB ? 0 : 1].read((at % GiB) / 4, 16384), regionBytes(REGIONS.indexOf(at)), `the region at ${at}`);
     }
   } finally {
     await back.close();
