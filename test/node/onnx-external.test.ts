@@ -13,26 +13,19 @@ import { join } from "node:path";
 import * as ort from "onnxruntime-node";
 import { cast, Tensor } from "../../src/index.js";
 import { encodeModel } from "../../src/io/onnx/encode.js";
-import { WireReader } from "../../src/io/onnx/wire.js";
 import { WireWriter } from "../../src/io/onnx/wire-writer.js";
 import { convertFile, inspectFile, openTensorFile } from "../../src/node/index.js";
 import { ortData } from "../support/ort.js";
+import { externalTensor as externalMessage, withInitializers } from "./external-model.js";
 import { randomFloat32, rejectsCode, scratch } from "./helpers.js";
 
 const root = scratch();
 const w1 = Tensor.fromBytes(randomFloat32(6, 3), "float32", [2, 3]);
 const w2 = cast(Tensor.fromBytes(randomFloat32(4, 4), "float32", [4]), "float16");
 
-/** An external TensorProto: dims, data_type, name, then external_data entries and data_location. */
+/** An external TensorProto for `t`: dims, data_type, name, then external_data entries and data_location. */
 function externalTensor(name: string, t: Tensor, entries: readonly [string, string][], extra?: (w: WireWriter) => void): Uint8Array {
-  const w = new WireWriter();
-  for (const d of t.shape) w.int64Field(1, d);
-  w.uint32Field(2, t.dtype.onnx);
-  w.stringField(8, name);
-  for (const [k, v] of entries) w.fork(13).stringField(1, k).stringField(2, v).join();
-  extra?.(w);
-  w.uint32Field(14, 1);
-  return w.finish().slice();
+  return externalMessage(name, t.shape, t.dtype.onnx, entries, extra);
 }
 
 /** A model computing y = Cast(w1, FLOAT) and z = Cast(w2, FLOAT) from the given initializer messages. */
@@ -51,21 +44,7 @@ function model(initializers: readonly Uint8Array[]): Uint8Array {
       outputs: [{ name: "y", elemType: 1, shape: [2, 3] }, { name: "z", elemType: 1, shape: [4] }],
     },
   });
-  const r = new WireReader(encoded, "ModelProto");
-  const w = new WireWriter(4096);
-  for (let f = r.next(); f !== 0; f = r.next()) {
-    const start = r.pos;
-    if (f === 7) {
-      w.fork(7).raw(r.bytes());
-      for (const t of initializers) w.bytesField(5, t);
-      w.join();
-      continue;
-    }
-    r.skip();
-    w.raw(new WireWriter().tag(f, r.wireType).finish());
-    w.raw(encoded.subarray(start, r.pos));
-  }
-  return w.finish().slice();
+  return withInitializers(encoded, initializers);
 }
 
 /** weights.bin: w1's 24 bytes at 0, w2's 8 bytes at 4096 (a page, as onnx suggests), in `dir`. */

@@ -8,8 +8,9 @@
 import { closeSync, existsSync, ftruncateSync, openSync, statfsSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { encodeModel } from "../../src/io/onnx/encode.js";
-import { WireReader } from "../../src/io/onnx/wire.js";
-import { WireWriter } from "../../src/io/onnx/wire-writer.js";
+import type { OnnxFileTensor } from "../../src/node/io/onnx.js";
+import type { TensorFile } from "../../src/node/io/tensors.js";
+import { externalTensor, withInitializers } from "./external-model.js";
 import { randomBytes } from "./helpers.js";
 
 export const GiB = 2 ** 30;
@@ -35,15 +36,7 @@ export function diskSkip(dir: string, need: number, what: string): string | fals
   return free < need && `the disk holding ${dir} has ${(free / GiB).toFixed(2)} GiB free; ${what} and needs ${need / GiB} GiB`;
 }
 
-function externalTensor(name: string, dims: number[], offset: number, length: number): Uint8Array {
-  const w = new WireWriter();
-  for (const d of dims) w.int64Field(1, d);
-  w.uint32Field(2, 1);
-  w.stringField(8, name);
-  for (const [k, v] of [["location", "big.data"], ["offset", String(offset)], ["length", String(length)]]) w.fork(13).stringField(1, k).stringField(2, v).join();
-  w.uint32Field(14, 1);
-  return w.finish().slice();
-}
+const entries = (offset: number, length: number): [string, string][] => [["location", "big.data"], ["offset", String(offset)], ["length", String(length)]];
 
 /**
  * Writes dir/big.onnx (y_k = op(k) for k in a, b, c) and its sparse dir/big.data, unless big.onnx
@@ -70,22 +63,20 @@ export function writeSparseModel(dir: string, c: Uint8Array, opOf: (name: string
       outputs: names.map((n) => ({ name: `y_${n}`, elemType: 1, shape: [n === "c" ? C : A] })),
     },
   });
-  // The initializers' external references go into the graph message as it was encoded.
-  const initializers = [externalTensor("a", [A], 0, GiB), externalTensor("b", [A], GiB, GiB), externalTensor("c", [C], 2 * GiB, 4 * C)];
-  const r = new WireReader(encoded, "ModelProto");
-  const w = new WireWriter(4096);
-  for (let f = r.next(); f !== 0; f = r.next()) {
-    const start = r.pos;
-    if (f === 7) {
-      w.fork(7).raw(r.bytes());
-      for (const t of initializers) w.bytesField(5, t);
-      w.join();
-      continue;
-    }
-    r.skip();
-    w.raw(new WireWriter().tag(f, r.wireType).finish());
-    w.raw(encoded.subarray(start, r.pos));
-  }
-  writeFileSync(path, w.finish());
+  const initializers = [
+    externalTensor("a", [A], 1, entries(0, GiB)), externalTensor("b", [A], 1, entries(GiB, GiB)), externalTensor("c", [C], 1, entries(2 * GiB, 4 * C)),
+  ];
+  writeFileSync(path, withInitializers(encoded, initializers));
   return path;
+}
+
+/**
+ * Each tensor of an opened .onnx as [name, type, "location@offset+length"] (undefined when inline).
+ * @example layoutOf(await openTensorFile("out.onnx"))[0]  // ["a", "float32", "out.onnx.data@0+1073741824"]
+ */
+export function layoutOf(file: TensorFile): [string, string, string | undefined][] {
+  return file.tensors.map((t) => {
+    const x = (t as OnnxFileTensor).external;
+    return [t.name, t.dtype.name, x && `${x.location}@${x.offset}+${x.length}`];
+  });
 }
