@@ -65,6 +65,8 @@ export const i32 = (n: number): Code => [0x41, ...sleb(n)];
 export const i32Add = (a: Code, b: Code): Code => cat(a, b, [0x6a]);
 export const i32Sub = (a: Code, b: Code): Code => cat(a, b, [0x6b]);
 export const i32Eqz = (a: Code): Code => cat(a, [0x45]);
+/** i32.lt_u: 1 when a < b as unsigned numbers. */
+export const i32LtU = (a: Code, b: Code): Code => cat(a, b, [0x49]);
 export const i32Shl = (a: Code, b: Code): Code => cat(a, b, [0x74]);
 /** i32.load8_u of the byte at `addr` + `offset`. */
 export const loadU8 = (addr: Code, offset = 0): Code => cat(addr, [0x2d, 0], uleb(offset));
