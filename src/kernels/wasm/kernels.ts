@@ -9,8 +9,8 @@
  *   kept lsb, >> 13; a carry steps into the next binade; clamped to Inf); |x| < 2^-14 by one float
  *   add, |x| + 0.5, whose float32 rounding (ulp 2^-24) is the float16 subnormal rounding, then minus
  *   the bits of 0.5; NaN to 0x7E00; the sign copied.
- * - float16 -> float32: a group of 8 codes without a subnormal (zeros allowed) as two 16-bit
- *   halves per float32, computed 8 lanes at a time and interleaved; otherwise in 32-bit lanes:
+ * - float16 -> float32: a block of 64 codes (the tail: a group of 8) without a subnormal (zeros
+ *   allowed) as two 16-bit halves per float32, computed 8 lanes at a time and interleaved; otherwise in 32-bit lanes:
  *   normals by shift and rebias; subnormals m * 2^-24 as (2^-14 * (1 + m / 1024)) - 2^-14, exact;
  *   Inf; NaN to 0x7FC00000; the sign copied.
  * - float32 -> bfloat16: + 0x7FFF + the kept lsb, >> 16 (overflow carries into Inf); NaN to 0x7FC0
