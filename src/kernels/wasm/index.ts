@@ -48,7 +48,6 @@ const IN = 0;
 const OUT = 8 * CHUNK;
 /** The in and out regions, then a page for byte_lut32's table and the kernels' constants. */
 const PAGES = ((12 * CHUNK) >>> 16) + 1;
-const LUT = lutAddress(PAGES);
 
 let loaded: Loaded | null | undefined;
 let allowRelaxed = true;
@@ -124,23 +123,15 @@ export function wasmAvailable(): boolean {
 }
 
 /**
- * A fresh instance of the kernel module whose memory has `pages` pages (the last one holds the
- * table and constants; the pages before it are the caller's), in the build useWasmBuild selects,
- * or null where WebAssembly SIMD is unavailable. For resident.ts: each arena runs its own instance.
+ * A fresh instance of the kernel module, in the build useWasmBuild selects, or null where
+ * WebAssembly SIMD is unavailable. Its memory has `pages` pages (the last one holds the table and
+ * constants; the pages before it are the caller's); with `shared`, a shared WebAssembly memory of
+ * fixed size, it works in that one instead (each thread of a shared arena instantiates it there).
+ * For resident.ts: each arena runs its own instance.
  * @example const w = kernelInstance(17); w?.kernels.f32_f16(0, 4096, 1) // 8 floats at 0 -> float16 at 4096
  */
-export function kernelInstance(pages: number): Loaded | null {
-  return load(pages);
-}
-
-/**
- * An instance of the kernel module working in `memory`, a shared WebAssembly memory of fixed size
- * (its last page holds the constants), in the build useWasmBuild selects; null where WebAssembly
- * SIMD is unavailable. For shared arenas: each thread instantiates the module on the one memory.
- * @example const w = sharedKernelInstance(new WebAssembly.Memory({ initial: 17, maximum: 17, shared: true }))
- */
-export function sharedKernelInstance(memory: Loaded["memory"]): Loaded | null {
-  return load(memory.buffer.byteLength / 65536, memory);
+export function kernelInstance(pages: number, shared?: Loaded["memory"]): Loaded | null {
+  return load(pages, shared);
 }
 
 export type { Loaded as KernelInstance, Kernel };
@@ -187,7 +178,7 @@ export function wasmCast(
   const [name, inSize, outSize, group] = k;
   const kernel = w.kernels[name];
   const mem = w.bytes;
-  if (name === "byte_lut32") loadLut(w, LUT, from, to, opts);
+  if (name === "byte_lut32") loadLut(w, from, to, opts);
   const s = u8View(src);
   const d = u8View(dst);
   for (let start = 0; start < count; start += CHUNK) {
@@ -200,13 +191,14 @@ export function wasmCast(
 }
 
 /**
- * Puts byte_lut32's table for the pair into `w`'s memory at `address`, unless it is there already.
- * @example loadLut(w, lutAddress(pages), dtype("float8e4m3fn"), dtype("float32"), opts)
+ * Puts byte_lut32's table for the pair into `w`'s memory (at the start of its last page), unless
+ * it is there already.
+ * @example loadLut(w, dtype("float8e4m3fn"), dtype("float32"), opts)
  */
-export function loadLut(w: Loaded, address: number, from: DType, to: DType, opts: ResolvedCastOptions): void {
+export function loadLut(w: Loaded, from: DType, to: DType, opts: ResolvedCastOptions): void {
   const lut = byteLut(from, to, opts) as Int32Array;
   if (w.lut !== lut) {
-    new Int32Array(w.memory.buffer, address, 256).set(lut);
+    new Int32Array(w.memory.buffer, lutAddress(w.memory.buffer.byteLength / 65536), 256).set(lut);
     w.lut = lut;
   }
 }

@@ -21,8 +21,7 @@
  */
 import type { DType, Storage } from "../../dtype/table.js";
 import type { ResolvedCastOptions } from "../reference.js";
-import { kernelFor, kernelInstance, loadLut, sharedKernelInstance, type KernelInstance } from "./index.js";
-import { lutAddress } from "./kernels.js";
+import { kernelFor, kernelInstance, loadLut, type KernelInstance } from "./index.js";
 
 /** Bytes of one WebAssembly page. */
 const PAGE = 65536;
@@ -59,10 +58,8 @@ export interface ResidentMemory {
   reset(): ArrayBufferLike;
 }
 
-/** The memories whose kernels run in place, by their current buffer. */
+/** The memories whose kernels run in place (on this thread), by their current buffer. */
 const residents = new WeakMap<ArrayBufferLike, KernelInstance>();
-/** The shared memories (with kernels, on this thread), by their buffer. */
-const sharedMemories = new WeakMap<ArrayBufferLike, WasmMemory>();
 
 /**
  * A resident memory with room for `bytes` bytes (rounded up to whole 64 KiB pages), plus one page
@@ -134,11 +131,8 @@ function sharedResident(pages: number): ResidentMemory | undefined {
 export function attachShared(memory: WasmMemory): KernelInstance | null {
   const known = residents.get(memory.buffer);
   if (known) return known;
-  const w = sharedKernelInstance(memory);
-  if (w) {
-    residents.set(memory.buffer, w);
-    sharedMemories.set(memory.buffer, memory);
-  }
+  const w = kernelInstance(memory.buffer.byteLength / PAGE, memory);
+  if (w) residents.set(memory.buffer, w);
   return w;
 }
 
@@ -152,7 +146,9 @@ export function sharedResidentOf(src: Storage, dst: Storage, from: DType, to: DT
   if (Array.isArray(src) || Array.isArray(dst) || src.buffer !== dst.buffer) return undefined;
   const k = kernelFor(from, to);
   if (!k || k[0] === "byte_lut32") return undefined;
-  return sharedMemories.get(src.buffer);
+  // A shared memory's instance imports it, and exports that same Memory object.
+  const shared = typeof SharedArrayBuffer === "function" && src.buffer instanceof SharedArrayBuffer;
+  return shared ? residents.get(src.buffer)?.memory : undefined;
 }
 
 /**
@@ -173,21 +169,15 @@ export function residentCast(
   if (w === undefined || residents.get(dst.buffer) !== w) return false;
   const k = kernelFor(from, to);
   if (!k) return false;
-  const [name, inSize, outSize, group] = k;
-  if (name === "byte_lut32") loadLut(w, lutAddress(w.memory.buffer.byteLength / PAGE), from, to, opts);
+  const [name, , , group] = k;
+  if (name === "byte_lut32") loadLut(w, from, to, opts);
   const groups = Math.floor(count / group);
   const whole = groups * group;
   // Offsets past 2^31 reach the kernel's i32 parameters as negative numbers; WebAssembly reads
   // addresses as unsigned, so they still address the right bytes.
   if (groups > 0) w.kernels[name](src.byteOffset, dst.byteOffset, groups);
-  if (whole < count) {
-    tail(sub(src, whole * inSize, (count - whole) * inSize), from, sub(dst, whole * outSize, (count - whole) * outSize), to, count - whole, opts);
-  }
+  // Every kernel's element is one element of its storages (no packed types), so element
+  // indices are storage indices.
+  if (whole < count) tail(src.subarray(whole, count), from, dst.subarray(whole, count), to, count - whole, opts);
   return true;
-}
-
-/** The `bytes` bytes of `a` from byte `start`, as a view of `a`'s own type. */
-function sub(a: Exclude<Storage, string[]>, start: number, bytes: number): Storage {
-  const ctor = a.constructor as new (b: ArrayBufferLike, o: number, n: number) => Exclude<Storage, string[]>;
-  return new ctor(a.buffer, a.byteOffset + start, bytes / a.BYTES_PER_ELEMENT);
 }
