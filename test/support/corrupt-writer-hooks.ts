@@ -21,7 +21,7 @@ type NextLoad = (url: string, context: unknown) => Promise<LoadResult>;
 const FIXED_GRAPH_LENGTH = "graphLength += r.head.length + r.bodyLength - (r.scanned.end - r.scanned.fieldStart);";
 const BUGGY_GRAPH_LENGTH = "graphLength += r.bodyLength - (r.scanned.end - r.scanned.start);";
 const PLAN = "export async function planOutput(";
-const SIDE_OFFSET = "externalTensorProto(source.name, dtype, source.shape, extra, side.location, offset, byteLength)";
+const SIDE_OFFSET = "externalTensorProto(t.name, t.dtype, t.shape, extra, side.location, offset, t.byteLength)";
 const DIGEST = "this.written?.push({ offset: position, length: bytes.length, digest: sha1Of(bytes) });";
 
 function replaceOnce(source: string, from: string, to: string): string {
@@ -39,7 +39,7 @@ function corrupt(source: string, fault: string | undefined): string {
         `\nexport async function planOutput(...args) {\n  const plan = await planOutputAsWritten(...args);\n  return { ...plan, size: plan.size - 1 };\n}\n`
       );
     case "side-offset":
-      return replaceOnce(source, SIDE_OFFSET, SIDE_OFFSET.replace("offset, byteLength)", "offset + 64, byteLength)"));
+      return replaceOnce(source, SIDE_OFFSET, SIDE_OFFSET.replace("offset, t.byteLength)", "offset + 64, t.byteLength)"));
     case "side-bytes":
       return source;
     default:

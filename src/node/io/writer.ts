@@ -186,6 +186,38 @@ export interface ModelOutputOptions {
 /** Where a model's side file goes, as planModel and layEditedModel take it; undefined: inline. */
 type SidePlacement = { location: string; path: string; automatic: boolean } | undefined;
 
+/** Bytes a segment takes in the output file. */
+function segmentLength(s: Segment): number {
+  return s.kind === "bytes" ? s.data.length : s.kind === "copy" ? s.length : s.tensor.byteLength;
+}
+
+/** A side file being laid out: its tensors at aligned offsets, in order. */
+class SideLayout {
+  readonly tensors: OutputTensor[] = [];
+  size = 0;
+}
+
+/**
+ * One initializer's field in an .onnx output: its tag, then its TensorProto. With `toSide` the
+ * message is whole, referring to the tensor's bytes at the next aligned offset of the side file
+ * (`layout`); otherwise it stops where raw_data's bytes begin, and `inline` is the tensor whose
+ * bytes follow it (its offset in the file is set when the file is laid out).
+ */
+function initializerField(
+  t: Omit<OutputTensor, "offset" | "side">, extra: Uint8Array, side: SidePlacement, layout: SideLayout, toSide: boolean,
+): { head: Uint8Array; message: Uint8Array; bodyLength: number; inline?: OutputTensor } {
+  if (side && toSide) {
+    const offset = aligned(layout.size, t.byteLength);
+    layout.size = offset + t.byteLength;
+    layout.tensors.push({ ...t, offset, side: true });
+    const message = externalTensorProto(t.name, t.dtype, t.shape, extra, side.location, offset, t.byteLength);
+    return { head: lengthDelimitedTag(5, message.length), message, bodyLength: message.length };
+  }
+  const message = tensorProtoPrefix(t.name, t.dtype, t.shape, t.byteLength, extra);
+  const bodyLength = message.length + t.byteLength;
+  return { head: lengthDelimitedTag(5, bodyLength), message, bodyLength, inline: { ...t, offset: 0, side: false } };
+}
+
 /**
  * The plan of an .onnx output, inline or with a side file as `opts` says (see ModelOutputOptions),
  * whichever way `lay` lays the model out for a placement: inline first when that is allowed, the
@@ -261,9 +293,8 @@ async function planModel(
    * `head`: the initializer field's tag and length; `message`: its TensorProto up to raw_data's
    * bytes (or whole, when its data is in the side file); `bodyLength`: the whole TensorProto.
    */
-  const rewritten: { scanned: (typeof initializers)[number]; inline?: OutputTensor; head: Uint8Array; message: Uint8Array; bodyLength: number }[] = [];
-  const sideTensors: OutputTensor[] = [];
-  let sideSize = 0;
+  const rewritten: (ReturnType<typeof initializerField> & { scanned: (typeof initializers)[number] })[] = [];
+  const layout = new SideLayout();
   for (let i = 0; i < initializers.length; i++) {
     const source = model.tensors[i];
     const scanned = initializers[i];
@@ -276,20 +307,8 @@ async function planModel(
     const extraParts = await Promise.all(scanned.extras.map(([s, e]) => model.file.read(s, e - s)));
     const extra = new Uint8Array(extraParts.reduce((n, p) => n + p.length, 0));
     extraParts.reduce((at, p) => (extra.set(p, at), at + p.length), 0);
-    const tensor = (offset: number, inSide: boolean): OutputTensor => ({
-      source, name: source.name, dtype, shape: source.shape, size: source.size, encoding: "raw", byteLength, offset, side: inSide,
-    });
-    if (toSide) {
-      const offset = aligned(sideSize, byteLength);
-      sideSize = offset + byteLength;
-      sideTensors.push(tensor(offset, true));
-      const message = externalTensorProto(source.name, dtype, source.shape, extra, side.location, offset, byteLength);
-      rewritten.push({ scanned, head: lengthDelimitedTag(5, message.length), message, bodyLength: message.length });
-    } else {
-      const message = tensorProtoPrefix(source.name, dtype, source.shape, byteLength, extra);
-      const bodyLength = message.length + byteLength;
-      rewritten.push({ scanned, inline: tensor(0, false), head: lengthDelimitedTag(5, bodyLength), message, bodyLength });
-    }
+    const t = { source, name: source.name, dtype, shape: source.shape, size: source.size, encoding: "raw" as const, byteLength };
+    rewritten.push({ scanned, ...initializerField(t, extra, side, layout, toSide) });
   }
   // Whole fields, length prefixes included: a message that crosses 2^7, 2^14, ... bytes gains or
   // loses a byte of prefix, which the graph's own length must count.
@@ -300,7 +319,7 @@ async function planModel(
   let offset = 0;
   const push = (s: Segment): void => {
     segments.push(s);
-    offset += s.kind === "bytes" ? s.data.length : s.kind === "copy" ? s.length : s.tensor.byteLength;
+    offset += segmentLength(s);
   };
   const copy = (from: number, to: number): void => {
     if (to > from) push({ kind: "copy", from, length: to - from });
@@ -321,10 +340,8 @@ async function planModel(
   }
   copy(at, graph.end);
   copy(graph.end, model.size);
-  if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(sideSize)) throw new TensorcastError("INVALID_DATA", `${outPath}: the output would be too large`);
   const lists = model.tensors.map((t): TensorEntry => ({ name: t.name, dtype: targets.get(t) ?? t.dtype, shape: t.shape }));
-  const external = side && { ...side, tensors: sideTensors, size: sideSize };
-  return { format: "onnx", segments, tensors: [...outputs, ...sideTensors], lists, size: offset, external };
+  return finishModelPlan(segments, outputs, lists, offset, side, layout, outPath);
 }
 
 /**
@@ -372,46 +389,28 @@ export function planEditedModel(model: EditedModel, outPath: string, opts: Model
 
 function layEditedModel(model: EditedModel, outPath: string, side: SidePlacement, threshold: number): OutputPlan {
   const graph: Segment[] = [];
-  const sideTensors: OutputTensor[] = [];
-  let sideSize = 0;
-  let graphLength = 0;
-  const inGraph = (s: Segment): void => {
-    graph.push(s);
-    graphLength += s.kind === "bytes" ? s.data.length : s.kind === "tensor" ? s.tensor.byteLength : s.length;
-  };
+  const layout = new SideLayout();
   for (const p of model.graph) {
     if (p.kind === "bytes") {
-      inGraph(p);
+      graph.push(p);
       continue;
     }
     const byteLength = rawByteLength(p.dtype, p.source.size);
-    const tensor = (offset: number, inSide: boolean): OutputTensor => ({
-      source: p.source, name: p.name, dtype: p.dtype, shape: p.shape, size: p.source.size, encoding: "raw", byteLength, offset, side: inSide,
-    });
-    if (side && byteLength >= threshold) {
-      const offset = aligned(sideSize, byteLength);
-      sideSize = offset + byteLength;
-      sideTensors.push(tensor(offset, true));
-      const message = externalTensorProto(p.name, p.dtype, p.shape, p.extra, side.location, offset, byteLength);
-      inGraph({ kind: "bytes", data: lengthDelimitedTag(5, message.length) });
-      inGraph({ kind: "bytes", data: message });
-    } else {
-      const message = tensorProtoPrefix(p.name, p.dtype, p.shape, byteLength, p.extra);
-      inGraph({ kind: "bytes", data: lengthDelimitedTag(5, message.length + byteLength) });
-      inGraph({ kind: "bytes", data: message });
-      // Its offset in the file is known once the graph's own length prefix is.
-      inGraph({ kind: "tensor", tensor: tensor(0, false) });
-    }
+    const t = { source: p.source, name: p.name, dtype: p.dtype, shape: p.shape, size: p.source.size, encoding: "raw" as const, byteLength };
+    const f = initializerField(t, p.extra, side, layout, byteLength >= threshold);
+    graph.push({ kind: "bytes", data: f.head }, { kind: "bytes", data: f.message });
+    // Its offset in the file is known once the graph's own length prefix is.
+    if (f.inline) graph.push({ kind: "tensor", tensor: f.inline });
   }
   const segments: Segment[] = [];
   const outputs: OutputTensor[] = [];
   let offset = 0;
   const push = (s: Segment): void => {
     segments.push(s);
-    offset += s.kind === "bytes" ? s.data.length : s.kind === "tensor" ? s.tensor.byteLength : s.length;
+    offset += segmentLength(s);
   };
   push({ kind: "bytes", data: model.head });
-  push({ kind: "bytes", data: lengthDelimitedTag(7, graphLength) });
+  push({ kind: "bytes", data: lengthDelimitedTag(7, graph.reduce((n, s) => n + segmentLength(s), 0)) });
   for (const s of graph) {
     if (s.kind !== "tensor") {
       push(s);
@@ -422,7 +421,14 @@ function layEditedModel(model: EditedModel, outPath: string, side: SidePlacement
     push({ kind: "tensor", tensor: placed });
   }
   push({ kind: "bytes", data: model.tail });
-  if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(sideSize)) throw new TensorcastError("INVALID_DATA", `${outPath}: the output would be too large`);
-  const external = side && { ...side, tensors: sideTensors, size: sideSize };
-  return { format: "onnx", segments, tensors: [...outputs, ...sideTensors], lists: model.lists, size: offset, external };
+  return finishModelPlan(segments, outputs, model.lists, offset, side, layout, outPath);
+}
+
+/** An .onnx output's plan from its laid-out segments and side file. */
+function finishModelPlan(
+  segments: Segment[], outputs: OutputTensor[], lists: readonly TensorEntry[], size: number, side: SidePlacement, layout: SideLayout, outPath: string,
+): OutputPlan {
+  if (!Number.isSafeInteger(size) || !Number.isSafeInteger(layout.size)) throw new TensorcastError("INVALID_DATA", `${outPath}: the output would be too large`);
+  const external = side && { ...side, tensors: layout.tensors, size: layout.size };
+  return { format: "onnx", segments, tensors: [...outputs, ...layout.tensors], lists, size, external };
 }
