@@ -25,6 +25,7 @@ import { pooledStorageBytes } from "../src/storage-pool.js";
 import { Tensor, TYPED_ARRAYS } from "../src/tensor.js";
 import { TensorcastError } from "../src/errors.js";
 import { throwsCode } from "./support/assertions.js";
+import { everyCodeBytes, randomPatterns, storageBytes } from "./support/cast-inputs.js";
 import { Rng } from "./support/rng.js";
 
 const OPTS: ResolvedCastOptions = { saturate: true, roundMode: "up" };
@@ -35,11 +36,6 @@ const PAIRS: [DTypeName, DTypeName][] = [
   ["float16", "float32"], ["bfloat16", "float32"], ["float64", "float32"], ["int64", "int32"],
 ];
 
-function bytesOf(a: Storage): Uint8Array {
-  const t = a as Exclude<Storage, string[]>;
-  return new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
-}
-
 /** A tensor of `t` in `arena` holding the bytes `bytes`, at an odd element offset when `shift` > 0 (a view the user made). */
 function inArena(arena: Arena, t: DType, bytes: Uint8Array, shift = 0): Tensor {
   const per = t.bits / 8;
@@ -48,7 +44,7 @@ function inArena(arena: Arena, t: DType, bytes: Uint8Array, shift = 0): Tensor {
   const data = whole.data as Exclude<Storage, string[]>;
   const ctor = TYPED_ARRAYS[t.array as keyof typeof TYPED_ARRAYS];
   const view = new ctor(data.buffer, data.byteOffset + shift * per, n);
-  bytesOf(view).set(bytes);
+  storageBytes(view).set(bytes);
   return Tensor.fromStorage(view as never, t, [n]);
 }
 
@@ -67,7 +63,7 @@ function checkInPlace(arena: Arena, from: DType, to: DType, src: Uint8Array, opt
   const want = new ctor(n);
   castReference(x.data, from, want, to, n, opts);
   const g = out.bytes();
-  const w = bytesOf(want);
+  const w = storageBytes(want);
   for (let i = 0; i < w.length; i++) {
     if (g[i] !== w[i]) assert.fail(`${what}: ${from.name} -> ${to.name}, n ${n}: output byte ${i} is ${g[i]}, want ${w[i]}`);
   }
@@ -75,25 +71,7 @@ function checkInPlace(arena: Arena, from: DType, to: DType, src: Uint8Array, opt
   for (let i = 0; i < all.length; i++) {
     if ((i < start || i >= start + n * per) && all[i] !== 0xa5) assert.fail(`${what}: ${from.name} -> ${to.name}, n ${n}: byte ${i - start} past the output was written`);
   }
-  assert.deepEqual(bytesOf(x.data), src, `${what}: the input is unchanged`);
-}
-
-/** Random source bytes: uniform bit patterns, and for floats half of them with exponents where the casts are busy. */
-function randomSource(t: DType, n: number, rng: Rng): Uint8Array {
-  const words = new Uint32Array(Math.ceil((n * t.bits) / 32));
-  for (let i = 0; i < words.length; i++) words[i] = rng.u32();
-  if (t.name === "float32") {
-    for (let i = 0; i < n; i += 2) words[i] = (words[i]! & 0x807fffff) | ((96 + rng.below(64)) << 23);
-  } else if (t.name === "float64") {
-    for (let i = 1; i < 2 * n; i += 4) words[i] = (words[i]! & 0x800fffff) | ((1023 - 160 + rng.below(300)) << 20);
-  }
-  return new Uint8Array(words.buffer, 0, (n * t.bits) / 8);
-}
-
-function everyCode(bits: 8 | 16): Uint8Array {
-  const codes = bits === 8 ? new Uint8Array(256) : new Uint16Array(65536);
-  for (let i = 0; i < codes.length; i++) codes[i] = i;
-  return bytesOf(codes);
+  assert.deepEqual(storageBytes(x.data), src, `${what}: the input is unchanged`);
 }
 
 // Both builds on every runtime (where the engine lacks relaxed SIMD they are the same build): the
@@ -105,14 +83,14 @@ for (const build of ["auto", "plain"] as const) {
       const arena = createArena(4 << 20);
       assert.equal(arena.inPlace, wasmAvailable());
       for (const f of ["float16", "bfloat16"] as const) {
-        for (const shift of [0, 1]) checkInPlace(arena, dtype(f), dtype("float32"), everyCode(16), OPTS, shift, "every code");
+        for (const shift of [0, 1]) checkInPlace(arena, dtype(f), dtype("float32"), everyCodeBytes(16), OPTS, shift, "every code");
       }
       const sources = DTYPES.filter((t) => t.bits === 8 && !t.packed && t.kind !== "string");
       const targets = ["float32", "int32", "uint32"].map((n) => dtype(n));
       for (const from of sources) {
         for (const to of targets) {
           for (const saturate of [true, false]) {
-            for (const roundMode of ["up", "down", "nearest"] as const) checkInPlace(arena, from, to, everyCode(8), { saturate, roundMode }, 0, "every code");
+            for (const roundMode of ["up", "down", "nearest"] as const) checkInPlace(arena, from, to, everyCodeBytes(8), { saturate, roundMode }, 0, "every code");
           }
         }
         arena.reset();
@@ -132,12 +110,12 @@ for (const build of ["auto", "plain"] as const) {
         const from = dtype(f);
         const to = dtype(t);
         for (const n of counts) {
-          checkInPlace(arena, from, to, randomSource(from, n, rng), OPTS, n % 5, `random, ${build}`);
+          checkInPlace(arena, from, to, randomPatterns(from, n, rng), OPTS, n % 5, `random, ${build}`);
           if (arena.used > 6 << 20) arena.reset();
         }
         // A quarter million patterns per pair in one call.
         arena.reset();
-        checkInPlace(arena, from, to, randomSource(from, 1 << 18, rng), OPTS, 0, `random, ${build}`);
+        checkInPlace(arena, from, to, randomPatterns(from, 1 << 18, rng), OPTS, 0, `random, ${build}`);
         arena.reset();
       }
     } finally {
@@ -152,7 +130,7 @@ test("an arena tensor with an ordinary one, and tensors of two arenas: cast()'s 
   const b = createArena(1 << 20);
   for (const [f, t] of PAIRS) {
     const n = 1001;
-    const x = Tensor.fromBytes(randomSource(dtype(f), n, rng).slice(), f, [n]);
+    const x = Tensor.fromBytes(randomPatterns(dtype(f), n, rng).slice(), f, [n]);
     const want = cast(x, t);
     const xa = a.from(x);
     assert.deepEqual(cast(xa, t).bytes(), want.bytes(), `${f} -> ${t}: arena -> ordinary`);

@@ -15,7 +15,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createArena, type Arena } from "../../src/arena.js";
-import { dtype, type DType, type DTypeName, type Storage } from "../../src/dtype/table.js";
+import { dtype, type DType, type DTypeName } from "../../src/dtype/table.js";
 import { TensorcastError } from "../../src/errors.js";
 import { castReference, type ResolvedCastOptions } from "../../src/kernels/reference.js";
 import { wasmAvailable } from "../../src/kernels/wasm/index.js";
@@ -26,19 +26,13 @@ import { castRange, type CastRequest } from "../../src/parallel/range.js";
 import { castIntoAsyncOn, closePool } from "../../src/parallel/split.js";
 import { Tensor, TYPED_ARRAYS } from "../../src/tensor.js";
 import { throwsCode } from "../support/assertions.js";
+import { everyCodeBytes, randomPatterns, storageBytes } from "../support/cast-inputs.js";
 import { Rng } from "../support/rng.js";
 
 const OPTS: ResolvedCastOptions = { saturate: true, roundMode: "up" };
 const GUARD = 0xa5;
 const simd = wasmAvailable();
 const noSimd = simd ? false : "no WebAssembly SIMD here: shared arenas have no in-place kernels";
-
-type Numeric = Exclude<Storage, string[]>;
-
-function bytesOf(a: Storage): Uint8Array {
-  const t = a as Numeric;
-  return new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
-}
 
 /** A view of `n` elements of `t` starting `shift` elements into a fresh arena tensor (a view the user made). */
 function viewIn(arena: Arena, t: DType, n: number, shift: number, fill?: number): { view: Tensor; whole: Tensor; start: number } {
@@ -67,7 +61,7 @@ async function checkShared(
   const want = new (TYPED_ARRAYS[to.array as keyof typeof TYPED_ARRAYS])(n);
   castReference(x.view.data, from, want, to, n, OPTS);
   const g = out.view.bytes();
-  const w = bytesOf(want);
+  const w = storageBytes(want);
   for (let i = 0; i < w.length; i++) {
     if (g[i] !== w[i]) assert.fail(`${what}: ${from.name} -> ${to.name}, n ${n}: output byte ${i} is ${g[i]}, want ${w[i]}`);
   }
@@ -79,27 +73,13 @@ async function checkShared(
   assert.deepEqual(x.view.bytes(), src, `${what}: the input is unchanged`);
 }
 
-function everyCode16(): Uint8Array {
-  const codes = new Uint16Array(65536);
-  for (let i = 0; i < codes.length; i++) codes[i] = i;
-  return bytesOf(codes);
-}
-
-/** Random bit patterns; half the float32 words with exponents where the narrowing casts round. */
-function randomBytes(t: DType, n: number, rng: Rng): Uint8Array {
-  const words = new Uint32Array(Math.ceil((n * t.bits) / 32));
-  for (let i = 0; i < words.length; i++) words[i] = rng.u32();
-  if (t.name === "float32") for (let i = 0; i < n; i += 2) words[i] = (words[i]! & 0x807fffff) | ((96 + rng.below(64)) << 23);
-  return new Uint8Array(words.buffer, 0, (n * t.bits) / 8);
-}
-
 test("every float16 and bfloat16 code to float32, in place on 2 and 3 threads, with and without the caller converting", { skip: noSimd }, async () => {
   const arena = createArena(8 << 20, { shared: true });
   assert.ok(arena.shared && arena.inPlace);
   assert.ok((arena.zeros("uint8", [1]).data as Uint8Array).buffer instanceof SharedArrayBuffer);
   for (const f of ["float16", "bfloat16"] as const) {
     for (const [threads, caller] of [[2, true], [2, false], [3, false]] as const) {
-      await checkShared(arena, dtype(f), dtype("float32"), everyCode16(), 1, threads, caller, `every code, ${threads} threads, caller ${caller}`);
+      await checkShared(arena, dtype(f), dtype("float32"), everyCodeBytes(16), 1, threads, caller, `every code, ${threads} threads, caller ${caller}`);
     }
   }
   await closeCastAsyncPool();
@@ -120,7 +100,7 @@ test("random float32 patterns to float16 and bfloat16, and the other kernel pair
       // A shared arena cannot be reset: a fresh one per count, reclaimed by GC.
       const arena = createArena(32 * n + (1 << 16), { shared: true });
       for (const caller of [true, false]) {
-        await checkShared(arena, dtype(from), dtype(to), randomBytes(dtype(from), n, rng), 1 + (n % 5), 2, caller, `random, caller ${caller}`);
+        await checkShared(arena, dtype(from), dtype(to), randomPatterns(dtype(from), n, rng), 1 + (n % 5), 2, caller, `random, caller ${caller}`);
       }
     }
   }
@@ -131,11 +111,11 @@ test("an 8-bit table pair, and tensors of two shared arenas, take the ordinary p
   const a = createArena(1 << 20, { shared: true });
   const b = createArena(1 << 20, { shared: true });
   const rng = new Rng(3);
-  const x8 = a.from(Tensor.fromStorage(new Int8Array(randomBytes(dtype("int8"), 50_001, rng).buffer, 0, 50_001) as never, "int8", [50_001]));
+  const x8 = a.from(Tensor.fromStorage(new Int8Array(randomPatterns(dtype("int8"), 50_001, rng).buffer, 0, 50_001) as never, "int8", [50_001]));
   const o32 = a.zeros("float32", x8.shape);
   await castIntoAsync(x8, o32, { threads: 2, minElements: 0 });
   assert.deepEqual(o32.bytes(), cast(x8, "float32").bytes());
-  const x = a.from(Tensor.fromStorage(new Float32Array(randomBytes(dtype("float32"), 50_001, rng).buffer) as never, "float32", [50_001]));
+  const x = a.from(Tensor.fromStorage(new Float32Array(randomPatterns(dtype("float32"), 50_001, rng).buffer) as never, "float32", [50_001]));
   const y = b.zeros("float16", x.shape);
   await castIntoAsync(x, y, { threads: 2, minElements: 0 });
   assert.deepEqual(y.bytes(), cast(x, "float16").bytes());
@@ -193,7 +173,7 @@ test("a worker that has not started when the caller runs out of chunks is not wa
   };
   const arena = createArena(1 << 20, { shared: true });
   const rng = new Rng(9);
-  const x = arena.from(Tensor.fromStorage(new Float32Array(randomBytes(dtype("float32"), 50_001, rng).buffer) as never, "float32", [50_001]));
+  const x = arena.from(Tensor.fromStorage(new Float32Array(randomPatterns(dtype("float32"), 50_001, rng).buffer) as never, "float32", [50_001]));
   const y = arena.zeros("float16", x.shape);
   // The workers' requests are held: the call must settle on the calling thread's work alone.
   await castIntoAsyncOn(host, x, y, { threads: 3, minElements: 0 });
@@ -236,7 +216,7 @@ test("the memory goes to a worker only when it was not the last one sent; a rang
   const b = createArena(1 << 20, { shared: true });
   const rng = new Rng(5);
   const run = async (arena: Arena): Promise<void> => {
-    const x = arena.from(Tensor.fromStorage(new Float32Array(randomBytes(dtype("float32"), 40_000, rng).buffer) as never, "float32", [40_000]));
+    const x = arena.from(Tensor.fromStorage(new Float32Array(randomPatterns(dtype("float32"), 40_000, rng).buffer) as never, "float32", [40_000]));
     const y = arena.zeros("bfloat16", x.shape);
     await castIntoAsyncOn(host, x, y, { threads: 2, minElements: 0, callerConverts: false });
     assert.deepEqual(y.bytes(), cast(x, "bfloat16").bytes());

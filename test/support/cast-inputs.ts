@@ -1,9 +1,10 @@
 /**
  * Inputs for the castAsync tests in Node and in the browser page (browser-safe: no Node built-ins):
- * random tensors of any numeric type, and the option sets worth trying per target.
+ * random tensors of any numeric type, and the option sets worth trying per target; and for the
+ * arena tests, every code of the 8- and 16-bit types and random bit patterns as bytes.
  */
 import type { CastOptions } from "../../src/ops/cast.js";
-import type { DType } from "../../src/dtype/table.js";
+import type { DType, Storage } from "../../src/dtype/table.js";
 import { storageLength, Tensor, TYPED_ARRAYS } from "../../src/tensor.js";
 import { Rng } from "./rng.js";
 
@@ -32,4 +33,33 @@ export function optionSets(to: DType): CastOptions[] {
   if (to.name === "float8e8m0") return (["up", "down", "nearest"] as const).flatMap((roundMode) => [{ roundMode }, { roundMode, saturate: false }]);
   if (to.format && to.bits <= 8) return [{}, { saturate: false }];
   return [{}];
+}
+
+/** The bytes of a numeric storage, sharing its memory. @example storageBytes(new Uint16Array(2)).length // 4 */
+export function storageBytes(a: Storage): Uint8Array {
+  const t = a as Exclude<Storage, string[]>;
+  return new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
+}
+
+/** Every code of an 8- or 16-bit type, in code order, as little-endian bytes. @example everyCodeBytes(8)[255] // 255 */
+export function everyCodeBytes(bits: 8 | 16): Uint8Array {
+  const codes = bits === 8 ? new Uint8Array(256) : new Uint16Array(65536);
+  for (let i = 0; i < codes.length; i++) codes[i] = i;
+  return storageBytes(codes);
+}
+
+/**
+ * `n` elements of `t` as random bit patterns; for float32 and float64 half of them with exponents
+ * where the narrowing casts round (rather than overflow or flush).
+ * @example randomPatterns(dtype("float32"), 1024, new Rng(1)).length // 4096
+ */
+export function randomPatterns(t: DType, n: number, rng: Rng): Uint8Array {
+  const words = new Uint32Array(Math.ceil((n * t.bits) / 32));
+  for (let i = 0; i < words.length; i++) words[i] = rng.u32();
+  if (t.name === "float32") {
+    for (let i = 0; i < n; i += 2) words[i] = (words[i]! & 0x807fffff) | ((96 + rng.below(64)) << 23);
+  } else if (t.name === "float64") {
+    for (let i = 1; i < 2 * n; i += 4) words[i] = (words[i]! & 0x800fffff) | ((1023 - 160 + rng.below(300)) << 20);
+  }
+  return new Uint8Array(words.buffer, 0, (n * t.bits) / 8);
 }

@@ -26,6 +26,7 @@ import { convertModelFile, type ModelConvertOptions, type ModelConvertReport } f
 import { openTensorFile } from "../../../src/node/io/reader.js";
 import { Interrupted } from "../../../src/node/convert/schedule.js";
 import type { OnnxFileTensor } from "../../../src/node/io/onnx.js";
+import { externalTensor } from "../../node/external-model.js";
 import { cli, rejectsCode, scratch } from "../../node/helpers.js";
 import { mlp, transformer, type TestModel } from "./models.js";
 import { runInChild, type RunJob, type RunResult } from "./ort-run.js";
@@ -70,17 +71,11 @@ function externalize(m: TestModel, dir: string, spec: SideSpec = {}): string {
   writeFileSync(join(dir, "data.bin"), side);
   const sha1 = createHash("sha1").update(side).digest("hex");
   const messages = inits.map((t, i) => {
-    const w = new WireWriter();
-    for (const d of t.tensor.shape) w.int64Field(1, d);
-    w.uint32Field(2, t.tensor.dtype.onnx);
-    w.stringField(8, t.name);
     const entries: [string, string][] = [
       ["location", spec.location ?? "data.bin"], ["offset", String(refs[i][0])], ["length", String(refs[i][1] + (spec.overrun ?? 0))],
     ];
     if (spec.checksum) entries.push(["checksum", spec.checksum === "right" ? sha1 : "0".repeat(40)]);
-    for (const [k, v] of entries) w.fork(13).stringField(1, k).stringField(2, v).join();
-    w.uint32Field(14, 1);
-    return w.finish().slice();
+    return externalTensor(t.name, t.tensor.shape, t.tensor.dtype.onnx, entries);
   });
   // Each initializer replaced where it is, so the fields keep their order.
   const model = PbMessage.parse(m.bytes, "ModelProto");
@@ -369,12 +364,9 @@ describe("a model whose side file is hostile is refused before anything is writt
     const dir = join(root, "constant-external");
     mkdirSync(dir);
     writeFileSync(join(dir, "c.bin"), new Uint8Array(16));
-    const t = new WireWriter();
-    t.int64Field(1, 4).uint32Field(2, 1);
-    for (const [k, v] of [["location", "c.bin"], ["length", "16"]]) t.fork(13).stringField(1, k).stringField(2, v).join();
-    t.uint32Field(14, 1);
+    const t = externalTensor("", [4], 1, [["location", "c.bin"], ["length", "16"]]);
     const node = new WireWriter().stringField(2, "y").stringField(3, "k").stringField(4, "Constant");
-    node.fork(5).stringField(1, "value").uint32Field(20, 4).bytesField(5, t.finish().slice()).join();
+    node.fork(5).stringField(1, "value").uint32Field(20, 4).bytesField(5, t).join();
     const model = PbMessage.parse(encodeModel({
       irVersion: 8, opsetImports: [{ domain: "", version: 13 }],
       graph: { name: "g", nodes: [], initializers: [], inputs: [], outputs: [{ name: "y", elemType: 1, shape: [4] }] },
