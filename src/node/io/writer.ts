@@ -191,6 +191,23 @@ function segmentLength(s: Segment): number {
   return s.kind === "bytes" ? s.data.length : s.kind === "copy" ? s.length : s.tensor.byteLength;
 }
 
+/** An output file being laid out: each tensor segment placed where it falls. */
+class FileLayout {
+  readonly segments: Segment[] = [];
+  /** The tensors placed, with their offsets in the file. */
+  readonly tensors: OutputTensor[] = [];
+  size = 0;
+
+  push(s: Segment): void {
+    if (s.kind === "tensor") {
+      s = { kind: "tensor", tensor: { ...s.tensor, offset: this.size } };
+      this.tensors.push(s.tensor);
+    }
+    this.segments.push(s);
+    this.size += segmentLength(s);
+  }
+}
+
 /** A side file being laid out: its tensors at aligned offsets, in order. */
 class SideLayout {
   readonly tensors: OutputTensor[] = [];
@@ -314,34 +331,24 @@ async function planModel(
   // loses a byte of prefix, which the graph's own length must count.
   let graphLength = graph.end - graph.contentStart;
   for (const r of rewritten) graphLength += r.head.length + r.bodyLength - (r.scanned.end - r.scanned.fieldStart);
-  const segments: Segment[] = [];
-  const outputs: OutputTensor[] = [];
-  let offset = 0;
-  const push = (s: Segment): void => {
-    segments.push(s);
-    offset += segmentLength(s);
-  };
+  const file = new FileLayout();
   const copy = (from: number, to: number): void => {
-    if (to > from) push({ kind: "copy", from, length: to - from });
+    if (to > from) file.push({ kind: "copy", from, length: to - from });
   };
   copy(0, graph.fieldStart);
-  push({ kind: "bytes", data: lengthDelimitedTag(7, graphLength) });
+  file.push({ kind: "bytes", data: lengthDelimitedTag(7, graphLength) });
   let at = graph.contentStart;
   for (const r of rewritten) {
     copy(at, r.scanned.fieldStart);
-    push({ kind: "bytes", data: r.head });
-    push({ kind: "bytes", data: r.message });
-    if (r.inline) {
-      const tensor: OutputTensor = { ...r.inline, offset };
-      push({ kind: "tensor", tensor });
-      outputs.push(tensor);
-    }
+    file.push({ kind: "bytes", data: r.head });
+    file.push({ kind: "bytes", data: r.message });
+    if (r.inline) file.push({ kind: "tensor", tensor: r.inline });
     at = r.scanned.end;
   }
   copy(at, graph.end);
   copy(graph.end, model.size);
   const lists = model.tensors.map((t): TensorEntry => ({ name: t.name, dtype: targets.get(t) ?? t.dtype, shape: t.shape }));
-  return finishModelPlan(segments, outputs, lists, offset, side, layout, outPath);
+  return finishModelPlan(file, lists, side, layout, outPath);
 }
 
 /**
@@ -402,33 +409,17 @@ function layEditedModel(model: EditedModel, outPath: string, side: SidePlacement
     // Its offset in the file is known once the graph's own length prefix is.
     if (f.inline) graph.push({ kind: "tensor", tensor: f.inline });
   }
-  const segments: Segment[] = [];
-  const outputs: OutputTensor[] = [];
-  let offset = 0;
-  const push = (s: Segment): void => {
-    segments.push(s);
-    offset += segmentLength(s);
-  };
-  push({ kind: "bytes", data: model.head });
-  push({ kind: "bytes", data: lengthDelimitedTag(7, graph.reduce((n, s) => n + segmentLength(s), 0)) });
-  for (const s of graph) {
-    if (s.kind !== "tensor") {
-      push(s);
-      continue;
-    }
-    const placed: OutputTensor = { ...s.tensor, offset };
-    outputs.push(placed);
-    push({ kind: "tensor", tensor: placed });
-  }
-  push({ kind: "bytes", data: model.tail });
-  return finishModelPlan(segments, outputs, model.lists, offset, side, layout, outPath);
+  const file = new FileLayout();
+  file.push({ kind: "bytes", data: model.head });
+  file.push({ kind: "bytes", data: lengthDelimitedTag(7, graph.reduce((n, s) => n + segmentLength(s), 0)) });
+  for (const s of graph) file.push(s);
+  file.push({ kind: "bytes", data: model.tail });
+  return finishModelPlan(file, model.lists, side, layout, outPath);
 }
 
 /** An .onnx output's plan from its laid-out segments and side file. */
-function finishModelPlan(
-  segments: Segment[], outputs: OutputTensor[], lists: readonly TensorEntry[], size: number, side: SidePlacement, layout: SideLayout, outPath: string,
-): OutputPlan {
-  if (!Number.isSafeInteger(size) || !Number.isSafeInteger(layout.size)) throw new TensorcastError("INVALID_DATA", `${outPath}: the output would be too large`);
+function finishModelPlan(file: FileLayout, lists: readonly TensorEntry[], side: SidePlacement, layout: SideLayout, outPath: string): OutputPlan {
+  if (!Number.isSafeInteger(file.size) || !Number.isSafeInteger(layout.size)) throw new TensorcastError("INVALID_DATA", `${outPath}: the output would be too large`);
   const external = side && { ...side, tensors: layout.tensors, size: layout.size };
-  return { format: "onnx", segments, tensors: [...outputs, ...layout.tensors], lists, size, external };
+  return { format: "onnx", segments: file.segments, tensors: [...file.tensors, ...layout.tensors], lists, size: file.size, external };
 }
