@@ -12,19 +12,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { cast, dtype, Tensor, type DTypeName } from "../../src/index.js";
 import { convertChunk, measureConversion } from "../../src/node/convert/kernel.js";
+import { everyCodeTensor } from "../support/cast-inputs.js";
 import { random } from "./helpers.js";
 import { referenceStats } from "./reference-stats.js";
 
 const TARGETS: DTypeName[] = [
   "float16", "bfloat16", "float32", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float8e8m0",
 ];
-
-/** Every code of an 8- or 16-bit type. */
-function everyCode(t: DTypeName): Tensor {
-  const n = 2 ** dtype(t).bits;
-  const codes = n === 256 ? Uint8Array.from({ length: n }, (_, i) => i) : Uint16Array.from({ length: n }, (_, i) => i);
-  return Tensor.fromBytes(new Uint8Array(codes.buffer), t, [n]);
-}
 
 /**
  * Float32 values: random bit patterns over two and a half blocks (so blocks and a partial last
@@ -48,11 +42,11 @@ function float32s(): Tensor {
 
 const SOURCES: [string, () => Tensor][] = [
   ["float32 bit patterns and limits", float32s],
-  ["every float16 code", () => everyCode("float16")],
-  ["every bfloat16 code", () => everyCode("bfloat16")],
-  ["every float8e4m3fn code", () => everyCode("float8e4m3fn")],
-  ["every float8e5m2 code", () => everyCode("float8e5m2")],
-  ["every float8e8m0 code", () => everyCode("float8e8m0")],
+  ["every float16 code", () => everyCodeTensor(dtype("float16"))],
+  ["every bfloat16 code", () => everyCodeTensor(dtype("bfloat16"))],
+  ["every float8e4m3fn code", () => everyCodeTensor(dtype("float8e4m3fn"))],
+  ["every float8e5m2 code", () => everyCodeTensor(dtype("float8e5m2"))],
+  ["every float8e8m0 code", () => everyCodeTensor(dtype("float8e8m0"))],
 ];
 
 

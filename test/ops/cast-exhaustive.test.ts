@@ -6,29 +6,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { DTYPES, Tensor, cast, dtype, type DType, type DTypeName } from "../../src/index.js";
+import { everyCodeTensor } from "../support/cast-inputs.js";
 import { bruteForceOracle, e8m0Oracle, textbookValue, x86LowBits } from "../support/oracle.js";
 
-/** Tensor holding every code of a type of 16 bits or fewer, in code order. */
-function everyCode(t: DType): Tensor {
-  const n = 2 ** t.bits;
-  if (t.packed) {
-    const bytes = new Uint8Array(Math.ceil((n * t.bits) / 8));
-    for (let c = 0; c < n; c++) writeBits(bytes, t.bits, c, c);
-    return Tensor.fromBytes(bytes, t, [n]);
-  }
-  const bytes = new Uint8Array(n * (t.bits / 8));
-  if (t.bits === 16) new Uint16Array(bytes.buffer).forEach((_, c, a) => (a[c] = c));
-  else bytes.forEach((_, c, a) => (a[c] = c));
-  return Tensor.fromBytes(bytes, t, [n]);
-}
-
-/** The test's own bit-stream packing (independent of src/dtype/packing.ts). */
-function writeBits(bytes: Uint8Array, bits: number, index: number, code: number): void {
-  for (let b = 0; b < bits; b++) {
-    const bit = index * bits + b;
-    if ((code >> b) & 1) bytes[bit >> 3] |= 1 << (bit & 7);
-  }
-}
+/** The test's own bit-stream unpacking (independent of src/dtype/packing.ts). */
 function readBits(bytes: Uint8Array, bits: number, index: number): number {
   let code = 0;
   for (let b = 0; b < bits; b++) {
@@ -61,7 +42,7 @@ const SMALL = DTYPES.filter((t) => t.bits > 0 && t.bits <= 16 && t.kind !== "str
 
 for (const t of SMALL) {
   test(`${t.name}: every code decodes exactly through the cast kernel and casts back to itself`, () => {
-    const src = everyCode(t);
+    const src = everyCodeTensor(t);
     const wide = cast(src, "float64");
     const values = wide.toValues() as number[];
     values.forEach((v, c) => {
@@ -110,7 +91,7 @@ function expectedCode(to: DType, x: number, negative: boolean, saturate: boolean
 
 for (const fromName of ["float16", "bfloat16"] as const) {
   const from = dtype(fromName);
-  const src = everyCode(from);
+  const src = everyCodeTensor(from);
   const sourceCodes = codesOf(src);
   const sourceValues = sourceCodes.map((c) => textbookValue(from.format!, c));
   for (const toName of NARROW) {

@@ -5,6 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { throwsCode } from "../support/assertions.js";
+import { everyCodeTensor } from "../support/cast-inputs.js";
 import { big10, big2, compareScaled, dyadic, reprLayout } from "../support/decimal.js";
 import fc from "fast-check";
 import { DTYPES, Tensor, cast, castLike, type CastOptions, type DTypeName, type InputOf } from "../../src/index.js";
@@ -129,16 +130,6 @@ test("strings exist from Cast-9 and CastLike-15; a bad stringFormat is an error"
 });
 
 const NUMERIC = DTYPES.filter((t) => t.kind !== "string" && t.kind !== "complex");
-
-/** A tensor of every code of a type of 16 bits or fewer, in code order (packed low bits first). */
-function everyCodeTensor(t: (typeof NUMERIC)[number]): Tensor {
-  const n = 2 ** t.bits;
-  const codes = new Uint8Array(Math.ceil((n * t.bits) / 8));
-  if (t.bits === 16) new Uint16Array(codes.buffer).forEach((_, i, a) => (a[i] = i));
-  else if (t.bits === 8) codes.forEach((_, i, a) => (a[i] = i));
-  else for (let c = 0; c < n; c++) for (let b = 0; b < t.bits; b++) if ((c >> b) & 1) codes[(c * t.bits + b) >> 3] |= 1 << ((c * t.bits + b) & 7);
-  return Tensor.fromBytes(codes, t, [n]);
-}
 
 for (const t of NUMERIC.filter((t) => t.bits <= 16)) {
   test(`every ${t.name} code survives cast to string and back, in both string formats`, () => {

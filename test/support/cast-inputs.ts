@@ -1,7 +1,7 @@
 /**
  * Inputs for the castAsync tests in Node and in the browser page (browser-safe: no Node built-ins):
- * random tensors of any numeric type, and the option sets worth trying per target; and for the
- * arena tests, every code of the 8- and 16-bit types and random bit patterns as bytes.
+ * random tensors of any numeric type, and the option sets worth trying per target; every code of
+ * a type (bytes, or a tensor) and random bit patterns, for the arena and exhaustive tests.
  */
 import type { CastOptions } from "../../src/ops/cast.js";
 import type { DType, Storage } from "../../src/dtype/table.js";
@@ -46,6 +46,23 @@ export function everyCodeBytes(bits: 8 | 16): Uint8Array {
   const codes = bits === 8 ? new Uint8Array(256) : new Uint16Array(65536);
   for (let i = 0; i < codes.length; i++) codes[i] = i;
   return storageBytes(codes);
+}
+
+/**
+ * A tensor of every code of a type of 16 bits or fewer, in code order; packed types low bits first,
+ * packed here bit by bit (independent of src/dtype/packing.ts, which the tests check).
+ * @example everyCodeTensor(dtype("int4")).bytes() // 8 bytes: 0x10, 0x32, ... 0xfe
+ */
+export function everyCodeTensor(t: DType): Tensor {
+  const n = 2 ** t.bits;
+  const bytes = new Uint8Array(Math.ceil((n * t.bits) / 8));
+  if (t.bits === 8 || t.bits === 16) bytes.set(everyCodeBytes(t.bits));
+  else {
+    for (let c = 0; c < n; c++) {
+      for (let b = 0; b < t.bits; b++) if ((c >> b) & 1) bytes[(c * t.bits + b) >> 3] |= 1 << ((c * t.bits + b) & 7);
+    }
+  }
+  return Tensor.fromBytes(bytes, t, [n]);
 }
 
 /**

@@ -6,24 +6,12 @@
  * One FNV-1a hash of the output bytes per conversion, so a difference names the conversion.
  */
 import { DTYPES, Tensor, cast, type DType, type DTypeName } from "../../../src/index.js";
+import { everyCodeTensor } from "../../support/cast-inputs.js";
 
 const NARROW: DTypeName[] = [
   "int8", "uint8", "bool", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float8e8m0",
   "float6e2m3", "float6e3m2", "int4", "uint4", "float4e2m1", "int2", "uint2",
 ];
-
-/** Tensor holding every code of a type of 16 bits or fewer, in code order (packed low bits first). */
-function everyCode(t: DType): Tensor {
-  const n = 2 ** t.bits;
-  const bytes = new Uint8Array(Math.ceil((n * t.bits) / 8));
-  for (let c = 0; c < n; c++) {
-    for (let b = 0; b < t.bits; b++) {
-      const bit = c * t.bits + b;
-      if ((c >> b) & 1) bytes[bit >> 3] |= 1 << (bit & 7);
-    }
-  }
-  return Tensor.fromBytes(bytes, t, [n]);
-}
 
 function fnv1a(bytes: Uint8Array): string {
   let h = 0x811c9dc5;
@@ -43,12 +31,12 @@ export function castDigest(): CastDigest {
   let elements = 0;
   const small = DTYPES.filter((t) => t.bits > 0 && t.bits <= 16 && t.kind !== "string" && t.kind !== "complex");
   for (const t of small) {
-    const out = cast(everyCode(t), "float64");
+    const out = cast(everyCodeTensor(t), "float64");
     hashes[`${t.name} -> float64`] = fnv1a(out.bytes());
     elements += out.size;
   }
   for (const fromName of ["float16", "bfloat16"] as const) {
-    const src = everyCode(DTYPES.find((t) => t.name === fromName)!);
+    const src = everyCodeTensor(DTYPES.find((t) => t.name === fromName)!);
     for (const to of NARROW) {
       for (const saturate of [true, false]) {
         for (const roundMode of to === "float8e8m0" ? (["up", "down", "nearest"] as const) : (["up"] as const)) {
