@@ -105,12 +105,26 @@ for (const engine of ENGINES) {
         await assertCastWorkers(sharedPage);
       }));
 
+      await t.test(`cross-origin isolated: casts within a shared arena run in place on 2 Web Workers, each sent the arena's memory once; reset() refused${switched}`, () => inPage(sharedPage, true, async (checks) => {
+        const r = await checks((m) => m.runSharedArenaChecks());
+        t.diagnostic(`${name} shared arena: ${r.calls} castIntoAsync calls, resident requests per worker ${JSON.stringify(r.residentPerWorker)}, memories sent ${JSON.stringify(r.memoriesPerWorker)}`);
+        assertClean(r, "shared arena");
+        assert.equal(r.calls, 26);
+        // 8 resident pairs, 2 calls each: one resident request per worker per call, and no ranges
+        // of data (the page checks each call); the arena's memory went to each worker once.
+        assert.equal(r.workers, 2);
+        assert.deepEqual(r.residentPerWorker, [16, 16]);
+        assert.deepEqual(r.memoriesPerWorker, [1, 1]);
+        assert.match(r.resetError, /^ARENA_SHARED: reset\(\) of a shared arena is refused: views of shared memory cannot be detached/);
+      }));
+
       await t.test("not isolated: no shared memory, so ranges are copied to the workers and back; the page stays responsive", () => inPage(page, false, async (checks) => {
         const r = await checks((m) => m.runWithoutIsolation());
         t.diagnostic(`${name} not isolated: ${r.compared} calls compared; ${r.ticks} timer ticks during a 4 Mi-element castAsync`);
         assert.equal(r.isolated, false);
         assertCopied(r);
         assert.match(r.sharedZerosError, /^UNSUPPORTED_PLATFORM: SharedArrayBuffer is not available here: a browser page needs cross-origin isolation/);
+        assert.match(await checks(async (m) => m.sharedArenaError()), NO_SHARED_ARENA);
         await assertCastWorkers(page);
       }));
 
@@ -122,6 +136,7 @@ for (const engine of ENGINES) {
           assert.equal(r.isolated, true);
           assertCopied(r);
           assert.match(r.sharedZerosError, /^UNSUPPORTED_PLATFORM: SharedArrayBuffer is not available here/);
+          assert.match(await checks(async (m) => m.sharedArenaError()), NO_SHARED_ARENA);
           await assertCastWorkers(page);
         }));
       }
@@ -152,6 +167,11 @@ function switchedLabel(engine: EngineName): string {
   const quirk = SHARED_MEMORY_SWITCH[engine];
   return quirk ? ` (${Object.entries(quirk.env).map(([k, v]) => `${k}=${v}`).join(" ")})` : "";
 }
+
+/** createArena(…, { shared: true }) in a page without SharedArrayBuffer, as Node says it without one. */
+const NO_SHARED_ARENA = new RegExp("^UNSUPPORTED_PLATFORM: a shared arena needs shared WebAssembly memory and SharedArrayBuffer, which this runtime refused " +
+  "\\(SharedArrayBuffer is not defined\\)\\. A browser page needs cross-origin isolation \\(the headers Cross-Origin-Opener-Policy: same-origin " +
+  "and Cross-Origin-Embedder-Policy: require-corp\\)");
 
 /** runWithoutIsolation's report: cast's bytes, nothing on shared memory, the page's event loop turning meanwhile. */
 function assertCopied(r: PageReport & { ticks: number }): void {
