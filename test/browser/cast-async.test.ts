@@ -107,7 +107,7 @@ for (const engine of ENGINES) {
 
       await t.test(`cross-origin isolated: casts within a shared arena run in place on 2 Web Workers, each sent the arena's memory once; reset() refused${switched}`, () => inPage(sharedPage, true, async (checks) => {
         const r = await checks((m) => m.runSharedArenaChecks());
-        t.diagnostic(`${name} shared arena: ${r.calls} castIntoAsync calls, resident requests per worker ${JSON.stringify(r.residentPerWorker)}, memories sent ${JSON.stringify(r.memoriesPerWorker)}`);
+        t.diagnostic(`${name} shared arena: ${r.calls} castIntoAsync calls, resident requests per worker ${JSON.stringify(r.residentPerWorker)}, memories sent ${JSON.stringify(r.memoriesPerWorker)}, workers answered ${JSON.stringify(r.probes)}`);
         assertClean(r, "shared arena");
         assert.equal(r.calls, 26);
         // 8 resident pairs, 2 calls each: one resident request per worker per call, and no ranges
@@ -115,6 +115,9 @@ for (const engine of ENGINES) {
         assert.equal(r.workers, 2);
         assert.deepEqual(r.residentPerWorker, [16, 16]);
         assert.deepEqual(r.memoriesPerWorker, [1, 1]);
+        // Each worker's kernels ran on the arena's memory itself: none streamed copies through its own.
+        assert.equal(r.probes.copied, undefined, JSON.stringify(r.probes));
+        assert.ok((r.probes["in place"] ?? 0) >= 16, JSON.stringify(r.probes));
         assert.match(r.resetError, /^ARENA_SHARED: reset\(\) of a shared arena is refused: views of shared memory cannot be detached/);
       }));
 

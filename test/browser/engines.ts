@@ -112,6 +112,8 @@ export const RECORD_PAGE_ERRORS = `(() => {
  * shared memory, "copied" ones, "resident" casts within a shared arena), with how many requests
  * carried a WebAssembly memory; those memories themselves go to globalThis.castMemoriesSent (not
  * JSON: for checks in the page), so a page can tell which way castAsync really split its work.
+ * Answers from a test worker that adds a `probe` field (pages/resident-probe-worker.ts) are
+ * tallied by its value in `probes`.
  */
 export const RECORD_WORKERS = `(() => {
   const workers = globalThis.castWorkers = [];
@@ -120,9 +122,12 @@ export const RECORD_WORKERS = `(() => {
   globalThis.Worker = class extends Native {
     constructor(url, options) {
       super(url, options);
-      const w = { url: String(new URL(String(url), location.href)), messages: 0, posted: {}, memories: 0 };
+      const w = { url: String(new URL(String(url), location.href)), messages: 0, posted: {}, memories: 0, probes: {} };
       const index = workers.push(w) - 1;
-      this.addEventListener("message", () => { w.messages++; });
+      this.addEventListener("message", (e) => {
+        w.messages++;
+        if (e.data && e.data.probe !== undefined) w.probes[e.data.probe] = (w.probes[e.data.probe] || 0) + 1;
+      });
       const post = this.postMessage;
       this.postMessage = (message, transfer) => {
         const kind = String(message && message.kind);
@@ -146,6 +151,8 @@ export interface RecordedWorker {
   readonly posted: Readonly<Record<string, number>>;
   /** Of those, how many carried a WebAssembly memory (a shared arena's, sent with a resident cast). */
   readonly memories: number;
+  /** Answers carrying a `probe` field (a test worker's), by its value. */
+  readonly probes: Readonly<Record<string, number>>;
 }
 
 /** The `<script>` a test page starts with: RECORD_PAGE_ERRORS and RECORD_WORKERS. */

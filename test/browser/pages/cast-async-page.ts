@@ -222,6 +222,7 @@ interface WorkerRecord {
   readonly messages: number;
   readonly posted: Readonly<Record<string, number>>;
   readonly memories: number;
+  readonly probes: Readonly<Record<string, number>>;
 }
 
 interface RecordedGlobals {
@@ -234,6 +235,18 @@ const recorded = globalThis as RecordedGlobals;
 /** The recorder's tallies now, copied. */
 function snapshot(): WorkerRecord[] {
   return JSON.parse(JSON.stringify(recorded.castWorkers ?? [])) as WorkerRecord[];
+}
+
+/** resident-probe-worker.ts's answers since `before`, by value, over all workers. */
+function probesSince(before: readonly WorkerRecord[]): Record<string, number> {
+  const probes: Record<string, number> = {};
+  for (const [i, w] of (recorded.castWorkers ?? []).entries()) {
+    for (const [value, n] of Object.entries(w.probes)) {
+      const d = n - (before[i]?.probes[value] ?? 0);
+      if (d > 0) probes[value] = (probes[value] ?? 0) + d;
+    }
+  }
+  return probes;
 }
 
 /** Requests posted since `before`: by kind over all workers, and resident ones per worker (index order). */
@@ -337,6 +350,8 @@ export interface ArenaReport extends PageReport {
   readonly memoriesPerWorker: number[];
   readonly workers: number;
   readonly resetError: string;
+  /** The probe worker's answers to resident requests, by value ("in place", "copied", "skipped"). */
+  readonly probes: Record<string, number>;
 }
 
 /**
@@ -346,9 +361,20 @@ export interface ArenaReport extends PageReport {
  * with it converting too. Every output equals cast()'s. What was posted to the workers shows the
  * way the work went: each resident-pair call is exactly one "resident" request per worker and no
  * range of data, the arena's memory sent to each worker once (its buffer the arena's own); the
- * 8-bit table pairs go as ranges on shared memory. Then reset() is refused, every view intact.
+ * 8-bit table pairs go as ranges on shared memory. The workers run resident-probe-worker.js (the
+ * real worker, each answer to a resident request saying whether that thread converted in place).
+ * Then reset() is refused, every view intact.
  */
 export async function runSharedArenaChecks(): Promise<ArenaReport> {
+  await setCastWorkerUrl(new URL("./resident-probe-worker.js", import.meta.url).href);
+  try {
+    return await sharedArenaChecks();
+  } finally {
+    await setCastWorkerUrl(undefined);
+  }
+}
+
+async function sharedArenaChecks(): Promise<ArenaReport> {
   const c = new Checker();
   const rng = new Rng(16);
   const pairs = [...RESIDENT_PAIRS, ...TABLE_PAIRS].map(([f, t]) => [dtype(f), dtype(t)] as const);
@@ -375,6 +401,9 @@ export async function runSharedArenaChecks(): Promise<ArenaReport> {
       c.same(out, want, what, true);
       if (guarded && !guarded.intact()) c.failures.push(`${what}: a byte outside the output was written`);
       const { kinds, resident: perWorker } = postedSince(before);
+      // Only a call whose page converted nothing waited for every worker's answer.
+      const probes = probesSince(before);
+      if (probes.copied || (resident && !callerConverts && probes["in place"] !== 2)) c.failures.push(`${what}: the workers answered ${JSON.stringify(probes)}, want 2 in place`);
       const expected = resident ? { resident: 2 } : undefined;
       if (expected) {
         if (JSON.stringify(kinds) !== JSON.stringify(expected)) c.failures.push(`${what}: posted ${JSON.stringify(kinds)}, want one resident request per worker`);
@@ -399,6 +428,7 @@ export async function runSharedArenaChecks(): Promise<ArenaReport> {
   return {
     ...c.report(), calls, workers: workers.length, resetError,
     residentPerWorker: workers.map((w) => w.posted.resident ?? 0), memoriesPerWorker: workers.map((w) => w.memories),
+    probes: probesSince([]),
   };
 }
 
