@@ -4,7 +4,12 @@
  * worker beside them), once cross-origin isolated, once not. Isolated, every numeric pair split over
  * Web Workers gives cast's bytes; not isolated, the same with every range copied to a worker and
  * back, the page's event loop turning meanwhile; a worker script that does not load is a
- * WORKER_FAILED rejection, and the next call works again. Then the way a bundled app ships it:
+ * WORKER_FAILED rejection, and the next call works again. Isolated, castIntoAsync between tensors
+ * of a shared arena runs the kernels in place on the arena's memory in every worker: the page's
+ * worker recorder (engines.ts) shows one resident request per worker per call, the memory sent to
+ * each once, and each worker's answer (a probe around the real worker) says it converted in place,
+ * so a silent fallback to copies fails even though its bytes are right; not isolated, a shared
+ * arena is refused. Then the way a bundled app ships it:
  * esbuild bundles the app with tensorcast/web, and the worker as a second entry beside it.
  * WebKitGTK has no SharedArrayBuffer at all: see SHARED_MEMORY_SWITCH for how it is checked.
  *

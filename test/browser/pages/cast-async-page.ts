@@ -1,6 +1,7 @@
 /**
  * Runs inside each browser engine (test/browser/cast-async.test.ts serves it): tensorcast/web's
- * castAsync and castIntoAsync against `cast` in the same page, on Web Workers. Returns what it found
+ * castAsync and castIntoAsync against `cast` in the same page, on Web Workers, and castIntoAsync
+ * within a shared arena (createArena(…, { shared: true })). Returns what it found
  * rather than throwing, so the Node side can report every difference at once.
  */
 import { cast, createArena, DTYPES, dtype, Tensor, TensorcastError, type Arena, type CastOptions, type DType, type DTypeName } from "../../../src/index.js";
@@ -237,30 +238,19 @@ function snapshot(): WorkerRecord[] {
   return JSON.parse(JSON.stringify(recorded.castWorkers ?? [])) as WorkerRecord[];
 }
 
-/** resident-probe-worker.ts's answers since `before`, by value, over all workers. */
-function probesSince(before: readonly WorkerRecord[]): Record<string, number> {
-  const probes: Record<string, number> = {};
+/**
+ * What the recorder tallied in `field` since `before`, summed over the workers: requests posted by
+ * kind, or the probe worker's answers by value (resident-probe-worker.ts).
+ */
+function tallySince(before: readonly WorkerRecord[], field: "posted" | "probes"): Record<string, number> {
+  const sum: Record<string, number> = {};
   for (const [i, w] of (recorded.castWorkers ?? []).entries()) {
-    for (const [value, n] of Object.entries(w.probes)) {
-      const d = n - (before[i]?.probes[value] ?? 0);
-      if (d > 0) probes[value] = (probes[value] ?? 0) + d;
+    for (const [key, n] of Object.entries(w[field])) {
+      const d = n - (before[i]?.[field][key] ?? 0);
+      if (d > 0) sum[key] = (sum[key] ?? 0) + d;
     }
   }
-  return probes;
-}
-
-/** Requests posted since `before`: by kind over all workers, and resident ones per worker (index order). */
-function postedSince(before: readonly WorkerRecord[]): { kinds: Record<string, number>; resident: number[] } {
-  const kinds: Record<string, number> = {};
-  const resident: number[] = [];
-  for (const [i, w] of (recorded.castWorkers ?? []).entries()) {
-    for (const [kind, n] of Object.entries(w.posted)) {
-      const d = n - (before[i]?.posted[kind] ?? 0);
-      if (d > 0) kinds[kind] = (kinds[kind] ?? 0) + d;
-    }
-    resident.push((w.posted.resident ?? 0) - (before[i]?.posted.resident ?? 0));
-  }
-  return { kinds, resident };
+  return sum;
 }
 
 /** The pairs whose WebAssembly kernel runs in place on a shared arena's memory in every thread (kernelFor, sharedResidentOf). */
@@ -400,9 +390,10 @@ async function sharedArenaChecks(): Promise<ArenaReport> {
       if (got !== out) c.failures.push(`${what}: did not resolve to out`);
       c.same(out, want, what, true);
       if (guarded && !guarded.intact()) c.failures.push(`${what}: a byte outside the output was written`);
-      const { kinds, resident: perWorker } = postedSince(before);
+      const kinds = tallySince(before, "posted");
+      const perWorker = (recorded.castWorkers ?? []).map((w, k) => (w.posted.resident ?? 0) - (before[k]?.posted.resident ?? 0));
       // Only a call whose page converted nothing waited for every worker's answer.
-      const probes = probesSince(before);
+      const probes = tallySince(before, "probes");
       if (probes.copied || (resident && !callerConverts && probes["in place"] !== 2)) c.failures.push(`${what}: the workers answered ${JSON.stringify(probes)}, want 2 in place`);
       const expected = resident ? { resident: 2 } : undefined;
       if (expected) {
@@ -428,7 +419,7 @@ async function sharedArenaChecks(): Promise<ArenaReport> {
   return {
     ...c.report(), calls, workers: workers.length, resetError,
     residentPerWorker: workers.map((w) => w.posted.resident ?? 0), memoriesPerWorker: workers.map((w) => w.memories),
-    probes: probesSince([]),
+    probes: tallySince([], "probes"),
   };
 }
 
