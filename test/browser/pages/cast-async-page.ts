@@ -351,7 +351,8 @@ export interface ArenaReport extends PageReport {
  * with it converting too. Every output equals cast()'s. What was posted to the workers shows the
  * way the work went: each resident-pair call is exactly one "resident" request per worker and no
  * range of data, the arena's memory sent to each worker once (its buffer the arena's own); the
- * 8-bit table pairs go as ranges on shared memory. The workers run resident-probe-worker.js (the
+ * 8-bit table pairs go as ranges on shared memory; a second arena, then the first again, are sent
+ * anew. The workers run resident-probe-worker.js (the
  * real worker, each answer to a resident request saying whether that thread converted in place).
  * Then reset() is refused, every view intact.
  */
@@ -370,7 +371,7 @@ async function sharedArenaChecks(): Promise<ArenaReport> {
   const pairs = [...RESIDENT_PAIRS, ...TABLE_PAIRS].map(([f, t]) => [dtype(f), dtype(t)] as const);
   const inputs = pairs.map(([from]) => arenaInput(from, rng));
   const bytesNeeded = pairs.reduce((sum, [from, to], i) => sum + inputs[i]!.byteLength * (1 + 2 * (to.bits / from.bits)) + 4096, 0);
-  const arena = createArena(bytesNeeded, { shared: true });
+  const arena = createArena(bytesNeeded + (4 << 20), { shared: true });
   if (!arena.shared || !arena.inPlace) c.failures.push(`arena: shared ${arena.shared}, inPlace ${arena.inPlace}`);
   let calls = 0;
   const held: { x: Tensor; bytes: Uint8Array }[] = [];
@@ -404,11 +405,24 @@ async function sharedArenaChecks(): Promise<ArenaReport> {
       }
     }
   }
+  // A second arena, then the first again: each time the workers are sent that arena's memory anew.
+  const other = createArena(4 << 20, { shared: true });
+  for (const [k, a] of [other, arena].entries()) {
+    const x = a.from(ordinary(dtype("float32"), inputs[0]!));
+    const before = snapshot();
+    c.same(await castIntoAsync(x, a.zeros("float16", x.shape), { threads: 3, callerConverts: false, minElements: 0 }), cast(x, "float16"), `arena ${k + 2}`, true);
+    calls++;
+    if (tallySince(before, "probes")["in place"] !== 2) c.failures.push(`arena ${k + 2}: the workers answered ${JSON.stringify(tallySince(before, "probes"))}`);
+  }
   for (const { x, bytes } of held) if (!sameBytes(x.bytes(), bytes)) c.failures.push(`${x.dtype.name}: the input in the arena was changed`);
   const workers = recorded.castWorkers ?? [];
   const sent = recorded.castMemoriesSent ?? [];
-  const arenaBuffer = (held[0]!.x.data as Uint8Array).buffer;
-  if (!sent.every((s) => s.memory.buffer === arenaBuffer)) c.failures.push("a memory other than the arena's was sent to a worker");
+  // Each worker: this arena's memory, the other's, this one's again.
+  const buffers = [arena, other, arena].map((a) => (a.zeros("uint8", [1]).data as Uint8Array).buffer);
+  for (const w of workers.keys()) {
+    const mine = sent.filter((s) => s.worker === w).map((s) => s.memory.buffer);
+    if (mine.length !== buffers.length || mine.some((b, k) => b !== buffers[k])) c.failures.push(`worker ${w} was not sent the arenas' memories in the order they were used`);
+  }
   let resetError = "reset() returned";
   try {
     arena.reset();
