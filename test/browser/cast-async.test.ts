@@ -4,7 +4,12 @@
  * worker beside them), once cross-origin isolated, once not. Isolated, every numeric pair split over
  * Web Workers gives cast's bytes; not isolated, the same with every range copied to a worker and
  * back, the page's event loop turning meanwhile; a worker script that does not load is a
- * WORKER_FAILED rejection, and the next call works again. Then the way a bundled app ships it:
+ * WORKER_FAILED rejection, and the next call works again. Isolated, castIntoAsync between tensors
+ * of a shared arena runs the kernels in place on the arena's memory in every worker: the page's
+ * worker recorder (engines.ts) shows one resident request per worker per call, the memory sent to
+ * each once, and each worker's answer (a probe around the real worker) says it converted in place,
+ * so a silent fallback to copies fails even though its bytes are right; not isolated, a shared
+ * arena is refused. Then the way a bundled app ships it:
  * esbuild bundles the app with tensorcast/web, and the worker as a second entry beside it.
  * WebKitGTK has no SharedArrayBuffer at all: see SHARED_MEMORY_SWITCH for how it is checked.
  *
@@ -105,12 +110,30 @@ for (const engine of ENGINES) {
         await assertCastWorkers(sharedPage);
       }));
 
+      await t.test(`cross-origin isolated: casts within a shared arena run in place on 2 Web Workers, each sent an arena's memory only when it changes; reset() refused${switched}`, () => inPage(sharedPage, true, async (checks) => {
+        const r = await checks((m) => m.runSharedArenaChecks());
+        t.diagnostic(`${name} shared arena: ${r.calls} castIntoAsync calls, resident requests per worker ${JSON.stringify(r.residentPerWorker)}, memories sent ${JSON.stringify(r.memoriesPerWorker)}, workers answered ${JSON.stringify(r.probes)}`);
+        assertClean(r, "shared arena");
+        assert.equal(r.calls, 28);
+        // 8 resident pairs, 2 calls each, then one in a second arena and one back in the first: one
+        // resident request per worker per call, and no ranges of data (the page checks each call);
+        // each arena's memory went to each worker only when it was not the one sent last.
+        assert.equal(r.workers, 2);
+        assert.deepEqual(r.residentPerWorker, [18, 18]);
+        assert.deepEqual(r.memoriesPerWorker, [3, 3]);
+        // Each worker's kernels ran on the arena's memory itself: none streamed copies through its own.
+        assert.equal(r.probes.copied, undefined, JSON.stringify(r.probes));
+        assert.ok((r.probes["in place"] ?? 0) >= 16, JSON.stringify(r.probes));
+        assert.match(r.resetError, /^ARENA_SHARED: reset\(\) of a shared arena is refused: views of shared memory cannot be detached/);
+      }));
+
       await t.test("not isolated: no shared memory, so ranges are copied to the workers and back; the page stays responsive", () => inPage(page, false, async (checks) => {
         const r = await checks((m) => m.runWithoutIsolation());
         t.diagnostic(`${name} not isolated: ${r.compared} calls compared; ${r.ticks} timer ticks during a 4 Mi-element castAsync`);
         assert.equal(r.isolated, false);
         assertCopied(r);
         assert.match(r.sharedZerosError, /^UNSUPPORTED_PLATFORM: SharedArrayBuffer is not available here: a browser page needs cross-origin isolation/);
+        assert.match(await checks(async (m) => m.sharedArenaError()), NO_SHARED_ARENA);
         await assertCastWorkers(page);
       }));
 
@@ -122,6 +145,7 @@ for (const engine of ENGINES) {
           assert.equal(r.isolated, true);
           assertCopied(r);
           assert.match(r.sharedZerosError, /^UNSUPPORTED_PLATFORM: SharedArrayBuffer is not available here/);
+          assert.match(await checks(async (m) => m.sharedArenaError()), NO_SHARED_ARENA);
           await assertCastWorkers(page);
         }));
       }
@@ -152,6 +176,11 @@ function switchedLabel(engine: EngineName): string {
   const quirk = SHARED_MEMORY_SWITCH[engine];
   return quirk ? ` (${Object.entries(quirk.env).map(([k, v]) => `${k}=${v}`).join(" ")})` : "";
 }
+
+/** createArena(…, { shared: true }) in a page without SharedArrayBuffer, as Node says it without one. */
+const NO_SHARED_ARENA = new RegExp("^UNSUPPORTED_PLATFORM: a shared arena needs shared WebAssembly memory and SharedArrayBuffer, which this runtime refused " +
+  "\\(SharedArrayBuffer is not defined\\)\\. A browser page needs cross-origin isolation \\(the headers Cross-Origin-Opener-Policy: same-origin " +
+  "and Cross-Origin-Embedder-Policy: require-corp\\)");
 
 /** runWithoutIsolation's report: cast's bytes, nothing on shared memory, the page's event loop turning meanwhile. */
 function assertCopied(r: PageReport & { ticks: number }): void {

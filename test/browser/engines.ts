@@ -107,17 +107,37 @@ export const RECORD_PAGE_ERRORS = `(() => {
 /**
  * A classic script for test pages, run before any module: every Worker the page constructs is
  * recorded with its URL and the messages it sent, in globalThis.castWorkers. One way to see the
- * workers in every engine (only Chromium's driver lists a page's workers).
+ * workers in every engine (only Chromium's driver lists a page's workers). What the page posts to
+ * each is tallied too, by castAsync's request `kind` (src/parallel/range.ts: "shared" ranges on
+ * shared memory, "copied" ones, "resident" casts within a shared arena), with how many requests
+ * carried a WebAssembly memory; those memories themselves go to globalThis.castMemoriesSent (not
+ * JSON: for checks in the page), so a page can tell which way castAsync really split its work.
+ * Answers from a test worker that adds a `probe` field (pages/resident-probe-worker.ts) are
+ * tallied by its value in `probes`.
  */
 export const RECORD_WORKERS = `(() => {
   const workers = globalThis.castWorkers = [];
+  const memories = globalThis.castMemoriesSent = [];
   const Native = globalThis.Worker;
   globalThis.Worker = class extends Native {
     constructor(url, options) {
       super(url, options);
-      const w = { url: String(new URL(String(url), location.href)), messages: 0 };
-      workers.push(w);
-      this.addEventListener("message", () => { w.messages++; });
+      const w = { url: String(new URL(String(url), location.href)), messages: 0, posted: {}, memories: 0, probes: {} };
+      const index = workers.push(w) - 1;
+      this.addEventListener("message", (e) => {
+        w.messages++;
+        if (e.data && e.data.probe !== undefined) w.probes[e.data.probe] = (w.probes[e.data.probe] || 0) + 1;
+      });
+      const post = this.postMessage;
+      this.postMessage = (message, transfer) => {
+        const kind = String(message && message.kind);
+        w.posted[kind] = (w.posted[kind] || 0) + 1;
+        if (message && message.memory) {
+          w.memories++;
+          memories.push({ worker: index, memory: message.memory });
+        }
+        return post.call(this, message, transfer);
+      };
     }
   };
 })()`;
@@ -125,7 +145,14 @@ export const RECORD_WORKERS = `(() => {
 /** One entry of globalThis.castWorkers. */
 export interface RecordedWorker {
   readonly url: string;
+  /** Messages the worker sent the page. */
   readonly messages: number;
+  /** Messages the page posted to it, by their `kind` ("shared", "copied", "resident"). */
+  readonly posted: Readonly<Record<string, number>>;
+  /** Of those, how many carried a WebAssembly memory (a shared arena's, sent with a resident cast). */
+  readonly memories: number;
+  /** Answers carrying a `probe` field (a test worker's), by its value. */
+  readonly probes: Readonly<Record<string, number>>;
 }
 
 /** The `<script>` a test page starts with: RECORD_PAGE_ERRORS and RECORD_WORKERS. */

@@ -1,13 +1,16 @@
 /**
  * Runs inside each browser engine (test/browser/cast-async.test.ts serves it): tensorcast/web's
- * castAsync and castIntoAsync against `cast` in the same page, on Web Workers. Returns what it found
+ * castAsync and castIntoAsync against `cast` in the same page, on Web Workers, and castIntoAsync
+ * within a shared arena (createArena(…, { shared: true })). Returns what it found
  * rather than throwing, so the Node side can report every difference at once.
  */
-import { cast, DTYPES, Tensor, TensorcastError, type CastOptions, type DType } from "../../../src/index.js";
+import { cast, createArena, DTYPES, dtype, Tensor, TensorcastError, type Arena, type CastOptions, type DType, type DTypeName } from "../../../src/index.js";
 import {
   castAsync, castIntoAsync, closeCastAsyncPool, setCastWorkerUrl, sharedZeros, type CastAsyncOptions,
 } from "../../../src/web/index.js";
-import { optionSets, randomTensor } from "../../support/cast-inputs.js";
+import { TYPED_ARRAYS } from "../../../src/tensor.js";
+import { everyCodeBytes, optionSets, randomPatterns, randomTensor } from "../../support/cast-inputs.js";
+import { Rng } from "../../support/rng.js";
 
 const NUMERIC = DTYPES.filter((t) => t.kind !== "string" && t.kind !== "complex");
 
@@ -210,4 +213,236 @@ export async function runWorkerFailure(badUrl: string): Promise<{ error: string;
   await closeCastAsyncPool();
   c.same(await castAsync(x, "bfloat16", { threads: 2, minElements: 0 }), cast(x, "bfloat16"), "after closing the pool", true);
   return { error, after: c.report() };
+}
+
+// ---- Shared arenas ------------------------------------------------------------------------------
+
+/** What engines.ts's RECORD_WORKERS keeps of each worker (see RecordedWorker there). */
+interface WorkerRecord {
+  readonly url: string;
+  readonly messages: number;
+  readonly posted: Readonly<Record<string, number>>;
+  readonly memories: number;
+  readonly probes: Readonly<Record<string, number>>;
+}
+
+interface RecordedGlobals {
+  castWorkers?: WorkerRecord[];
+  castMemoriesSent?: { worker: number; memory: { buffer: ArrayBufferLike } }[];
+}
+
+const recorded = globalThis as RecordedGlobals;
+
+/** The recorder's tallies now, copied. */
+function snapshot(): WorkerRecord[] {
+  return JSON.parse(JSON.stringify(recorded.castWorkers ?? [])) as WorkerRecord[];
+}
+
+/**
+ * What the recorder tallied in `field` since `before`, summed over the workers: requests posted by
+ * kind, or the probe worker's answers by value (resident-probe-worker.ts).
+ */
+function tallySince(before: readonly WorkerRecord[], field: "posted" | "probes"): Record<string, number> {
+  const sum: Record<string, number> = {};
+  for (const [i, w] of (recorded.castWorkers ?? []).entries()) {
+    for (const [key, n] of Object.entries(w[field])) {
+      const d = n - (before[i]?.[field][key] ?? 0);
+      if (d > 0) sum[key] = (sum[key] ?? 0) + d;
+    }
+  }
+  return sum;
+}
+
+/** The pairs whose WebAssembly kernel runs in place on a shared arena's memory in every thread (kernelFor, sharedResidentOf). */
+const RESIDENT_PAIRS: readonly (readonly [DTypeName, DTypeName])[] = [
+  ["float32", "float16"], ["float32", "bfloat16"], ["float16", "float32"], ["bfloat16", "float32"],
+  ["float32", "int8"], ["float32", "uint8"], ["float64", "float32"], ["int64", "int32"],
+];
+/**
+ * 8-bit float sources to float32: their kernel (byte_lut32) reads a table at one address of the
+ * memory, so sharedResidentOf keeps them off the resident path (threads casting other pairs would
+ * overwrite it); in a shared arena they split as ranges on shared memory, read where they are.
+ */
+const TABLE_PAIRS: readonly (readonly [DTypeName, DTypeName])[] = [
+  ["float8e4m3fn", "float32"], ["float8e4m3fnuz", "float32"], ["float8e5m2", "float32"], ["float8e5m2fnuz", "float32"], ["float8e8m0", "float32"],
+];
+
+/** float32 values where a narrowing cast rounds, overflows, ties or truncates at a boundary, as bit patterns. */
+const F32_EDGES = [
+  0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00000, 0x7f800001, 0x7fbfffff, 0xffc12345, 0x7f7fffff, 0xff7fffff,
+  0x00000001, 0x80000001, 0x007fffff, 0x00800000,
+  0x477fe000, 0x477fefff, 0x477ff000, 0xc77ff000, 0x33800000, 0x33000000, 0x33000001, 0x387fc000, 0x38800000, // float16 max, rounding to Inf, min subnormal and its half
+  0x3f808000, 0x3f818000, 0x3f80c000, 0x7f7f8000, 0x7f7fffff, // bfloat16 ties to even, rounding to Inf
+  0x42fe0000, 0x42ff0000, 0x43000000, 0xc3000000, 0xc3008000, 0x437f0000, 0x43800000, 0xbf7fffff, 0x3f7fffff, 0x4f000000, 0xcf000000, 0x5f000000, // int8 / uint8 limits
+];
+/** float64 values around float32's limits and double-rounding cases, as [high, low] words. */
+const F64_EDGES: readonly [number, number][] = [
+  [0, 0], [0x80000000, 0], [0x7ff00000, 0], [0xfff00000, 0], [0x7ff80000, 0], [0xfff80000, 1], [0x7ff00000, 1],
+  [0x47efffff, 0xe0000000], [0x47efffff, 0xf0000000], [0x47efffff, 0xefffffff], [0xc7efffff, 0xf0000000], // float32 max, its rounding edge
+  [0x36a00000, 0], [0x36a00000, 1], [0x36900000, 0], [0x36900000, 1], [0x38100000, 0], [0x380fffff, 0xffffffff], // 2^-149, its half and above, 2^-126 and below
+  [0x3ff00000, 0x10000000], [0x3ff00000, 0x30000000], [0x3ff00000, 0x10000001], [0x3ff00000, 0x0fffffff], // ties to even and near-ties
+];
+/** int64 values where keeping the low 32 bits matters. */
+const I64_EDGES = [0n, -1n, 2147483647n, 2147483648n, -2147483648n, -2147483649n, 4294967295n, 4294967296n, 4294967301n, 9223372036854775807n, -9223372036854775808n];
+
+/** The input bytes for a pair: every code of a 16- or 8-bit source (8-bit ones repeated), else edge values then random patterns. */
+function arenaInput(from: DType, rng: Rng): Uint8Array {
+  if (from.bits === 16) {
+    // Every code, then 7 more so that the last group is partial.
+    const bytes = new Uint8Array((65536 + 7) * 2);
+    bytes.set(everyCodeBytes(16));
+    bytes.set(everyCodeBytes(16).subarray(0, 14), 65536 * 2);
+    return bytes;
+  }
+  if (from.bits === 8) {
+    const bytes = new Uint8Array(256 * 197 + 3);
+    for (let i = 0; i < bytes.length; i++) bytes[i] = i & 0xff;
+    return bytes;
+  }
+  const n = 100_003;
+  const bytes = randomPatterns(from, n, rng).slice();
+  if (from.name === "float32") new Uint32Array(bytes.buffer).set(F32_EDGES);
+  else if (from.name === "float64") new Uint32Array(bytes.buffer).set(F64_EDGES.flatMap(([hi, lo]) => [lo, hi]));
+  else if (from.name === "int64") new BigInt64Array(bytes.buffer).set(I64_EDGES);
+  return bytes;
+}
+
+/** A tensor of `t` over `bytes`, in ordinary memory. */
+function ordinary(t: DType, bytes: Uint8Array): Tensor {
+  const n = bytes.byteLength / (t.bits / 8);
+  const storage = new TYPED_ARRAYS[t.array as keyof typeof TYPED_ARRAYS](bytes.slice().buffer, 0, n);
+  return Tensor.fromStorage(storage as never, t, [n]);
+}
+
+const GUARD = 0xa5;
+
+/**
+ * An output of `n` elements of `t` in `arena` that ends mid-cache-line, 64 + `shift` elements into a
+ * region filled with GUARD bytes; `intact()` says whether every byte around it is still GUARD.
+ */
+function guardedOutput(arena: Arena, t: DType, n: number, shift: number): { out: Tensor; intact(): boolean } {
+  const per = t.bits / 8;
+  const region = arena.zeros("uint8", [(n + 128) * per]);
+  const bytes = region.data as Uint8Array;
+  bytes.fill(GUARD);
+  const start = (64 + shift) * per;
+  const ctor = TYPED_ARRAYS[t.array as keyof typeof TYPED_ARRAYS];
+  const out = Tensor.fromStorage(new ctor(bytes.buffer, bytes.byteOffset + start, n) as never, t, [n]);
+  const end = start + n * per;
+  return { out, intact: () => bytes.subarray(0, start).every((b) => b === GUARD) && bytes.subarray(end).every((b) => b === GUARD) };
+}
+
+export interface ArenaReport extends PageReport {
+  /** castIntoAsync calls within the arena. */
+  readonly calls: number;
+  /** Resident requests posted, per worker, and how many carried the arena's memory. */
+  readonly residentPerWorker: number[];
+  readonly memoriesPerWorker: number[];
+  readonly workers: number;
+  readonly resetError: string;
+  /** The probe worker's answers to resident requests, by value ("in place", "copied", "skipped"). */
+  readonly probes: Record<string, number>;
+}
+
+/**
+ * In a cross-origin isolated page: a shared arena, inputs placed with `arena.from`, outputs with
+ * `arena.zeros` or as views between guard bytes; castIntoAsync on 3 threads (2 workers), once with
+ * the page converting nothing (`callerConverts: false`: every byte is the workers' doing) and once
+ * with it converting too. Every output equals cast()'s. What was posted to the workers shows the
+ * way the work went: each resident-pair call is exactly one "resident" request per worker and no
+ * range of data, the arena's memory sent to each worker once (its buffer the arena's own); the
+ * 8-bit table pairs go as ranges on shared memory; a second arena, then the first again, are sent
+ * anew. The workers run resident-probe-worker.js (the
+ * real worker, each answer to a resident request saying whether that thread converted in place).
+ * Then reset() is refused, every view intact.
+ */
+export async function runSharedArenaChecks(): Promise<ArenaReport> {
+  await setCastWorkerUrl(new URL("./resident-probe-worker.js", import.meta.url).href);
+  try {
+    return await sharedArenaChecks();
+  } finally {
+    await setCastWorkerUrl(undefined);
+  }
+}
+
+async function sharedArenaChecks(): Promise<ArenaReport> {
+  const c = new Checker();
+  const rng = new Rng(16);
+  const pairs = [...RESIDENT_PAIRS, ...TABLE_PAIRS].map(([f, t]) => [dtype(f), dtype(t)] as const);
+  const inputs = pairs.map(([from]) => arenaInput(from, rng));
+  const bytesNeeded = pairs.reduce((sum, [from, to], i) => sum + inputs[i]!.byteLength * (1 + 2 * (to.bits / from.bits)) + 4096, 0);
+  const arena = createArena(bytesNeeded + (4 << 20), { shared: true });
+  if (!arena.shared || !arena.inPlace) c.failures.push(`arena: shared ${arena.shared}, inPlace ${arena.inPlace}`);
+  let calls = 0;
+  const held: { x: Tensor; bytes: Uint8Array }[] = [];
+  for (const [i, [from, to]] of pairs.entries()) {
+    const resident = i < RESIDENT_PAIRS.length;
+    const x = arena.from(ordinary(from, inputs[i]!));
+    if (!isShared(x)) c.failures.push(`${from.name}: arena.from did not place it on shared memory`);
+    held.push({ x, bytes: x.bytes().slice() });
+    const want = cast(ordinary(from, inputs[i]!), to);
+    for (const callerConverts of [false, true]) {
+      const what = `${from.name} -> ${to.name} in a shared arena, callerConverts ${callerConverts}`;
+      const guarded = callerConverts ? guardedOutput(arena, to, x.size, 1 + (i % 5)) : undefined;
+      const out = guarded?.out ?? arena.zeros(to.name, x.shape);
+      const before = snapshot();
+      const got = await castIntoAsync(x, out, { threads: 3, callerConverts, minElements: 0 });
+      calls++;
+      if (got !== out) c.failures.push(`${what}: did not resolve to out`);
+      c.same(out, want, what, true);
+      if (guarded && !guarded.intact()) c.failures.push(`${what}: a byte outside the output was written`);
+      const kinds = tallySince(before, "posted");
+      const perWorker = (recorded.castWorkers ?? []).map((w, k) => (w.posted.resident ?? 0) - (before[k]?.posted.resident ?? 0));
+      // Only a call whose page converted nothing waited for every worker's answer.
+      const probes = tallySince(before, "probes");
+      if (probes.copied || (resident && !callerConverts && probes["in place"] !== 2)) c.failures.push(`${what}: the workers answered ${JSON.stringify(probes)}, want 2 in place`);
+      const expected = resident ? { resident: 2 } : undefined;
+      if (expected) {
+        if (JSON.stringify(kinds) !== JSON.stringify(expected)) c.failures.push(`${what}: posted ${JSON.stringify(kinds)}, want one resident request per worker`);
+        else if (perWorker.filter((n) => n === 1).length !== 2) c.failures.push(`${what}: resident requests per worker ${JSON.stringify(perWorker)}`);
+      } else if (!(kinds.shared! > 0) || Object.keys(kinds).length !== 1) {
+        c.failures.push(`${what}: posted ${JSON.stringify(kinds)}, want ranges on shared memory only`);
+      }
+    }
+  }
+  // A second arena, then the first again: each time the workers are sent that arena's memory anew.
+  const other = createArena(4 << 20, { shared: true });
+  for (const [k, a] of [other, arena].entries()) {
+    const x = a.from(ordinary(dtype("float32"), inputs[0]!));
+    const before = snapshot();
+    c.same(await castIntoAsync(x, a.zeros("float16", x.shape), { threads: 3, callerConverts: false, minElements: 0 }), cast(x, "float16"), `arena ${k + 2}`, true);
+    calls++;
+    if (tallySince(before, "probes")["in place"] !== 2) c.failures.push(`arena ${k + 2}: the workers answered ${JSON.stringify(tallySince(before, "probes"))}`);
+  }
+  for (const { x, bytes } of held) if (!sameBytes(x.bytes(), bytes)) c.failures.push(`${x.dtype.name}: the input in the arena was changed`);
+  const workers = recorded.castWorkers ?? [];
+  const sent = recorded.castMemoriesSent ?? [];
+  // Each worker: this arena's memory, the other's, this one's again.
+  const buffers = [arena, other, arena].map((a) => (a.zeros("uint8", [1]).data as Uint8Array).buffer);
+  for (const w of workers.keys()) {
+    const mine = sent.filter((s) => s.worker === w).map((s) => s.memory.buffer);
+    if (mine.length !== buffers.length || mine.some((b, k) => b !== buffers[k])) c.failures.push(`worker ${w} was not sent the arenas' memories in the order they were used`);
+  }
+  let resetError = "reset() returned";
+  try {
+    arena.reset();
+  } catch (e) {
+    resetError = e instanceof TensorcastError ? `${e.code}: ${e.message}` : String(e);
+  }
+  for (const { x, bytes } of held) if (x.disposed || !sameBytes(x.bytes(), bytes)) c.failures.push(`${x.dtype.name}: not intact after reset() was refused`);
+  return {
+    ...c.report(), calls, workers: workers.length, resetError,
+    residentPerWorker: workers.map((w) => w.posted.resident ?? 0), memoriesPerWorker: workers.map((w) => w.memories),
+    probes: tallySince([], "probes"),
+  };
+}
+
+/** createArena(…, { shared: true }) where the page has no shared memory: the error, as "CODE: message". */
+export function sharedArenaError(): string {
+  try {
+    createArena(1 << 16, { shared: true });
+    return "created";
+  } catch (e) {
+    return e instanceof TensorcastError ? `${e.code}: ${e.message}` : String(e);
+  }
 }
