@@ -177,18 +177,20 @@ export interface DataSegment {
 
 /**
  * A module exporting `memory` (`pages` of 64 KiB, not growable by the kernels) and the functions,
- * each of type (i32, ...) -> (), with an optional data segment. With `sharedImport`, the memory is
- * not the module's own but imported as `env.memory`, a shared memory of exactly `pages` pages, so
- * that instances on several threads work on one memory.
- * @example moduleBytes(funcs, 17, undefined, true) // instantiate with { env: { memory } }
+ * each of type (i32, ...) -> (), with an optional data segment. With `imported`, the memory is
+ * not the module's own but imported as `env.memory`, of exactly `pages` pages: "shared", a shared
+ * memory, so that instances on several threads work on one memory; "plain", an ordinary one, so
+ * that two modules of one thread (the cast kernels and the statistics) work on the same bytes.
+ * @example moduleBytes(funcs, 17, undefined, "shared") // instantiate with { env: { memory } }
  */
-export function moduleBytes(funcs: readonly Func[], pages: number, data?: DataSegment, sharedImport = false): Uint8Array {
+export function moduleBytes(funcs: readonly Func[], pages: number, data?: DataSegment, imported?: "shared" | "plain"): Uint8Array {
   const arities = [...new Set(funcs.map((f) => f.params))];
   const types = section(1, vec(arities.map((p) => cat([0x60], vec(Array.from({ length: p }, () => [I32])), [0]))));
   const fnsec = section(3, vec(funcs.map((f) => uleb(arities.indexOf(f.params)))));
   // Limits flag 0x01: minimum and maximum; 0x03: the same, shared (the threads proposal).
-  const imports = sharedImport ? section(2, vec([cat(name("env"), name("memory"), [0x02, 0x03], uleb(pages), uleb(pages))])) : [];
-  const mem = sharedImport ? [] : section(5, vec([cat([0x01], uleb(pages), uleb(pages))]));
+  const limits = imported === "shared" ? 0x03 : 0x01;
+  const imports = imported ? section(2, vec([cat(name("env"), name("memory"), [0x02, limits], uleb(pages), uleb(pages))])) : [];
+  const mem = imported ? [] : section(5, vec([cat([0x01], uleb(pages), uleb(pages))]));
   const exports = section(7, vec([
     cat(name("memory"), [0x02], uleb(0)),
     ...funcs.map((f, i) => cat(name(f.name), [0x00], uleb(i))),

@@ -29,7 +29,7 @@ const CHANGED_AT = 32; // i32x4: 2 per changed element (each f64 lane's mask is 
 const MAXABS_AT = 48; // f64x2: largest |b - a| of the settled sub-blocks
 const REJECTED_AT = 64; // i32: whether the last call was rejected
 const ZERO_AT = 80; // 16 zero bytes
-const X_AT = 1 << 16;
+const X_AT = 1 << 16; // TALLY_RESERVED
 const Y_AT = X_AT + 4 * BLOCK;
 const PAGES = (Y_AT + 4 * BLOCK) >>> 16;
 
@@ -95,46 +95,74 @@ const tallyBody = (bf16: boolean): Code => [
   ]),
 ];
 
-interface Module {
+/** The tally functions of one instance, and its parameter page (the first of its memory). */
+interface Tallies {
   readonly tally: (x: number, y: number, groups: number) => void;
   readonly tallyBf16: (x: number, y: number, groups: number) => void;
-  /** The new values' block as bfloat16 codes (the same bytes as `y`'s first half). */
-  readonly codes: Uint16Array;
   readonly f64: Float64Array;
   readonly i32: Int32Array;
+}
+
+interface Module extends Tallies {
+  /** The new values' block as bfloat16 codes (the same bytes as `y`'s first half). */
+  readonly codes: Uint16Array;
   /** The blocks of old and new values in the module's memory. */
   readonly x: Float32Array;
   readonly y: Float32Array;
 }
 
-let module: Module | null | undefined;
+interface WasmApi {
+  validate(b: Uint8Array): boolean;
+  Module: new (b: Uint8Array) => object;
+  Instance: new (m: object, i: object) => { exports: Record<string, unknown> };
+}
 
-/** The compiled module, or null where WebAssembly SIMD is unavailable (the scalar loop then does all). */
-function instance(): Module | null {
-  if (module !== undefined) return module;
-  module = null;
+/** A memory as the WebAssembly JS API gives it. */
+export interface TallyMemory {
+  readonly buffer: ArrayBufferLike;
+}
+
+/**
+ * The tally functions instantiated on `memory` (imported, `pages` pages, whose first page they
+ * take for their parameters and accumulators), or on a memory of their own of PAGES pages
+ * (`memory` undefined); null where WebAssembly SIMD is unavailable.
+ */
+function instantiate(pages: number, memory?: TallyMemory): { tallies: Tallies; buffer: ArrayBufferLike } | null {
   try {
-    const api = (globalThis as { WebAssembly?: { validate(b: Uint8Array): boolean; Module: new (b: Uint8Array) => object; Instance: new (m: object, i: object) => { exports: Record<string, unknown> } } }).WebAssembly;
+    const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
     const code = moduleBytes([
       { name: "tally", params: 3, i32Locals: 0, v128Locals: 12, body: tallyBody(false) },
       { name: "tally_bf16", params: 3, i32Locals: 0, v128Locals: 12, body: tallyBody(true) },
-    ], PAGES);
-    if (api && api.validate(code)) {
-      const e = new api.Instance(new api.Module(code), {}).exports;
-      const buffer = (e.memory as { buffer: ArrayBuffer }).buffer;
-      module = {
-        tally: e.tally as Module["tally"],
-        tallyBf16: e.tally_bf16 as Module["tally"],
-        codes: new Uint16Array(buffer, Y_AT, BLOCK),
+    ], pages, undefined, memory ? "plain" : undefined);
+    if (!api || !api.validate(code)) return null;
+    const e = new api.Instance(new api.Module(code), memory ? { env: { memory } } : {}).exports;
+    const buffer = (e.memory as TallyMemory).buffer;
+    return {
+      buffer,
+      tallies: {
+        tally: e.tally as Tallies["tally"],
+        tallyBf16: e.tally_bf16 as Tallies["tally"],
         f64: new Float64Array(buffer, 0, 16),
         i32: new Int32Array(buffer, 0, 32),
-        x: new Float32Array(buffer, X_AT, BLOCK),
-        y: new Float32Array(buffer, Y_AT, BLOCK),
-      };
-    }
+      },
+    };
   } catch {
-    module = null; // e.g. CompileError under a Content-Security-Policy
+    return null; // e.g. CompileError under a Content-Security-Policy
   }
+}
+
+let module: Module | null | undefined;
+
+/** The module with its own memory, or null where WebAssembly SIMD is unavailable (the scalar loop then does all). */
+function instance(): Module | null {
+  if (module !== undefined) return module;
+  const made = instantiate(PAGES);
+  module = made && {
+    ...made.tallies,
+    codes: new Uint16Array(made.buffer, Y_AT, BLOCK),
+    x: new Float32Array(made.buffer, X_AT, BLOCK),
+    y: new Float32Array(made.buffer, Y_AT, BLOCK),
+  };
   return module;
 }
 
@@ -147,6 +175,48 @@ export interface Settled {
 /** Whether `a` is the module's own block at `at` (a decoder wrote there): then nothing is copied. */
 function inPlace(a: Float32Array, block: Float32Array): boolean {
   return a.buffer === block.buffer && a.byteOffset === block.byteOffset;
+}
+
+/**
+ * A tally over blocks already in the memory of `w`: `settle(xAt, yAt, bf16, n, ...)` settles what
+ * it can of the `n` old values (float32) at byte address xAt and new values (float32, or bfloat16
+ * codes with `bf16`) at yAt, as SimdTally.block.
+ */
+function settler(w: Tallies): {
+  begin(inner: number): void;
+  settle(xAt: number, yAt: number, bf16: boolean, n: number, maxRel: () => number, scalar: (from: number, to: number) => void): void;
+  end(): Settled;
+} {
+  const settled: Settled = { changed: 0, maxAbs: 0 };
+  return {
+    begin(inner) {
+      w.f64.fill(0);
+      w.i32.fill(0);
+      w.f64[INNER_AT / 8] = inner;
+      w.f64[MAX_AT / 8] = Number.MAX_VALUE;
+      settled.changed = 0;
+      settled.maxAbs = 0;
+    },
+    settle(xAt, yAt, bf16, n, maxRel, scalar) {
+      const kernel = bf16 ? w.tallyBf16 : w.tally;
+      const size = bf16 ? 2 : 4;
+      const whole = n - (n % SUB_BLOCK);
+      for (let from = 0; from < whole; from += SUB_BLOCK) {
+        w.f64[REL_AT / 8] = maxRel();
+        kernel(xAt + 4 * from, yAt + size * from, SUB_BLOCK / 4);
+        if (w.i32[REJECTED_AT / 4] !== 0) scalar(from, from + SUB_BLOCK);
+      }
+      if (whole < n) scalar(whole, n);
+      // Read out per block: each int32 lane counts up to half a block, far from overflowing.
+      const c = CHANGED_AT / 4;
+      settled.changed += (w.i32[c] + w.i32[c + 1] + w.i32[c + 2] + w.i32[c + 3]) / 2;
+      w.i32.fill(0, c, c + 4);
+    },
+    end() {
+      settled.maxAbs = Math.max(w.f64[MAXABS_AT / 8], w.f64[MAXABS_AT / 8 + 1]);
+      return { ...settled };
+    },
+  };
 }
 
 /**
@@ -173,16 +243,9 @@ export function simdTally(): {
 } | undefined {
   const w = instance();
   if (!w) return undefined;
-  const settled: Settled = { changed: 0, maxAbs: 0 };
+  const run = settler(w);
   return {
-    begin(inner) {
-      w.f64.fill(0);
-      w.i32.fill(0);
-      w.f64[INNER_AT / 8] = inner;
-      w.f64[MAX_AT / 8] = Number.MAX_VALUE;
-      settled.changed = 0;
-      settled.maxAbs = 0;
-    },
+    begin: run.begin,
     x: () => w.x,
     y: () => w.y,
     block(x, y, n, maxRel, scalar) {
@@ -190,23 +253,26 @@ export function simdTally(): {
       const bf16 = y instanceof Uint16Array;
       if (bf16) w.codes.set(y.subarray(0, n));
       else if (!inPlace(y, w.y)) w.y.set(y.subarray(0, n));
-      const kernel = bf16 ? w.tallyBf16 : w.tally;
-      const size = bf16 ? 2 : 4;
-      const whole = n - (n % SUB_BLOCK);
-      for (let from = 0; from < whole; from += SUB_BLOCK) {
-        w.f64[REL_AT / 8] = maxRel();
-        kernel(X_AT + 4 * from, Y_AT + size * from, SUB_BLOCK / 4);
-        if (w.i32[REJECTED_AT / 4] !== 0) scalar(from, from + SUB_BLOCK);
-      }
-      if (whole < n) scalar(whole, n);
-      // Read out per block: each int32 lane counts up to half a block, far from overflowing.
-      const c = CHANGED_AT / 4;
-      settled.changed += (w.i32[c] + w.i32[c + 1] + w.i32[c + 2] + w.i32[c + 3]) / 2;
-      w.i32.fill(0, c, c + 4);
+      run.settle(X_AT, Y_AT, bf16, n, maxRel, scalar);
     },
-    end() {
-      settled.maxAbs = Math.max(w.f64[MAXABS_AT / 8], w.f64[MAXABS_AT / 8 + 1]);
-      return { ...settled };
-    },
+    end: run.end,
   };
 }
+
+/**
+ * The tally on a memory another module owns (cast-tally.ts: the cast kernels' own), whose first
+ * page it takes for its parameters; `settle` reads the blocks where they are, nothing is copied.
+ * Undefined without WebAssembly SIMD.
+ * @example
+ * const t = tallyOn(kernels.memory, pages)!;
+ * t.begin(3.3895e38);
+ * t.settle(65536, 327680, true, 1024, () => rel, scalar); // float32 at 64 KiB, bfloat16 codes at 320 KiB
+ * t.end() // { changed, maxAbs }
+ */
+export function tallyOn(memory: TallyMemory, pages: number): ReturnType<typeof settler> | undefined {
+  const made = instantiate(pages, memory);
+  return made ? settler(made.tallies) : undefined;
+}
+
+/** Bytes at the start of a memory that the tally keeps for its parameters and accumulators. */
+export const TALLY_RESERVED = 1 << 16;
