@@ -142,6 +142,18 @@ export const relaxedTruncS = unary(0x101);
 /** f32x4.demote_f64x2_zero: two float64 to float32 (round to nearest even) in lanes 0, 1; lanes 2, 3 zero. */
 export const demoteZero = unary(0x5e);
 export const extendHighS16 = unary(0xa8);
+export const f32x4Eq = binary(0x41);
+export const f32x4Le = binary(0x45);
+export const f32x4Ge = binary(0x46);
+export const f32x4Mul = binary(0xe6);
+/** f32x4.pmin: b where b < a, else a (one minps; unlike f32x4.min, no NaN or -0 handling). */
+export const f32x4Pmin = binary(0xea);
+/** f32x4.pmax: b where a < b, else a. */
+export const f32x4Pmax = binary(0xeb);
+/** i32x4.all_true: i32 1 when every lane is nonzero. */
+export const allTrue = unary(0xa3);
+/** v128.load32_splat: the 4 bytes at `addr` + `offset` in all four 32-bit lanes (alignment hint 4). */
+export const load32Splat = (addr: Code, offset = 0): Code => cat(addr, simd(0x09), [2], uleb(offset));
 /** v128.not. */
 export const not = unary(0x4d);
 /** v128.load64_splat: the 8 bytes at `addr` + `offset` in both 64-bit lanes (alignment hint 8). */
