@@ -15,7 +15,7 @@ import { packCodes, unpackCodes } from "../../dtype/packing.js";
 import { castWeights } from "../../io/onnx/precision/tensors.js";
 import { rawToNpy } from "../io/npy.js";
 import { rawByteLength } from "../io/tensors.js";
-import { CAST_TALLY_BLOCK, castTally, type CastTallyTarget } from "./cast-tally.js";
+import { CAST_TALLY_BLOCK, castTally, SCRATCH, type CastTallyTarget } from "./cast-tally.js";
 import { simdTally, SUB_BLOCK } from "./tally-simd.js";
 
 /** Elements decoded at a time for statistics: bounds the scratch memory. */
@@ -260,38 +260,63 @@ export function convertChunk(
 
 /**
  * Casts float32 `x` into the float16 or bfloat16 codes `out` (of x's length), as castInto does,
- * and returns measureConversion's statistics of it; each block crosses into WebAssembly memory
- * once and its codes come out once (cast-tally.ts). Undefined, having written nothing, without
- * WebAssembly SIMD.
+ * and returns measureConversion's statistics of it. When both live in one ResidentChunks'
+ * memory, the kernels cast and the tally reads them where they are; otherwise each block crosses
+ * into WebAssembly memory once and its codes come out once (cast-tally.ts). Undefined, having
+ * written nothing, without WebAssembly SIMD.
  * @example
  * const out = new Uint16Array(2);
  * castAndMeasure(new Float32Array([1, 1.00390625]), out, "bfloat16")
  * // out [0x3f80, 0x3f80]; { count: 2, changed: 1, maxAbsError: 0.00390625, maxRelError: 0.0038910505836575876, ... }
  */
 export function castAndMeasure(x: Float32Array, out: Uint16Array, to: CastTallyTarget): ConvertStats | undefined {
-  const f = castTally(to);
+  const f = castTally(x.buffer === out.buffer ? x.buffer : undefined);
   if (!f) return undefined;
+  const inPlace = x.buffer === f.buffer;
+  const { X_AT, CODES_AT, Y_AT } = SCRATCH;
+  const bf16 = to === "bfloat16";
+  const narrow = bf16 ? f.kernels.f32_bf16 : f.kernels.f32_f16;
   const s = newTally(dtype(to));
   f.begin(Math.min(s.upper, -s.lower));
   const maxRel = (): number => s.maxRel;
-  const { codes } = f;
-  const xs = f.x;
   // bfloat16 codes are widened here only for the sub-blocks handed back, by the tally's shift.
-  const y = f.y;
-  const scratch = new Float32Array(y ? 0 : SUB_BLOCK);
+  const scratch = new Float32Array(bf16 ? SUB_BLOCK : 0);
   const scratchBits = new Uint32Array(scratch.buffer);
-  const scalar = y
-    ? (from: number, to: number): void => tally(xs.subarray(from, to), y.subarray(from, to), to - from, s)
-    : (from: number, to: number): void => {
-        for (let i = from; i < to; i++) scratchBits[i - from] = codes[i] << 16;
-        tally(xs.subarray(from, to), scratch, to - from, s);
-      };
   for (let start = 0; start < x.length; start += CAST_TALLY_BLOCK) {
     const n = Math.min(CAST_TALLY_BLOCK, x.length - start);
-    xs.set(x.subarray(start, start + n));
-    f.cast(n);
-    out.set(codes.subarray(0, n), start);
-    f.settle(n, maxRel, scalar);
+    let xs: Float32Array;
+    let codes: Uint16Array;
+    if (inPlace) {
+      xs = x.subarray(start, start + n);
+      codes = out.subarray(start, start + n);
+      // Whole groups of 8 where they are; a last partial group through the scratch blocks, as
+      // the kernel would write a whole group past the end of `out`.
+      const whole = n - (n % 8);
+      narrow(xs.byteOffset, codes.byteOffset, whole / 8);
+      if (whole < n) {
+        f.x.set(xs.subarray(whole));
+        narrow(X_AT, CODES_AT, 1);
+        codes.set(f.codes.subarray(0, n - whole), whole);
+      }
+    } else {
+      xs = f.x;
+      codes = f.codes;
+      xs.set(x.subarray(start, start + n));
+      // A last partial group converts stale lanes of the scratch block, which nobody reads.
+      narrow(X_AT, CODES_AT, Math.ceil(n / 8));
+      out.set(codes.subarray(0, n), start);
+    }
+    // float16 codes widened for the tally (a partial group reads at most 7 codes past the block:
+    // the scratch block's, or the slack of the chunk's own slot).
+    if (!bf16) f.kernels.f16_f32(codes.byteOffset, Y_AT, Math.ceil(n / 8));
+    const y = f.y;
+    const scalar = bf16
+      ? (from: number, to: number): void => {
+          for (let i = from; i < to; i++) scratchBits[i - from] = codes[i] << 16;
+          tally(xs.subarray(from, to), scratch, to - from, s);
+        }
+      : (from: number, to: number): void => tally(xs.subarray(from, to), y.subarray(from, to), to - from, s);
+    f.settle(xs.byteOffset, bf16 ? codes.byteOffset : Y_AT, bf16, n, maxRel, scalar);
   }
   const settled = f.end();
   s.changed += settled.changed;
