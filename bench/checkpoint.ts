@@ -34,6 +34,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cast, castInto, Tensor } from "../src/index.js";
 import { AtomicOutput, RandomAccessFile } from "../src/node/io/file.js";
+import { ResidentChunks } from "../src/node/convert/cast-tally.js";
 import { convertChunk, measureConversion } from "../src/node/convert/kernel.js";
 
 const args = process.argv.slice(2);
@@ -177,6 +178,17 @@ async function breakdown(): Promise<[string, number, number][]> {
   await time("castInto + statistics, one memory (convertChunk)", () => {
     for (let i = 0; i < chunks; i++) convertChunk(buffer, "float32", "bfloat16", chunk / 4, true, "raw", outBytes);
   });
+  // As the converter without workers runs it: the chunk read into WebAssembly memory and
+  // converted there (ResidentChunks), nothing copied.
+  const slots = new ResidentChunks(chunk, 2);
+  const residentIn = slots.take(chunk);
+  const residentOut = slots.take(chunk / 2);
+  if (residentIn && residentOut) {
+    residentIn.set(buffer);
+    await time("castInto + statistics, in place (resident chunks)", () => {
+      for (let i = 0; i < chunks; i++) convertChunk(residentIn, "float32", "bfloat16", chunk / 4, true, "raw", residentOut);
+    });
+  }
   await file.close();
   const target = await AtomicOutput.create(output);
   const written = out.bytes();

@@ -24,6 +24,7 @@ import { tallyOn, TALLY_RESERVED, type Settled } from "./tally-simd.js";
 /**
  * Elements per block: a multiple of SUB_BLOCK and of the kernels' group of 8. 64 Ki keeps the
  * block's float32 values, codes and widened values (640 KiB) in L2.
+ * @example castTally()!.x.length === CAST_TALLY_BLOCK // true
  */
 export const CAST_TALLY_BLOCK = 1 << 16;
 const X_AT = TALLY_RESERVED;
@@ -39,13 +40,19 @@ const PAGE = 65536;
  */
 const SLACK = 64;
 
-/** The targets cast here: float32 to each has a kernel, and each decodes exactly to float32. */
+/** The targets cast here: float32 to each has a kernel, and each decodes exactly to float32. @example const to: CastTallyTarget = "bfloat16"; */
 export type CastTallyTarget = "bfloat16" | "float16";
 
 /**
  * The kernels and the tally on one memory, with its scratch blocks: `x` (float32 values), `codes`
  * (float16 / bfloat16 codes) and `y` (codes widened to float32) at byte addresses X_AT, CODES_AT
  * and Y_AT. One conversion at a time (begin ... end), which the synchronous convertChunk keeps.
+ * @example
+ * const f = castTally()!;
+ * f.begin(3.3961e38); // bfloat16's overflow threshold
+ * f.x.set(block); f.kernels.f32_bf16(SCRATCH.X_AT, SCRATCH.CODES_AT, 8192);
+ * f.settle(SCRATCH.X_AT, SCRATCH.CODES_AT, true, 65536, () => maxRel, scalar);
+ * f.end() // { changed, maxAbs } of the sub-blocks settled
  */
 export interface CastTally {
   readonly buffer: ArrayBufferLike;
@@ -60,6 +67,11 @@ export interface CastTally {
   end(): Settled;
 }
 
+/**
+ * Byte addresses of the scratch blocks in every CastTally's memory: CAST_TALLY_BLOCK float32
+ * values at X_AT, as many codes at CODES_AT, and the codes widened to float32 at Y_AT.
+ * @example const f = castTally()!; f.x.byteOffset === SCRATCH.X_AT // true
+ */
 export const SCRATCH = { X_AT, CODES_AT, Y_AT } as const;
 
 /** Memories with both modules on them, by buffer: ResidentChunks' (whose chunks are cast where they are). */

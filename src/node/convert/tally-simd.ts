@@ -168,7 +168,7 @@ interface WasmApi {
   Instance: new (m: object, i: object) => { exports: Record<string, unknown> };
 }
 
-/** A memory as the WebAssembly JS API gives it. */
+/** A memory as the WebAssembly JS API gives it. @example tallyOn(kernels.memory as TallyMemory, pages) */
 export interface TallyMemory {
   readonly buffer: ArrayBufferLike;
 }
@@ -333,5 +333,8 @@ export function tallyOn(memory: TallyMemory, pages: number): ReturnType<typeof s
   return made ? settler(made.tallies) : undefined;
 }
 
-/** Bytes at the start of a memory that the tally keeps for its parameters and accumulators. */
+/**
+ * Bytes at the start of a memory that the tally keeps for its parameters and accumulators.
+ * @example const xAt = TALLY_RESERVED; // the first address free for blocks
+ */
 export const TALLY_RESERVED = 1 << 16;
