@@ -13,7 +13,7 @@
  * it, so this is the like-for-like copy), `cat IN > OUT` (also an in-kernel copy_file_range), `dd
  * bs=4M conv=fsync` and bench/copy-floor.ts (a Node loop of 4 MiB reads and writes, flushed and
  * renamed like the converter's output; once copying everything, once writing half of each chunk:
- * the converter's own I/O with nothing converted, the "floor" column's reference), and the converter once per `--jobs` value (and `--before`'s, another checkout's CLI, for a before / after comparison in one run), each as its
+ * the converter's own I/O with nothing converted, the "floor" column's reference), and the converter once per `--jobs` value (each followed by `--before`'s, another checkout's CLI, with the same value, for a before / after comparison in one run), each as its
  * own process under /usr/bin/time -v, after a `sync` (untimed) so that no run pays for the
  * writeback of the generated input or of an earlier run, (wall time, CPU time, peak resident memory), OUT removed
  * between runs and not timed. `--cold` drops the page cache before every run (needs root and a
@@ -34,7 +34,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cast, castInto, Tensor } from "../src/index.js";
 import { AtomicOutput, RandomAccessFile } from "../src/node/io/file.js";
-import { measureConversion } from "../src/node/convert/kernel.js";
+import { ResidentChunks } from "../src/node/convert/cast-tally.js";
+import { convertChunk, measureConversion } from "../src/node/convert/kernel.js";
 
 const args = process.argv.slice(2);
 const option = (name: string, fallback: string): string => {
@@ -165,6 +166,29 @@ async function breakdown(): Promise<[string, number, number][]> {
   await time("statistics, scalar float32 loop (before)", () => {
     for (let i = 0; i < chunks; i++) measureConversion(x, out, "float32");
   });
+  // What the converter runs per chunk: castInto and the statistics apart (the SIMD tally copying
+  // the block into its own memory), and fused in one memory (cast-tally.ts, convertChunk).
+  await time("castInto + statistics, apart", () => {
+    for (let i = 0; i < chunks; i++) {
+      castInto(x, out);
+      measureConversion(x, out);
+    }
+  });
+  const outBytes = out.bytes();
+  await time("castInto + statistics, one memory (convertChunk)", () => {
+    for (let i = 0; i < chunks; i++) convertChunk(buffer, "float32", "bfloat16", chunk / 4, true, "raw", outBytes);
+  });
+  // As the converter without workers runs it: the chunk read into WebAssembly memory and
+  // converted there (ResidentChunks), nothing copied.
+  const slots = new ResidentChunks(chunk, 2);
+  const residentIn = slots.take(chunk);
+  const residentOut = slots.take(chunk / 2);
+  if (residentIn && residentOut) {
+    residentIn.set(buffer);
+    await time("castInto + statistics, in place (resident chunks)", () => {
+      for (let i = 0; i < chunks; i++) convertChunk(residentIn, "float32", "bfloat16", chunk / 4, true, "raw", residentOut);
+    });
+  }
   await file.close();
   const target = await AtomicOutput.create(output);
   const written = out.bytes();
@@ -203,15 +227,19 @@ try {
     ["dd bs=4M conv=fsync", "dd", [`if=${input}`, `of=${output}`, "bs=4M", "conv=fsync", "status=none"]],
     ["node copy, 4 MiB chunks, fsync", node, [copyFloor, input, output]],
     ["node read 1 GiB, write 512 MiB, fsync", node, [copyFloor, input, output, "--half"]],
-    ...jobsList.map((j): [string, string, string[]] => [
-      `tensorcast convert${j === "default" ? "" : ` --jobs ${j}`}`, node,
-      [cliPath, "convert", input, "--to", "bfloat16", "-o", output, "--quiet", ...(j === "default" ? [] : ["--jobs", j])],
-    ]),
-    ...(before ? [["before: tensorcast convert", node, [before, "convert", input, "--to", "bfloat16", "-o", output, "--quiet"]] as [string, string, string[]]] : []),
+    // With --before, the other checkout's CLI right after this one's for each --jobs value, so
+    // that each pair is like for like and runs back to back.
+    ...jobsList.flatMap((j): [string, string, string[]][] => {
+      const flags = ["--quiet", ...(j === "default" ? [] : ["--jobs", j])];
+      const name = `tensorcast convert${j === "default" ? "" : ` --jobs ${j}`}`;
+      const mine: [string, string, string[]] = [name, node, [cliPath, "convert", input, "--to", "bfloat16", "-o", output, ...flags]];
+      return before ? [mine, [`before: ${name}`, node, [before, "convert", input, "--to", "bfloat16", "-o", output, ...flags]]] : [mine];
+    }),
   ];
   const runs = new Map<string, Run[]>(contenders.map(([name]) => [name, []]));
   for (let r = 0; r < reps; r++) {
-    for (const [name, command, argv] of contenders) {
+    // Every other round in the reverse order, so that no contender always follows the same one.
+    for (const [name, command, argv] of r % 2 === 0 ? contenders : [...contenders].reverse()) {
       // Dirty pages of the generated input or of an earlier run being written back make every
       // write(2) meanwhile about 10x costlier in system time (measured: 512 MiB written right
       // after a 1 GiB file took 1.15 s of CPU instead of 0.1 s); each run starts with none.

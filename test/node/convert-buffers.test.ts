@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { cast, Tensor } from "../../src/index.js";
 import { convertFile, openTensorFile } from "../../src/node/index.js";
 import { ChunkBuffers, KEEP_BYTES } from "../../src/node/convert/buffers.js";
+import { ResidentChunks } from "../../src/node/convert/cast-tally.js";
 import { measureConversion } from "../../src/node/convert/kernel.js";
 import { randomBytes, randomFloat32, safetensorsBytes, scratch, type RawTensor } from "./helpers.js";
 
@@ -100,4 +101,41 @@ test("ChunkBuffers keeps at most KEEP_BYTES: the sizes given back least recently
   const again = buffers.take(mib + 199);
   assert.equal(again.length, mib + 199);
   assert.equal(buffers.keptBytes, before - (mib + 199));
+});
+
+test("without workers, float32 -> bfloat16 / float16 chunks live in resident slots, each given back; with workers, none", async () => {
+  const proto = ResidentChunks.prototype;
+  const take = proto.take;
+  const give = proto.give;
+  let taken = 0;
+  let given = 0;
+  proto.take = function (this: ResidentChunks, length: number) {
+    const slot = take.call(this, length);
+    if (slot) taken++;
+    return slot;
+  };
+  proto.give = function (this: ResidentChunks, bytes: Uint8Array) {
+    const mine = give.call(this, bytes);
+    if (mine) given++;
+    return mine;
+  };
+  try {
+    for (const to of ["bfloat16", "float16"] as const) {
+      for (const jobs of [0, 2]) {
+        taken = given = 0;
+        const out = join(dir, `resident.${to}.${jobs}.safetensors`);
+        await convertFile(input, out, { to, jobs, chunkBytes: 65536, force: true });
+        if (jobs === 0) {
+          // a.f32, c.f32 and f.f32: 40000 + 70007 + 16385 float32 in chunks of 16384, each an input and an output slot.
+          assert.ok(taken >= 2 * (3 + 5 + 2), `${to}: ${taken} slots taken`);
+          assert.equal(given, taken, `${to}: every slot given back`);
+        } else {
+          assert.equal(taken, 0, `${to}, ${jobs} workers: no resident slots`);
+        }
+      }
+    }
+  } finally {
+    proto.take = take;
+    proto.give = give;
+  }
 });

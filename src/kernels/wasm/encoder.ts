@@ -142,6 +142,18 @@ export const relaxedTruncS = unary(0x101);
 /** f32x4.demote_f64x2_zero: two float64 to float32 (round to nearest even) in lanes 0, 1; lanes 2, 3 zero. */
 export const demoteZero = unary(0x5e);
 export const extendHighS16 = unary(0xa8);
+export const f32x4Eq = binary(0x41);
+export const f32x4Le = binary(0x45);
+export const f32x4Ge = binary(0x46);
+export const f32x4Mul = binary(0xe6);
+/** f32x4.pmin: b where b < a, else a (one minps; unlike f32x4.min, no NaN or -0 handling). */
+export const f32x4Pmin = binary(0xea);
+/** f32x4.pmax: b where a < b, else a. */
+export const f32x4Pmax = binary(0xeb);
+/** i32x4.all_true: i32 1 when every lane is nonzero. */
+export const allTrue = unary(0xa3);
+/** v128.load32_splat: the 4 bytes at `addr` + `offset` in all four 32-bit lanes (alignment hint 4). */
+export const load32Splat = (addr: Code, offset = 0): Code => cat(addr, simd(0x09), [2], uleb(offset));
 /** v128.not. */
 export const not = unary(0x4d);
 /** v128.load64_splat: the 8 bytes at `addr` + `offset` in both 64-bit lanes (alignment hint 8). */
@@ -177,18 +189,20 @@ export interface DataSegment {
 
 /**
  * A module exporting `memory` (`pages` of 64 KiB, not growable by the kernels) and the functions,
- * each of type (i32, ...) -> (), with an optional data segment. With `sharedImport`, the memory is
- * not the module's own but imported as `env.memory`, a shared memory of exactly `pages` pages, so
- * that instances on several threads work on one memory.
- * @example moduleBytes(funcs, 17, undefined, true) // instantiate with { env: { memory } }
+ * each of type (i32, ...) -> (), with an optional data segment. With `imported`, the memory is
+ * not the module's own but imported as `env.memory`, of exactly `pages` pages: "shared", a shared
+ * memory, so that instances on several threads work on one memory; "plain", an ordinary one, so
+ * that two modules of one thread (the cast kernels and the statistics) work on the same bytes.
+ * @example moduleBytes(funcs, 17, undefined, "shared") // instantiate with { env: { memory } }
  */
-export function moduleBytes(funcs: readonly Func[], pages: number, data?: DataSegment, sharedImport = false): Uint8Array {
+export function moduleBytes(funcs: readonly Func[], pages: number, data?: DataSegment, imported?: "shared" | "plain"): Uint8Array {
   const arities = [...new Set(funcs.map((f) => f.params))];
   const types = section(1, vec(arities.map((p) => cat([0x60], vec(Array.from({ length: p }, () => [I32])), [0]))));
   const fnsec = section(3, vec(funcs.map((f) => uleb(arities.indexOf(f.params)))));
   // Limits flag 0x01: minimum and maximum; 0x03: the same, shared (the threads proposal).
-  const imports = sharedImport ? section(2, vec([cat(name("env"), name("memory"), [0x02, 0x03], uleb(pages), uleb(pages))])) : [];
-  const mem = sharedImport ? [] : section(5, vec([cat([0x01], uleb(pages), uleb(pages))]));
+  const limits = imported === "shared" ? 0x03 : 0x01;
+  const imports = imported ? section(2, vec([cat(name("env"), name("memory"), [0x02, limits], uleb(pages), uleb(pages))])) : [];
+  const mem = imported ? [] : section(5, vec([cat([0x01], uleb(pages), uleb(pages))]));
   const exports = section(7, vec([
     cat(name("memory"), [0x02], uleb(0)),
     ...funcs.map((f, i) => cat(name(f.name), [0x00], uleb(i))),

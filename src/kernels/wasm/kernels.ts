@@ -342,5 +342,5 @@ export function kernelModule(pages: number, o: { relaxed?: boolean; shared?: boo
   ];
   const data = pool.bytes();
   if (data.length > POOL_BYTES) throw new Error(`wasm kernels: ${data.length} bytes of constants, room for ${POOL_BYTES}`);
-  return moduleBytes(funcs, pages, { offset: pool.base, bytes: data }, o.shared === true);
+  return moduleBytes(funcs, pages, { offset: pool.base, bytes: data }, o.shared === true ? "shared" : undefined);
 }

@@ -4,6 +4,7 @@
  * on first write (1,024 per 4 MiB chunk) and leaves garbage that V8 frees late, which is what
  * made the peak memory of a 1 GiB conversion 340-390 MiB (docs/performance.md, issue 16).
  */
+import type { ResidentChunks } from "./cast-tally.js";
 
 /** At most this many free buffers are kept per size: more than the chunks a conversion has in flight. */
 const KEEP = 8;
@@ -30,13 +31,24 @@ export class ChunkBuffers {
   private readonly free = new Map<number, Uint8Array[]>();
   private kept = 0;
 
+  /**
+   * With `resident`, buffers come from its slots while it has one free (WebAssembly memory the
+   * cast kernels work in: kernel.ts castAndMeasure then copies nothing), else as without.
+   */
+  constructor(private readonly resident?: ResidentChunks) {}
+
   /** Bytes held for reuse now. */
   get keptBytes(): number {
     return this.kept;
   }
 
-  /** A buffer of exactly `length` bytes, spanning its whole ArrayBuffer (so it can be transferred). */
+  /**
+   * A buffer of exactly `length` bytes: a resident slot, or one spanning its whole ArrayBuffer
+   * (so it can be transferred).
+   */
   take(length: number): Uint8Array {
+    const slot = this.resident?.take(length);
+    if (slot) return slot;
     const list = this.free.get(length);
     const b = list?.pop();
     if (!b) return new Uint8Array(length);
@@ -45,8 +57,9 @@ export class ChunkBuffers {
     return b;
   }
 
-  /** Keeps `bytes` for a later `take` when it spans a whole, ordinary ArrayBuffer; otherwise drops it. */
+  /** Frees a resident slot; keeps other `bytes` for a later `take` when they span a whole, ordinary ArrayBuffer; otherwise drops them. */
   give(bytes: Uint8Array): void {
+    if (this.resident?.give(bytes)) return;
     const length = bytes.length;
     const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && !(bytes.buffer instanceof SharedArrayBuffer);
     if (!whole || length === 0 || length > KEEP_BYTES) return;

@@ -15,6 +15,7 @@ import { packCodes, unpackCodes } from "../../dtype/packing.js";
 import { castWeights } from "../../io/onnx/precision/tensors.js";
 import { rawToNpy } from "../io/npy.js";
 import { rawByteLength } from "../io/tensors.js";
+import { CAST_TALLY_BLOCK, castTally, SCRATCH, type CastTallyTarget } from "./cast-tally.js";
 import { simdTally, SUB_BLOCK } from "./tally-simd.js";
 
 /** Elements decoded at a time for statistics: bounds the scratch memory. */
@@ -240,11 +241,87 @@ export function convertChunk(
   const source = Tensor.fromBytes(raw, from, [count]);
   const asWeights = weights && from.name === "float32";
   const reuse = !asWeights && encoding === "raw" && into !== undefined && into.length === rawByteLength(to, count);
-  const result = asWeights ? castWeights(source, { to, saturate }) : reuse ? Tensor.fromBytes(into, to, [count]) : cast(source, to, { saturate });
-  if (reuse) castInto(source, result, { saturate });
-  const stats = measureConversion(source, result);
+  let result: Tensor | undefined;
+  let stats: ConvertStats | undefined;
+  if (!asWeights && from.name === "float32" && (to.name === "bfloat16" || to.name === "float16")) {
+    // The checkpoint conversion's pairs: cast and measured in one memory (cast-tally.ts); their
+    // kernels ignore `saturate`, as cast does for float16 and bfloat16 targets.
+    result = reuse ? Tensor.fromBytes(into, to, [count]) : Tensor.fromStorage(new Uint16Array(count), to, [count]);
+    stats = castAndMeasure(source.data as Float32Array, result.data as Uint16Array, to.name);
+  }
+  if (!result || !stats) {
+    result = asWeights ? castWeights(source, { to, saturate }) : reuse ? Tensor.fromBytes(into, to, [count]) : cast(source, to, { saturate });
+    if (reuse) castInto(source, result, { saturate });
+    stats = measureConversion(source, result);
+  }
   const bytes = encoding === "npy" ? rawToNpy(to, result.bytes(), count) : result.bytes();
   return { bytes, stats };
+}
+
+/**
+ * Casts float32 `x` into the float16 or bfloat16 codes `out` (of x's length), as castInto does,
+ * and returns measureConversion's statistics of it. When both live in one ResidentChunks'
+ * memory, the kernels cast and the tally reads them where they are; otherwise each block crosses
+ * into WebAssembly memory once and its codes come out once (cast-tally.ts). Undefined, having
+ * written nothing, without WebAssembly SIMD.
+ * @example
+ * const out = new Uint16Array(2);
+ * castAndMeasure(new Float32Array([1, 1.00390625]), out, "bfloat16")
+ * // out [0x3f80, 0x3f80]; { count: 2, changed: 1, maxAbsError: 0.00390625, maxRelError: 0.0038910505836575876, ... }
+ */
+export function castAndMeasure(x: Float32Array, out: Uint16Array, to: CastTallyTarget): ConvertStats | undefined {
+  const f = castTally(x.buffer === out.buffer ? x.buffer : undefined);
+  if (!f) return undefined;
+  const inPlace = x.buffer === f.buffer;
+  const { X_AT, CODES_AT, Y_AT } = SCRATCH;
+  const bf16 = to === "bfloat16";
+  const narrow = bf16 ? f.kernels.f32_bf16 : f.kernels.f32_f16;
+  const s = newTally(dtype(to));
+  f.begin(Math.min(s.upper, -s.lower));
+  const maxRel = (): number => s.maxRel;
+  // bfloat16 codes are widened here only for the sub-blocks handed back, by the tally's shift.
+  const scratch = new Float32Array(bf16 ? SUB_BLOCK : 0);
+  const scratchBits = new Uint32Array(scratch.buffer);
+  for (let start = 0; start < x.length; start += CAST_TALLY_BLOCK) {
+    const n = Math.min(CAST_TALLY_BLOCK, x.length - start);
+    let xs: Float32Array;
+    let codes: Uint16Array;
+    if (inPlace) {
+      xs = x.subarray(start, start + n);
+      codes = out.subarray(start, start + n);
+      // Whole groups of 8 where they are; a last partial group through the scratch blocks, as
+      // the kernel would write a whole group past the end of `out`.
+      const whole = n - (n % 8);
+      narrow(xs.byteOffset, codes.byteOffset, whole / 8);
+      if (whole < n) {
+        f.x.set(xs.subarray(whole));
+        narrow(X_AT, CODES_AT, 1);
+        codes.set(f.codes.subarray(0, n - whole), whole);
+      }
+    } else {
+      xs = f.x;
+      codes = f.codes;
+      xs.set(x.subarray(start, start + n));
+      // A last partial group converts stale lanes of the scratch block, which nobody reads.
+      narrow(X_AT, CODES_AT, Math.ceil(n / 8));
+      out.set(codes.subarray(0, n), start);
+    }
+    // float16 codes widened for the tally (a partial group reads at most 7 codes past the block:
+    // the scratch block's, or the slack of the chunk's own slot).
+    if (!bf16) f.kernels.f16_f32(codes.byteOffset, Y_AT, Math.ceil(n / 8));
+    const y = f.y;
+    const scalar = bf16
+      ? (from: number, to: number): void => {
+          for (let i = from; i < to; i++) scratchBits[i - from] = codes[i] << 16;
+          tally(xs.subarray(from, to), scratch, to - from, s);
+        }
+      : (from: number, to: number): void => tally(xs.subarray(from, to), y.subarray(from, to), to - from, s);
+    f.settle(xs.byteOffset, bf16 ? codes.byteOffset : Y_AT, bf16, n, maxRel, scalar);
+  }
+  const settled = f.end();
+  s.changed += settled.changed;
+  if (settled.maxAbs > s.maxAbs) s.maxAbs = settled.maxAbs;
+  return statsOf(s, x.length);
 }
 
 /**
@@ -257,16 +334,7 @@ export function convertChunk(
  * // { count: 3, changed: 2, nonFinite: 1, becameNonFinite: 1, outOfRange: 1, maxAbsError: 0.00002..., ... }
  */
 export function measureConversion(source: Tensor, result: Tensor, via: "auto" | "float32" | "float64" = "auto"): ConvertStats {
-  const to = result.dtype;
-  const hi = to.max === undefined ? Infinity : Number(to.max);
-  const lo = to.min === undefined ? -Infinity : Number(to.min);
-  // Beyond the range: a finite value past [lower, upper] (or at a limit that is a tie going past),
-  // or an infinity that became finite.
-  const [past, tieIsPast] = pastMax(to);
-  const s: Tally = {
-    upper: past ?? hi, lower: past === undefined ? lo : -past, tieIsPast, hi, lo,
-    maxAbs: 0, maxRel: 0, changed: 0, outOfRange: 0, saturated: 0, nonFinite: 0, becameNonFinite: 0,
-  };
+  const s = newTally(result.dtype);
   // Both sides exact in float32 (the 16- and 8-bit floats and float32 itself): decoded to float32
   // blocks, a float32 source not even copied, which takes the conversion's statistics from most
   // of a checkpoint conversion's time to a fraction of it. Each value read is the same double the
@@ -320,8 +388,25 @@ export function measureConversion(source: Tensor, result: Tensor, via: "auto" | 
       tally(x, y, n, s);
     }
   }
+  return statsOf(s, source.size);
+}
+
+/** A tally of nothing yet, against the limits of target `to`. */
+function newTally(to: DType): Tally {
+  const hi = to.max === undefined ? Infinity : Number(to.max);
+  const lo = to.min === undefined ? -Infinity : Number(to.min);
+  // Beyond the range: a finite value past [lower, upper] (or at a limit that is a tie going past),
+  // or an infinity that became finite.
+  const [past, tieIsPast] = pastMax(to);
   return {
-    count: source.size, maxAbsError: s.maxAbs, maxRelError: s.maxRel, changed: s.changed, outOfRange: s.outOfRange,
+    upper: past ?? hi, lower: past === undefined ? lo : -past, tieIsPast, hi, lo,
+    maxAbs: 0, maxRel: 0, changed: 0, outOfRange: 0, saturated: 0, nonFinite: 0, becameNonFinite: 0,
+  };
+}
+
+function statsOf(s: Tally, count: number): ConvertStats {
+  return {
+    count, maxAbsError: s.maxAbs, maxRelError: s.maxRel, changed: s.changed, outOfRange: s.outOfRange,
     saturated: s.saturated, nonFinite: s.nonFinite, becameNonFinite: s.becameNonFinite,
   };
 }

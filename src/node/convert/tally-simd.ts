@@ -1,20 +1,44 @@
 /**
- * The bulk of measureConversion's tally in WebAssembly SIMD, for blocks of float32 old and new
- * values. Elements are taken four at a time, two float64 lanes per half, and a run of them
- * ("sub-block") is settled in bulk when every element in it is simple: old value strictly inside
- * the target's range, new value finite, and no relative-error update, i.e. `err > maxRel * |a|`
- * false with the maxRel the scalar loop would hold there. Such elements only add to `changed` and
- * to the largest |new - old|, both independent of order. Any other sub-block is rejected and the
- * caller runs the scalar loop over it, in order, so every statistic (the order-dependent relative
- * error included) is what the scalar loop alone gives: the lanes compute the same IEEE doubles
- * (exact widening, the same subtraction and product), and a sub-block without an update leaves
- * maxRel as it found it, so the next one is tested against the value the scalar loop would hold.
- * New values come as float32 or, for bfloat16 results (the checkpoint conversion's), as the codes
- * themselves, widened in the kernel (a shift), which saves decoding them through castInto.
+ * The bulk of measureConversion's tally in WebAssembly SIMD, for blocks of float32 old values a
+ * and new values b. A run of elements ("sub-block") is settled in bulk when every element in it
+ * is simple: a strictly inside the target's range, b finite, and no relative-error update, i.e.
+ * `err > maxRel * |a|` false with the maxRel the scalar loop would hold there. Such elements only
+ * add to `changed` and to the largest |b - a|, both independent of order. Any other sub-block is
+ * rejected and the caller runs the scalar loop over it, in order, so every statistic (the
+ * order-dependent relative error included) is what the scalar loop alone gives; a sub-block
+ * without an update leaves maxRel as it found it, so the next one is tested against the value the
+ * scalar loop would hold. New values come as float32 or, for bfloat16 results (the checkpoint
+ * conversion's), as the codes themselves, widened in the kernel (a shift).
+ *
+ * The test runs on float32 lanes, four elements per instruction (it ran on float64 lanes, two at
+ * a time, at about twice the instructions per element). It is exact where it can be and
+ * conservative where it cannot: it settles a sub-block only if the float64 test, which is the
+ * scalar loop's, would settle it too, and then gives the same numbers. Per element, with
+ * e = fl32(|b - a|) (the float32 subtraction, correctly rounded) and mu = min(|a|, |b|):
+ * - `|a| < inner` (a double) is `|a| < ceil32(inner)`, the least float32 >= inner: no float32
+ *   lies in [inner, ceil32(inner)), so for float32 |a| the two agree (NaN and Inf included).
+ * - `e <= mu` makes e exact, and fails for a b that is NaN or infinite (a being finite). Both a
+ *   and b are multiples of ulp(mu) (subnormals included), so is d = |b - a|; if d > mu then
+ *   d >= next32(mu), which fl32 (monotone) keeps: e > mu. So e <= mu means d <= mu: a and b of
+ *   one sign (opposite signs give d = |a| + |b| >= 2 mu, or both zero) within a factor 2, where
+ *   Sterbenz's lemma makes b - a exact (WebAssembly does not flush subnormals). An infinite or
+ *   NaN b gives an infinite or NaN e, never <= mu. Elements failing this while the float64 test
+ *   would pass (b rounded to zero from a nonzero a, or a zero a and a nonzero b) are rejected.
+ *   With e exact, the float64 difference is e too, so the float64 test is `e > fl64(maxRel * |a|)`.
+ * - No update: `e <= Lc`, with L = fl32(rho * |a|), rho the largest float32 <= maxRel * (1 -
+ *   2^-20) (float64 product), and Lc = L when L >= 2^-126 (a normal float32), else 0. Lc = 0
+ *   settles only e = 0, which never updates. L = +Inf means rho * |a| > 3.4e38 >= e, so maxRel *
+ *   |a| > e, which fl64 keeps. A normal L is at most rho * |a| * (1 + 2^-24) <= maxRel * |a| *
+ *   (1 - 2^-20)(1 + 2^-53)(1 + 2^-24) < maxRel * |a| * (1 - 2^-53) <= fl64(maxRel * |a|) (the
+ *   product is at least L >= 2^-126: a normal double), so e <= L leaves no update. Elements the
+ *   float64 test would settle are rejected when e is within about 2^-20 of maxRel * |a| or the
+ *   product is below 2^-126: only more sub-blocks for the exact scalar loop.
+ * - Changed is `a != b` in float32 as in float64 (widening is exact), and for a settled sub-block
+ *   the largest e is exact, so widened it is the float64 maximum.
  */
 import {
-  and, anyTrue, f64x2Abs, f64x2Gt, f64x2Le, f64x2Lt, f64x2Mul, f64x2Ne, f64x2Pmax, f64x2Sub, get, i32, i32Add, i32Eqz, i32Sub, i32x4Add,
-  i32x4Shl, i32x4Sub, ifElse, load, load16x4U, load64Splat, moduleBytes, not, or, promoteLow, set, shuffle, store, storeI32, whileNot, type Code,
+  allTrue, and, f32x4Abs, f32x4Ge, f32x4Le, f32x4Lt, f32x4Mul, f32x4Ne, f32x4Pmax, f32x4Pmin, f32x4Sub, get, i32, i32Add, i32Eqz,
+  i32Sub, i32x4Add, i32x4Shl, i32x4Sub, ifElse, load, load16x4U, load32Splat, moduleBytes, not, set, store, storeI32, whileNot, type Code,
 } from "../../kernels/wasm/encoder.js";
 
 /** Elements per sub-block: a rejected one costs the scalar loop over this many. */
@@ -22,14 +46,14 @@ export const SUB_BLOCK = 1024;
 /** Elements per block copied into the module: measureConversion's BLOCK. */
 const BLOCK = 1 << 16;
 // The module's memory: parameters and accumulators in the first page, then the old and new blocks.
-const REL_AT = 0; // f64: the running maxRel
-const INNER_AT = 8; // f64: |a| below this is strictly inside the range
-const MAX_AT = 16; // f64: Number.MAX_VALUE
-const CHANGED_AT = 32; // i32x4: 2 per changed element (each f64 lane's mask is two i32 of -1)
-const MAXABS_AT = 48; // f64x2: largest |b - a| of the settled sub-blocks
+const RHO_AT = 0; // f32: rho, from the running maxRel (see the module comment)
+const INNER_AT = 4; // f32: ceil32(inner): |a| below this is strictly inside the range
+const MIN_NORMAL_AT = 12; // f32: 2^-126
+const CHANGED_AT = 32; // i32x4: changed elements of the settled sub-blocks, per lane
+const MAXABS_AT = 48; // f32x4: largest |b - a| of the settled sub-blocks, per lane
 const REJECTED_AT = 64; // i32: whether the last call was rejected
 const ZERO_AT = 80; // 16 zero bytes
-const X_AT = 1 << 16;
+const X_AT = 1 << 16; // TALLY_RESERVED
 const Y_AT = X_AT + 4 * BLOCK;
 const PAGES = (Y_AT + 4 * BLOCK) >>> 16;
 
@@ -37,35 +61,17 @@ const PAGES = (Y_AT + 4 * BLOCK) >>> 16;
 const XP = 0;
 const YP = 1;
 const GROUPS = 2;
-const REL = 3;
+const RHO = 3;
 const INNER = 4;
-const MAXD = 5;
+const MIN_NORMAL = 5;
 const CHG = 6;
 const MAXA = 7;
-const BAD = 8;
+const OK = 8;
 const X = 9;
 const Y = 10;
-const A = 11;
-const B = 12;
-const M = 13;
-const E = 14;
-
-const HIGH = [8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15];
-
-/** One half (two lanes) of a group: old lanes `a`, new lanes `b`, as float64. */
-function half(a: Code, b: Code): Code {
-  return [
-    ...set(A, a),
-    ...set(B, b),
-    ...set(M, f64x2Abs(get(A))),
-    ...set(E, f64x2Abs(f64x2Sub(get(B), get(A)))),
-    // Not simple: |a| not below the inner limit (NaN, infinities included), b not finite, or an
-    // element where the scalar loop would raise maxRel.
-    ...set(BAD, or(get(BAD), or(not(and(f64x2Lt(get(M), get(INNER)), f64x2Le(f64x2Abs(get(B)), get(MAXD)))), f64x2Gt(get(E), f64x2Mul(get(REL), get(M)))))),
-    ...set(CHG, i32x4Sub(get(CHG), f64x2Ne(get(A), get(B)))),
-    ...set(MAXA, f64x2Pmax(get(MAXA), get(E))),
-  ];
-}
+const M = 11;
+const E = 12;
+const L = 13;
 
 /**
  * The kernel: (x, y, groups) over `groups` groups of 4 float32 old values at x and new values at
@@ -73,68 +79,141 @@ function half(a: Code, b: Code): Code {
  * word is its float32 (a NaN keeps its payload, still a NaN: the tally only asks whether it is one).
  */
 const tallyBody = (bf16: boolean): Code => [
-  ...set(REL, load64Splat(i32(REL_AT))),
-  ...set(INNER, load64Splat(i32(INNER_AT))),
-  ...set(MAXD, load64Splat(i32(MAX_AT))),
+  ...set(RHO, load32Splat(i32(RHO_AT))),
+  ...set(INNER, load32Splat(i32(INNER_AT))),
+  ...set(MIN_NORMAL, load32Splat(i32(MIN_NORMAL_AT))),
   ...set(CHG, load(i32(ZERO_AT))),
-  ...set(MAXA, load(i32(ZERO_AT))),
-  ...set(BAD, load(i32(ZERO_AT))),
+  ...set(MAXA, get(CHG)),
+  ...set(OK, not(get(CHG))),
+  // Two groups per turn (the caller's count is even): half the loop's own instructions.
   ...whileNot(i32Eqz(get(GROUPS)), [
-    ...set(X, load(get(XP))),
-    ...set(Y, bf16 ? i32x4Shl(load16x4U(get(YP)), 16) : load(get(YP))),
-    ...half(promoteLow(get(X)), promoteLow(get(Y))),
-    ...half(promoteLow(shuffle(get(X), get(X), HIGH)), promoteLow(shuffle(get(Y), get(Y), HIGH))),
-    ...set(XP, i32Add(get(XP), i32(16))),
-    ...set(YP, i32Add(get(YP), i32(bf16 ? 8 : 16))),
-    ...set(GROUPS, i32Sub(get(GROUPS), i32(1))),
+    ...group(bf16, 0),
+    ...group(bf16, 1),
+    ...set(XP, i32Add(get(XP), i32(32))),
+    ...set(YP, i32Add(get(YP), i32(bf16 ? 16 : 32))),
+    ...set(GROUPS, i32Sub(get(GROUPS), i32(2))),
   ]),
-  ...ifElse(anyTrue(get(BAD)), storeI32(i32(REJECTED_AT), i32(1)), [
+  ...ifElse(allTrue(get(OK)), [
     ...storeI32(i32(REJECTED_AT), i32(0)),
     ...store(i32(CHANGED_AT), i32x4Add(load(i32(CHANGED_AT)), get(CHG))),
-    ...store(i32(MAXABS_AT), f64x2Pmax(load(i32(MAXABS_AT)), get(MAXA))),
-  ]),
+    ...store(i32(MAXABS_AT), f32x4Pmax(load(i32(MAXABS_AT)), get(MAXA))),
+  ], storeI32(i32(REJECTED_AT), i32(1))),
 ];
 
-interface Module {
+/** Group `k` (of 4 elements) of a turn of the loop. */
+const group = (bf16: boolean, k: number): Code => [
+  ...set(X, load(get(XP), 16 * k)),
+  ...set(Y, bf16 ? i32x4Shl(load16x4U(get(YP), 8 * k), 16) : load(get(YP), 16 * k)),
+  ...set(M, f32x4Abs(get(X))),
+  ...set(E, f32x4Abs(f32x4Sub(get(Y), get(X)))),
+  ...set(L, f32x4Mul(get(RHO), get(M))),
+  // Simple (the module comment proves each part): |a| inside the range, e exact (which also
+  // rejects a b that is not finite), no update.
+  ...set(OK, and(get(OK), and(
+    f32x4Lt(get(M), get(INNER)),
+    and(f32x4Le(get(E), f32x4Pmin(get(M), f32x4Abs(get(Y)))), f32x4Le(get(E), and(get(L), f32x4Ge(get(L), get(MIN_NORMAL))))),
+  ))),
+  ...set(CHG, i32x4Sub(get(CHG), f32x4Ne(get(X), get(Y)))),
+  ...set(MAXA, f32x4Pmax(get(MAXA), get(E))),
+];
+
+/**
+ * rho for a running maxRel: the largest float32 <= maxRel * (1 - 2^-20) (module comment).
+ * @example rhoOf(2 ** -9) // 0.0019531231373548508 (2^-9 less a few float32 ULPs)
+ */
+export function rhoOf(maxRel: number): number {
+  const r = maxRel * (1 - 2 ** -20);
+  F32[0] = r;
+  // fround rounded up: one float32 step down (r > 0 here, so the bits step toward zero).
+  if (F32[0] > r) U32[0] -= 1;
+  return F32[0];
+}
+
+/**
+ * ceil32(x): the least float32 >= x (+Inf above the largest float32, NaN for NaN).
+ * @example ceil32(65520) // 65520; ceil32(0.1) // 0.10000000149011612
+ */
+export function ceil32(x: number): number {
+  F32[0] = x;
+  if (F32[0] < x) {
+    // Rounded down: one step up, away from zero for a positive value, toward it for a negative one.
+    if (F32[0] >= 0) U32[0] += 1;
+    else U32[0] -= 1;
+  }
+  return F32[0];
+}
+
+const F32 = new Float32Array(1);
+const U32 = new Uint32Array(F32.buffer);
+
+/** The tally functions of one instance, and its parameter page (the first of its memory). */
+interface Tallies {
   readonly tally: (x: number, y: number, groups: number) => void;
   readonly tallyBf16: (x: number, y: number, groups: number) => void;
+  readonly f32: Float32Array;
+  readonly i32: Int32Array;
+}
+
+interface Module extends Tallies {
   /** The new values' block as bfloat16 codes (the same bytes as `y`'s first half). */
   readonly codes: Uint16Array;
-  readonly f64: Float64Array;
-  readonly i32: Int32Array;
   /** The blocks of old and new values in the module's memory. */
   readonly x: Float32Array;
   readonly y: Float32Array;
 }
 
+interface WasmApi {
+  validate(b: Uint8Array): boolean;
+  Module: new (b: Uint8Array) => object;
+  Instance: new (m: object, i: object) => { exports: Record<string, unknown> };
+}
+
+/** A memory as the WebAssembly JS API gives it. @example tallyOn(kernels.memory as TallyMemory, pages) */
+export interface TallyMemory {
+  readonly buffer: ArrayBufferLike;
+}
+
+/**
+ * The tally functions instantiated on `memory` (imported, `pages` pages, whose first page they
+ * take for their parameters and accumulators), or on a memory of their own of PAGES pages
+ * (`memory` undefined); null where WebAssembly SIMD is unavailable.
+ */
+function instantiate(pages: number, memory?: TallyMemory): { tallies: Tallies; buffer: ArrayBufferLike } | null {
+  try {
+    const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
+    const code = moduleBytes([
+      { name: "tally", params: 3, i32Locals: 0, v128Locals: L - RHO + 1, body: tallyBody(false) },
+      { name: "tally_bf16", params: 3, i32Locals: 0, v128Locals: L - RHO + 1, body: tallyBody(true) },
+    ], pages, undefined, memory ? "plain" : undefined);
+    if (!api || !api.validate(code)) return null;
+    const e = new api.Instance(new api.Module(code), memory ? { env: { memory } } : {}).exports;
+    const buffer = (e.memory as TallyMemory).buffer;
+    return {
+      buffer,
+      tallies: {
+        tally: e.tally as Tallies["tally"],
+        tallyBf16: e.tally_bf16 as Tallies["tally"],
+        f32: new Float32Array(buffer, 0, 32),
+        i32: new Int32Array(buffer, 0, 32),
+      },
+    };
+  } catch {
+    return null; // e.g. CompileError under a Content-Security-Policy
+  }
+}
+
 let module: Module | null | undefined;
 
-/** The compiled module, or null where WebAssembly SIMD is unavailable (the scalar loop then does all). */
+/** The module with its own memory, or null where WebAssembly SIMD is unavailable (the scalar loop then does all). */
 function instance(): Module | null {
   if (module !== undefined) return module;
-  module = null;
-  try {
-    const api = (globalThis as { WebAssembly?: { validate(b: Uint8Array): boolean; Module: new (b: Uint8Array) => object; Instance: new (m: object, i: object) => { exports: Record<string, unknown> } } }).WebAssembly;
-    const code = moduleBytes([
-      { name: "tally", params: 3, i32Locals: 0, v128Locals: 12, body: tallyBody(false) },
-      { name: "tally_bf16", params: 3, i32Locals: 0, v128Locals: 12, body: tallyBody(true) },
-    ], PAGES);
-    if (api && api.validate(code)) {
-      const e = new api.Instance(new api.Module(code), {}).exports;
-      const buffer = (e.memory as { buffer: ArrayBuffer }).buffer;
-      module = {
-        tally: e.tally as Module["tally"],
-        tallyBf16: e.tally_bf16 as Module["tally"],
-        codes: new Uint16Array(buffer, Y_AT, BLOCK),
-        f64: new Float64Array(buffer, 0, 16),
-        i32: new Int32Array(buffer, 0, 32),
-        x: new Float32Array(buffer, X_AT, BLOCK),
-        y: new Float32Array(buffer, Y_AT, BLOCK),
-      };
-    }
-  } catch {
-    module = null; // e.g. CompileError under a Content-Security-Policy
-  }
+  const made = instantiate(PAGES);
+  module = made && {
+    ...made.tallies,
+    codes: new Uint16Array(made.buffer, Y_AT, BLOCK),
+    x: new Float32Array(made.buffer, X_AT, BLOCK),
+    y: new Float32Array(made.buffer, Y_AT, BLOCK),
+  };
   return module;
 }
 
@@ -147,6 +226,56 @@ export interface Settled {
 /** Whether `a` is the module's own block at `at` (a decoder wrote there): then nothing is copied. */
 function inPlace(a: Float32Array, block: Float32Array): boolean {
   return a.buffer === block.buffer && a.byteOffset === block.byteOffset;
+}
+
+/**
+ * A tally over blocks already in the memory of `w`: `settle(xAt, yAt, bf16, n, ...)` settles what
+ * it can of the `n` old values (float32) at byte address xAt and new values (float32, or bfloat16
+ * codes with `bf16`) at yAt, as SimdTally.block.
+ */
+function settler(w: Tallies): {
+  begin(inner: number): void;
+  settle(xAt: number, yAt: number, bf16: boolean, n: number, maxRel: () => number, scalar: (from: number, to: number) => void): void;
+  end(): Settled;
+} {
+  const settled: Settled = { changed: 0, maxAbs: 0 };
+  // The maxRel rho was last computed for (-1: none yet).
+  let rel = -1;
+  return {
+    begin(inner) {
+      w.f32.fill(0);
+      w.i32.fill(0);
+      w.f32[INNER_AT / 4] = ceil32(inner);
+      w.f32[MIN_NORMAL_AT / 4] = 2 ** -126;
+      rel = -1;
+      settled.changed = 0;
+      settled.maxAbs = 0;
+    },
+    settle(xAt, yAt, bf16, n, maxRel, scalar) {
+      const kernel = bf16 ? w.tallyBf16 : w.tally;
+      const size = bf16 ? 2 : 4;
+      const whole = n - (n % SUB_BLOCK);
+      for (let from = 0; from < whole; from += SUB_BLOCK) {
+        const r = maxRel();
+        if (r !== rel) {
+          rel = r;
+          w.f32[RHO_AT / 4] = rhoOf(r);
+        }
+        kernel(xAt + 4 * from, yAt + size * from, SUB_BLOCK / 4);
+        if (w.i32[REJECTED_AT / 4] !== 0) scalar(from, from + SUB_BLOCK);
+      }
+      if (whole < n) scalar(whole, n);
+      // Read out per block: each int32 lane counts up to a quarter of a block, far from overflowing.
+      const c = CHANGED_AT / 4;
+      settled.changed += w.i32[c] + w.i32[c + 1] + w.i32[c + 2] + w.i32[c + 3];
+      w.i32.fill(0, c, c + 4);
+    },
+    end() {
+      const m = MAXABS_AT / 4;
+      settled.maxAbs = Math.max(w.f32[m], w.f32[m + 1], w.f32[m + 2], w.f32[m + 3]);
+      return { ...settled };
+    },
+  };
 }
 
 /**
@@ -173,16 +302,9 @@ export function simdTally(): {
 } | undefined {
   const w = instance();
   if (!w) return undefined;
-  const settled: Settled = { changed: 0, maxAbs: 0 };
+  const run = settler(w);
   return {
-    begin(inner) {
-      w.f64.fill(0);
-      w.i32.fill(0);
-      w.f64[INNER_AT / 8] = inner;
-      w.f64[MAX_AT / 8] = Number.MAX_VALUE;
-      settled.changed = 0;
-      settled.maxAbs = 0;
-    },
+    begin: run.begin,
     x: () => w.x,
     y: () => w.y,
     block(x, y, n, maxRel, scalar) {
@@ -190,23 +312,29 @@ export function simdTally(): {
       const bf16 = y instanceof Uint16Array;
       if (bf16) w.codes.set(y.subarray(0, n));
       else if (!inPlace(y, w.y)) w.y.set(y.subarray(0, n));
-      const kernel = bf16 ? w.tallyBf16 : w.tally;
-      const size = bf16 ? 2 : 4;
-      const whole = n - (n % SUB_BLOCK);
-      for (let from = 0; from < whole; from += SUB_BLOCK) {
-        w.f64[REL_AT / 8] = maxRel();
-        kernel(X_AT + 4 * from, Y_AT + size * from, SUB_BLOCK / 4);
-        if (w.i32[REJECTED_AT / 4] !== 0) scalar(from, from + SUB_BLOCK);
-      }
-      if (whole < n) scalar(whole, n);
-      // Read out per block: each int32 lane counts up to half a block, far from overflowing.
-      const c = CHANGED_AT / 4;
-      settled.changed += (w.i32[c] + w.i32[c + 1] + w.i32[c + 2] + w.i32[c + 3]) / 2;
-      w.i32.fill(0, c, c + 4);
+      run.settle(X_AT, Y_AT, bf16, n, maxRel, scalar);
     },
-    end() {
-      settled.maxAbs = Math.max(w.f64[MAXABS_AT / 8], w.f64[MAXABS_AT / 8 + 1]);
-      return { ...settled };
-    },
+    end: run.end,
   };
 }
+
+/**
+ * The tally on a memory another module owns (cast-tally.ts: the cast kernels' own), whose first
+ * page it takes for its parameters; `settle` reads the blocks where they are, nothing is copied.
+ * Undefined without WebAssembly SIMD.
+ * @example
+ * const t = tallyOn(kernels.memory, pages)!;
+ * t.begin(3.3895e38);
+ * t.settle(65536, 327680, true, 1024, () => rel, scalar); // float32 at 64 KiB, bfloat16 codes at 320 KiB
+ * t.end() // { changed, maxAbs }
+ */
+export function tallyOn(memory: TallyMemory, pages: number): ReturnType<typeof settler> | undefined {
+  const made = instantiate(pages, memory);
+  return made ? settler(made.tallies) : undefined;
+}
+
+/**
+ * Bytes at the start of a memory that the tally keeps for its parameters and accumulators.
+ * @example const xAt = TALLY_RESERVED; // the first address free for blocks
+ */
+export const TALLY_RESERVED = 1 << 16;

@@ -13,6 +13,7 @@ import { verifyOutput } from "../io/verify.js";
 import { encodedLength, type OutputPlan, type OutputTensor } from "../io/writer.js";
 import { rawByteLength } from "../io/tensors.js";
 import { ChunkBuffers } from "./buffers.js";
+import { ResidentChunks } from "./cast-tally.js";
 import { emptyConvertStats, mergeConvertStats, type ConvertStats } from "./kernel.js";
 import type { TaskPool } from "./pool.js";
 import { chunkElements, chunksOf, inTensor, Interrupted, runBounded, type Chunk } from "./schedule.js";
@@ -40,6 +41,11 @@ export interface PlanTarget {
   signal?: AbortSignal;
   /** Called with the input bytes done so far and their total. */
   onProgress?: (done: number, total: number) => void;
+}
+
+/** Whether a tensor's chunks are float32 cast to bfloat16 or float16 in the raw layout (castAndMeasure's pairs). */
+function fusedPair(x: OutputTensor): boolean {
+  return x.source.dtype.name === "float32" && (x.dtype.name === "bfloat16" || x.dtype.name === "float16") && x.encoding === "raw";
 }
 
 type Job = { kind: "bytes"; data: Uint8Array; at: number } | { kind: "copy"; from: number; length: number; at: number } | { kind: "tensor"; tensor: OutputTensor; chunk: Chunk };
@@ -85,7 +91,12 @@ export async function writePlan(plan: OutputPlan, t: PlanTarget): Promise<Map<Ou
     }
   };
   const { out, side, source, pool } = t;
-  const buffers = new ChunkBuffers();
+  // Without worker threads, chunks of the checkpoint pairs are read into and converted in
+  // WebAssembly memory (cast-tally.ts): no copy between the file's bytes and the kernels. Two
+  // slots (input, output) per chunk in flight. With workers, buffers are transferred to them,
+  // which a WebAssembly memory's cannot be.
+  const fused = pool.size === 0 && !t.weights && [...plan.tensors, ...(plan.external?.tensors ?? [])].some((x) => fusedPair(x));
+  const buffers = new ChunkBuffers(fused ? new ResidentChunks(chunkBytes, 2 * Math.max(2, t.inFlight)) : undefined);
   await runBounded(jobList(), Math.max(2, t.inFlight), async (job) => {
     if (job.kind === "bytes") return out.write(job.data, job.at);
     if (job.kind === "copy") {
@@ -103,6 +114,8 @@ export async function writePlan(plan: OutputPlan, t: PlanTarget): Promise<Map<Ou
     try {
       const buffer = buffers.take(rawByteLength(x.source.dtype, count));
       const raw = await x.source.read(start, count, buffer);
+      // A reader that did not use the buffer (it returned bytes of its own) leaves it untouched.
+      if (raw.buffer !== buffer.buffer) buffers.give(buffer);
       inBytes = raw.length;
       if (x.dtype === x.source.dtype) {
         bytes = x.encoding === "npy" ? rawToNpy(x.dtype, raw, count) : raw;
