@@ -8,11 +8,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { linkSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { cast, Tensor, dtype } from "../../src/index.js";
 import { encodeTensorProto } from "../../src/io/onnx/encode.js";
 import { WireWriter } from "../../src/io/onnx/wire-writer.js";
 import { convertFile, exampleCheckpoint, openTensorFile } from "../../src/node/index.js";
+import { defaultJobs, inThreadOnly } from "../../src/node/convert/convert.js";
 import { removeStaleTemporaries, temporaryPath } from "../../src/node/io/file.js";
 import { randomBytes, randomFloat32, rejectsCode, safetensorsBytes, scratch, sha256, type RawTensor } from "./helpers.js";
 
@@ -164,4 +166,21 @@ test("temporaries of dead processes are removed; those of live ones are not", as
   assert.match(live, /\.model\.safetensors\.tensorcast-\d+-[0-9a-f]{8}\.tmp$/);
   assert.deepEqual(await removeStaleTemporaries(out), [dead]);
   assert.ok(existsSync(live) && existsSync(other) && !existsSync(dead));
+});
+
+test("the default thread count: none where every conversion is float32 -> bfloat16 / float16 (cast in place on the calling thread), two for other pairs, none below 8 MiB", async () => {
+  const big = join(dir, "big.safetensors");
+  // 8 MiB of float32 and a small int64 tensor, which is copied, not converted, so it does not count.
+  writeFileSync(big, safetensorsBytes([
+    { name: "w", dtype: "float32", shape: [2 << 20], bytes: randomFloat32(2 << 20, 7) },
+    { name: "ids", dtype: "int64", shape: [4], bytes: new Uint8Array(32) },
+  ]));
+  const workers = async (to: string, src = big): Promise<number> => (await convertFile(src, join(dir, `big.${to}.safetensors`), { to, force: true })).workers;
+  assert.equal(await workers("bfloat16"), 0);
+  assert.equal(await workers("float16"), 0);
+  assert.equal(await workers("float8e4m3fn"), Math.min(2, availableParallelism()));
+  assert.equal(await workers("bfloat16", input), 0); // the mixed file: below 8 MiB
+  assert.equal(defaultJobs(1 << 30, 3, true), 3); // what is asked for wins
+  assert.equal(inThreadOnly([[dtype("float32"), dtype("bfloat16")], [dtype("float16"), dtype("bfloat16")]]), false);
+  assert.equal(inThreadOnly([]), true);
 });

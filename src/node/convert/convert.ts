@@ -107,9 +107,29 @@ export interface ConvertReport {
 /** Below this much tensor data, threads cost more than they save. */
 const THREADS_FROM = 8 * 1024 * 1024;
 
-/** Worker threads for `bytes` of tensor data to convert: `asked`, else two from THREADS_FROM, else none. */
-export function defaultJobs(bytes: number, asked: number | undefined): number {
-  return asked ?? (bytes >= THREADS_FROM ? Math.min(2, availableParallelism()) : 0);
+/**
+ * Worker threads for `bytes` of tensor data to convert: `asked`; else none below THREADS_FROM, or
+ * when `inThread` (every conversion has the in-thread path, see inThreadOnly); else two.
+ * @example defaultJobs(1 << 30, undefined, true) // 0
+ */
+export function defaultJobs(bytes: number, asked: number | undefined, inThread = false): number {
+  return asked ?? (bytes >= THREADS_FROM && !inThread ? Math.min(2, availableParallelism()) : 0);
+}
+
+/**
+ * Whether every conversion (source type, target type) is float32 -> bfloat16 / float16, which the
+ * calling thread casts and measures in place in WebAssembly memory (kernel.ts castAndMeasure) and
+ * workers cannot (a chunk sent to one is copied): without workers a 1 GiB float32 -> bfloat16
+ * conversion takes 0.58-0.64 s here, with two 0.70-0.77 s (docs/performance.md, issue 16). Other
+ * pairs cost more per element than the I/O, and two workers win (float8e4m3fn: 1.55-1.70 s
+ * against 2.02-2.10 s).
+ * @example inThreadOnly([[dtype("float32"), dtype("bfloat16")]]) // true
+ */
+export function inThreadOnly(pairs: Iterable<readonly [DType, DType]>): boolean {
+  for (const [from, to] of pairs) {
+    if (from.name !== "float32" || (to.name !== "bfloat16" && to.name !== "float16")) return false;
+  }
+  return true;
 }
 
 /**
@@ -228,7 +248,7 @@ export async function convertFileOn(input: string, output: string, opts: Convert
     out = await AtomicOutput.create(output);
 
     const convertBytes = [...targets.keys()].reduce((n, t) => n + t.byteLength, 0);
-    const jobs = shared ? shared.size : defaultJobs(convertBytes, opts.jobs);
+    const jobs = shared ? shared.size : defaultJobs(convertBytes, opts.jobs, inThreadOnly([...targets].map(([t, to]) => [t.dtype, to] as const)));
     if (!shared) pool = new TaskPool(jobs);
     const stats = await writePlan(plan, {
       input, output, out, side, pool: shared ?? pool!, inFlight: 2 * jobs, chunkBytes: opts.chunkBytes ?? DEFAULT_CHUNK_BYTES, saturate,

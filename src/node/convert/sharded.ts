@@ -26,7 +26,7 @@ import {
   AtomicOutput, checkOutput, fileError, kindOf, lstatOrNothing, RandomAccessFile, removeStaleTemporaries, sameFile, systemError, temporaryPath,
 } from "../io/file.js";
 import { openTensorFile } from "../io/reader.js";
-import { checkTarget, convertFileOn, defaultJobs, type ConvertOptions, type ConvertReport } from "./convert.js";
+import { checkTarget, convertFileOn, defaultJobs, inThreadOnly, type ConvertOptions, type ConvertReport } from "./convert.js";
 import { TaskPool } from "./pool.js";
 import { Interrupted } from "./schedule.js";
 
@@ -197,7 +197,10 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
   const mine = opts.shard ? sliceShards(c.shards, opts.shard) : [...c.shards];
   const shardBytes = new Map(c.shards.map((s, i) => [s, c.tensors[i].reduce((m, t) => m + t.byteLength, 0)]));
   const mineBytes = mine.reduce((n, s) => n + shardBytes.get(s)!, 0);
-  const jobs = defaultJobs(mineBytes, opts.jobs);
+  // The tensors converted are the floating-point ones (and the integers with includeIntegers).
+  const to = dtype(opts.to);
+  const converted = mine.flatMap((s) => c.tensors[c.shards.indexOf(s)]).map((t) => dtype(t.dtype)).filter((t) => t.kind === "float" || opts.includeIntegers);
+  const jobs = defaultJobs(mineBytes, opts.jobs, inThreadOnly(converted.map((t) => [t, to] as const)));
 
   let target: string;
   let replace = false;
