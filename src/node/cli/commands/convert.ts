@@ -118,7 +118,8 @@ Options:
   -q, --quiet            print nothing but errors (no summary; no progress bar, which is drawn
                          only on a terminal, and never in CI); --json still prints the report
   --json                 print the report as JSON
-  --jobs N               worker threads (default: 2 for files over 8 MiB, else none)
+  --jobs N               worker threads (default: 2 for files over 8 MiB, else none;
+                         none for float32 -> bfloat16 / float16, cast in place on this thread)
   --chunk-size SIZE      input bytes per chunk (default 4MiB)
   --example              convert the built-in example checkpoint (written to a temporary folder)
   -h, --help             show this help
