@@ -820,6 +820,8 @@ interface Slices {
   total: number;
   /** The breaks between slices in which a task of another chain ran (the thread was given back). */
   breaksWithTask: number;
+  /** Each break's ticks of either chain within 1 ms of it. */
+  near: number[][];
   /** The page scheduler's own count for this redraw. */
   stats: SliceStats;
 }
@@ -839,55 +841,76 @@ async function redrawSlices(): Promise<Slices> {
     MessageChannel: new () => { port1: { onmessage: (() => void) | null; close(): void }; port2: { postMessage(v: unknown): void } };
     performance: { now(): number };
   };
-  const now = () => g.performance.now();
-  const values = g.document.getElementById("values");
-  values.value = Array.from({ length: 64 }, (_, i) => String((i + 1) * 2.71)).join(" ");
-  values.dispatchEvent(new g.Event("input", { bubbles: true }));
-  await g.playground.settled();
-  const ticks: number[] = [];
-  const channel = new g.MessageChannel();
-  let running = true;
-  channel.port1.onmessage = () => {
-    ticks.push(now());
-    if (running) channel.port2.postMessage(0);
+  // A clock that never returns the same value twice, for the page's scheduler and the chains
+  // alike: the browsers' clocks are coarse (WebKit's steps by 20 us), and a tick and the start of
+  // the next slice could share a stamp, leaving their order unknown. Each call now returns more
+  // than the last, so the stamps order the events as they ran. Restored before returning.
+  const realNow = g.performance.now.bind(g.performance);
+  let last = -Infinity;
+  g.performance.now = () => {
+    const t = realNow();
+    last = t > last ? t : last + 1e-6;
+    return last;
   };
-  channel.port2.postMessage(0);
-  // And a chain of 0 ms timers: the page's slices yield through a 0 ms timer, queued behind this
-  // chain's whenever a slice ran longer than the chain's delay. Neither chain alone is certain to
-  // run in a break (a CI run's Chromium kept the timer chain out of a 15 ms break: Chromium
-  // throttles long timer chains in a page it may consider hidden), so a break counts as given
-  // back when either ran in it; without the yield's timer neither can.
-  const timerTicks: number[] = [];
-  const timerStep = () => {
-    timerTicks.push(now());
-    if (running) setTimeout(timerStep, 0);
-  };
-  setTimeout(timerStep, 0);
-  await new Promise((resolve) => setTimeout(resolve, 20));
-  const from = g.document.getElementById("from");
-  g.playground.sliceStats(true);
-  const start = now();
-  from.value = from.value === "float64" ? "float32" : "float64";
-  from.dispatchEvent(new g.Event("input", { bubbles: true }));
-  await g.playground.settled();
-  const end = now();
-  running = false;
-  await new Promise((resolve) => setTimeout(resolve, 20));
-  channel.port1.close();
-  // Busy time: every gap between ticks past 4 ms (a task, a layout or a paint held the thread).
-  let longest = 0;
-  let total = 0;
-  for (let i = 1; i < ticks.length; i++) {
-    if (ticks[i] <= start || ticks[i - 1] >= end) continue;
-    const gap = ticks[i] - ticks[i - 1];
-    if (gap <= 4) continue;
-    longest = Math.max(longest, gap);
-    total += gap;
+  try {
+    return await measure(() => g.performance.now());
+  } finally {
+    delete (g.performance as { now?: unknown }).now;
   }
-  const stats = g.playground.sliceStats();
-  const inBreak = ([a, b]: [number, number]) => (x: number) => x > a && x < b;
-  const breaksWithTask = stats.breaks.filter((r) => ticks.some(inBreak(r)) || timerTicks.some(inBreak(r))).length;
-  return { longest, total, breaksWithTask, stats };
+
+  // Inside redrawSlices: the page runs this function's source alone.
+  async function measure(now: () => number): Promise<Slices> {
+    const values = g.document.getElementById("values");
+    values.value = Array.from({ length: 64 }, (_, i) => String((i + 1) * 2.71)).join(" ");
+    values.dispatchEvent(new g.Event("input", { bubbles: true }));
+    await g.playground.settled();
+    const ticks: number[] = [];
+    const channel = new g.MessageChannel();
+    let running = true;
+    channel.port1.onmessage = () => {
+      ticks.push(now());
+      if (running) channel.port2.postMessage(0);
+    };
+    channel.port2.postMessage(0);
+    // And a chain of 0 ms timers: the page's slices yield through a 0 ms timer, queued behind this
+    // chain's whenever a slice ran longer than the chain's delay. Neither chain alone is certain to
+    // run in a break (a CI run's Chromium kept the timer chain out of a 15 ms break: Chromium
+    // throttles long timer chains in a page it may consider hidden), so a break counts as given
+    // back when either ran in it; without the yield's timer neither can.
+    const timerTicks: number[] = [];
+    const timerStep = () => {
+      timerTicks.push(now());
+      if (running) setTimeout(timerStep, 0);
+    };
+    setTimeout(timerStep, 0);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const from = g.document.getElementById("from");
+    g.playground.sliceStats(true);
+    const start = now();
+    from.value = from.value === "float64" ? "float32" : "float64";
+    from.dispatchEvent(new g.Event("input", { bubbles: true }));
+    await g.playground.settled();
+    const end = now();
+    running = false;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    channel.port1.close();
+    // Busy time: every gap between ticks past 4 ms (a task, a layout or a paint held the thread).
+    let longest = 0;
+    let total = 0;
+    for (let i = 1; i < ticks.length; i++) {
+      if (ticks[i] <= start || ticks[i - 1] >= end) continue;
+      const gap = ticks[i] - ticks[i - 1];
+      if (gap <= 4) continue;
+      longest = Math.max(longest, gap);
+      total += gap;
+    }
+    const stats = g.playground.sliceStats();
+    const inBreak = ([a, b]: [number, number]) => (x: number) => x > a && x < b;
+    const breaksWithTask = stats.breaks.filter((r) => ticks.some(inBreak(r)) || timerTicks.some(inBreak(r))).length;
+    // For a failure's message: the ticks of either chain nearest each break.
+    const near = stats.breaks.map(([a, b]) => [...ticks, ...timerTicks].filter((x) => x > a - 1 && x < b + 1).sort((x, y) => x - y));
+    return { longest, total, breaksWithTask, stats, near };
+  }
 }
 
 // ---- Driving the page --------------------------------------------------------------------------
