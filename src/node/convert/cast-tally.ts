@@ -18,6 +18,7 @@
  *
  * Browser-safe: no Node built-ins (it lives beside the converter, its only user).
  */
+import type { DType } from "../../dtype/table.js";
 import { kernelInstance, type Kernel } from "../../kernels/wasm/index.js";
 import { tallyOn, TALLY_RESERVED, type Settled } from "./tally-simd.js";
 
@@ -42,6 +43,15 @@ const SLACK = 64;
 
 /** The targets cast here: float32 to each has a kernel, and each decodes exactly to float32. @example const to: CastTallyTarget = "bfloat16"; */
 export type CastTallyTarget = "bfloat16" | "float16";
+
+/**
+ * The target when `from` -> `to` is cast and measured here (float32 to bfloat16 or float16: the
+ * checkpoint conversion's pairs), else undefined. The one test of which pairs take this path.
+ * @example castTallyTarget(dtype("float32"), dtype("float16")) // "float16"
+ */
+export function castTallyTarget(from: DType, to: DType): CastTallyTarget | undefined {
+  return from.name === "float32" && (to.name === "bfloat16" || to.name === "float16") ? to.name : undefined;
+}
 
 /**
  * The kernels and the tally on one memory, with its scratch blocks: `x` (float32 values), `codes`

@@ -27,6 +27,7 @@ import type { NpyOptions } from "../io/npy.js";
 import { formatOfPath, openTensorFile, type OnnxModelFile } from "../io/reader.js";
 import { rawByteLength, type FileFormat, type FileTensor, type TensorFile } from "../io/tensors.js";
 import { planOutput } from "../io/writer.js";
+import { castTallyTarget } from "./cast-tally.js";
 import type { ConvertStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
 import { DEFAULT_CHUNK_BYTES } from "./schedule.js";
@@ -126,9 +127,7 @@ export function defaultJobs(bytes: number, asked: number | undefined, inThread =
  * @example inThreadOnly([[dtype("float32"), dtype("bfloat16")]]) // true
  */
 export function inThreadOnly(pairs: Iterable<readonly [DType, DType]>): boolean {
-  for (const [from, to] of pairs) {
-    if (from.name !== "float32" || (to.name !== "bfloat16" && to.name !== "float16")) return false;
-  }
+  for (const [from, to] of pairs) if (!castTallyTarget(from, to)) return false;
   return true;
 }
 

@@ -15,8 +15,8 @@ import { packCodes, unpackCodes } from "../../dtype/packing.js";
 import { castWeights } from "../../io/onnx/precision/tensors.js";
 import { rawToNpy } from "../io/npy.js";
 import { rawByteLength } from "../io/tensors.js";
-import { CAST_TALLY_BLOCK, castTally, SCRATCH, type CastTallyTarget } from "./cast-tally.js";
-import { simdTally, SUB_BLOCK } from "./tally-simd.js";
+import { CAST_TALLY_BLOCK, castTally, castTallyTarget, SCRATCH, type CastTallyTarget } from "./cast-tally.js";
+import { simdTally, SUB_BLOCK, type Settled } from "./tally-simd.js";
 
 /** Elements decoded at a time for statistics: bounds the scratch memory. */
 const BLOCK = 1 << 16;
@@ -243,11 +243,12 @@ export function convertChunk(
   const reuse = !asWeights && encoding === "raw" && into !== undefined && into.length === rawByteLength(to, count);
   let result: Tensor | undefined;
   let stats: ConvertStats | undefined;
-  if (!asWeights && from.name === "float32" && (to.name === "bfloat16" || to.name === "float16")) {
+  const fused = asWeights ? undefined : castTallyTarget(from, to);
+  if (fused) {
     // The checkpoint conversion's pairs: cast and measured in one memory (cast-tally.ts); their
     // kernels ignore `saturate`, as cast does for float16 and bfloat16 targets.
     result = reuse ? Tensor.fromBytes(into, to, [count]) : Tensor.fromStorage(new Uint16Array(count), to, [count]);
-    stats = castAndMeasure(source.data as Float32Array, result.data as Uint16Array, to.name);
+    stats = castAndMeasure(source.data as Float32Array, result.data as Uint16Array, fused);
   }
   if (!result || !stats) {
     result = asWeights ? castWeights(source, { to, saturate }) : reuse ? Tensor.fromBytes(into, to, [count]) : cast(source, to, { saturate });
@@ -279,9 +280,7 @@ export function castAndMeasure(x: Float32Array, out: Uint16Array, to: CastTallyT
   const s = newTally(dtype(to));
   f.begin(Math.min(s.upper, -s.lower));
   const maxRel = (): number => s.maxRel;
-  // bfloat16 codes are widened here only for the sub-blocks handed back, by the tally's shift.
-  const scratch = new Float32Array(bf16 ? SUB_BLOCK : 0);
-  const scratchBits = new Uint32Array(scratch.buffer);
+  const widened = bf16 ? bf16Scalar(s) : undefined;
   for (let start = 0; start < x.length; start += CAST_TALLY_BLOCK) {
     const n = Math.min(CAST_TALLY_BLOCK, x.length - start);
     let xs: Float32Array;
@@ -310,17 +309,10 @@ export function castAndMeasure(x: Float32Array, out: Uint16Array, to: CastTallyT
     // the scratch block's, or the slack of the chunk's own slot).
     if (!bf16) f.kernels.f16_f32(codes.byteOffset, Y_AT, Math.ceil(n / 8));
     const y = f.y;
-    const scalar = bf16
-      ? (from: number, to: number): void => {
-          for (let i = from; i < to; i++) scratchBits[i - from] = codes[i] << 16;
-          tally(xs.subarray(from, to), scratch, to - from, s);
-        }
-      : (from: number, to: number): void => tally(xs.subarray(from, to), y.subarray(from, to), to - from, s);
+    const scalar = widened ? widened(xs, codes) : (from: number, to: number): void => tally(xs.subarray(from, to), y.subarray(from, to), to - from, s);
     f.settle(xs.byteOffset, bf16 ? codes.byteOffset : Y_AT, bf16, n, maxRel, scalar);
   }
-  const settled = f.end();
-  s.changed += settled.changed;
-  if (settled.maxAbs > s.maxAbs) s.maxAbs = settled.maxAbs;
+  addSettled(s, f.end());
   return statsOf(s, x.length);
 }
 
@@ -350,25 +342,19 @@ export function measureConversion(source: Tensor, result: Tensor, via: "auto" | 
     // bfloat16 results (the checkpoint conversion's) go to the kernel as codes, widened there;
     // only the sub-blocks handed back are widened here, by the same shift, for the scalar loop.
     const codes = result.dtype.name === "bfloat16" ? (result.data as Uint16Array) : undefined;
-    const scratch = new Float32Array(codes ? SUB_BLOCK : 0);
-    const scratchBits = new Uint32Array(scratch.buffer);
+    const widened = codes ? bf16Scalar(s) : undefined;
     for (let start = 0; start < source.size; start += BLOCK) {
       const n = Math.min(BLOCK, source.size - start);
       const x = decodeX32(start, n, simd.x());
-      if (codes) {
+      if (codes && widened) {
         const c = codes.subarray(start, start + n);
-        simd.block(x, c, n, maxRel, (from, to) => {
-          for (let i = from; i < to; i++) scratchBits[i - from] = c[i] << 16;
-          tally(x.subarray(from, to), scratch, to - from, s);
-        });
+        simd.block(x, c, n, maxRel, widened(x, c));
         continue;
       }
       const y = decodeY32(start, n, simd.y());
       simd.block(x, y, n, maxRel, (from, to) => tally(x.subarray(from, to), y.subarray(from, to), to - from, s));
     }
-    const settled = simd.end();
-    s.changed += settled.changed;
-    if (settled.maxAbs > s.maxAbs) s.maxAbs = settled.maxAbs;
+    addSettled(s, simd.end());
   } else if (decodeX32 && decodeY32) {
     const x = new Float32Array(Math.min(BLOCK, source.size));
     const y = new Float32Array(x.length);
@@ -389,6 +375,26 @@ export function measureConversion(source: Tensor, result: Tensor, via: "auto" | 
     }
   }
   return statsOf(s, source.size);
+}
+
+/**
+ * The scalar loop for the sub-blocks the SIMD pass hands back when the new values are bfloat16
+ * codes: `widened(x, codes)(from, to)` widens codes [from, to) by the tally kernel's own shift into
+ * one scratch block and tallies them against x [from, to), in order, into `s`.
+ */
+function bf16Scalar(s: Tally): (x: Float32Array, codes: Uint16Array) => (from: number, to: number) => void {
+  const scratch = new Float32Array(SUB_BLOCK);
+  const bits = new Uint32Array(scratch.buffer);
+  return (x, codes) => (from, to) => {
+    for (let i = from; i < to; i++) bits[i - from] = codes[i] << 16;
+    tally(x.subarray(from, to), scratch, to - from, s);
+  };
+}
+
+/** Adds what a SIMD pass settled in bulk (order-free: a count and a maximum) to `s`. */
+function addSettled(s: Tally, settled: Settled): void {
+  s.changed += settled.changed;
+  if (settled.maxAbs > s.maxAbs) s.maxAbs = settled.maxAbs;
 }
 
 /** A tally of nothing yet, against the limits of target `to`. */

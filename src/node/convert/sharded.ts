@@ -195,11 +195,13 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
   const out = folderName(outDir);
   const force = opts.force ?? false;
   const mine = opts.shard ? sliceShards(c.shards, opts.shard) : [...c.shards];
+  const tensorsOf = new Map(c.shards.map((s, i) => [s, c.tensors[i]]));
   const shardBytes = new Map(c.shards.map((s, i) => [s, c.tensors[i].reduce((m, t) => m + t.byteLength, 0)]));
   const mineBytes = mine.reduce((n, s) => n + shardBytes.get(s)!, 0);
+  const mineTensors = mine.flatMap((s) => tensorsOf.get(s)!);
   // The tensors converted are the floating-point ones (and the integers with includeIntegers).
   const to = dtype(opts.to);
-  const converted = mine.flatMap((s) => c.tensors[c.shards.indexOf(s)]).map((t) => dtype(t.dtype)).filter((t) => t.kind === "float" || opts.includeIntegers);
+  const converted = mineTensors.map((t) => dtype(t.dtype)).filter((t) => t.kind === "float" || opts.includeIntegers);
   const jobs = defaultJobs(mineBytes, opts.jobs, inThreadOnly(converted.map((t) => [t, to] as const)));
 
   let target: string;

@@ -13,7 +13,7 @@ import { verifyOutput } from "../io/verify.js";
 import { encodedLength, type OutputPlan, type OutputTensor } from "../io/writer.js";
 import { rawByteLength } from "../io/tensors.js";
 import { ChunkBuffers } from "./buffers.js";
-import { ResidentChunks } from "./cast-tally.js";
+import { castTallyTarget, ResidentChunks } from "./cast-tally.js";
 import { emptyConvertStats, mergeConvertStats, type ConvertStats } from "./kernel.js";
 import type { TaskPool } from "./pool.js";
 import { chunkElements, chunksOf, inTensor, Interrupted, runBounded, type Chunk } from "./schedule.js";
@@ -45,7 +45,7 @@ export interface PlanTarget {
 
 /** Whether a tensor's chunks are float32 cast to bfloat16 or float16 in the raw layout (castAndMeasure's pairs). */
 function fusedPair(x: OutputTensor): boolean {
-  return x.source.dtype.name === "float32" && (x.dtype.name === "bfloat16" || x.dtype.name === "float16") && x.encoding === "raw";
+  return castTallyTarget(x.source.dtype, x.dtype) !== undefined && x.encoding === "raw";
 }
 
 type Job = { kind: "bytes"; data: Uint8Array; at: number } | { kind: "copy"; from: number; length: number; at: number } | { kind: "tensor"; tensor: OutputTensor; chunk: Chunk };
