@@ -10,7 +10,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { cast, dtype, Tensor, type DTypeName } from "../../src/index.js";
 import { measureConversion } from "../../src/node/convert/kernel.js";
-import { simdTally, SUB_BLOCK } from "../../src/node/convert/tally-simd.js";
+import { simdTally } from "../../src/node/convert/cast-tally.js";
+import { SUB_BLOCK } from "../../src/node/convert/tally-simd.js";
 import { random } from "./helpers.js";
 import { referenceStats } from "./reference-stats.js";
 

@@ -10,7 +10,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Tensor } from "../../src/index.js";
 import { measureConversion } from "../../src/node/convert/kernel.js";
-import { ceil32, rhoOf, simdTally, SUB_BLOCK } from "../../src/node/convert/tally-simd.js";
+import { simdTally } from "../../src/node/convert/cast-tally.js";
+import { ceil32, rhoOf, SUB_BLOCK } from "../../src/node/convert/tally-simd.js";
 import { Rng } from "../support/rng.js";
 import { referenceStats } from "./reference-stats.js";
 

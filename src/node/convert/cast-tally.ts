@@ -7,6 +7,8 @@
  * is copied in once, cast in place, tallied where it is, and its codes copied out once; and when
  * the chunk was read into that memory and its output is written from it (ResidentChunks, the
  * converter's chunk buffers without worker threads), nothing is copied at all.
+ * measureConversion's SIMD pass for every other pair (simdTally) uses this thread's same instance,
+ * through its scratch blocks: one tally module and one memory per thread.
  *
  * The kernels are the ones castInto runs for these pairs (wasmCast, residentCast), so the bytes
  * are castInto's; the tally is the one measureConversion runs, on the same values, so the
@@ -72,7 +74,7 @@ export interface CastTally {
   /** float32 -> bfloat16 / float16 kernels and float16 -> float32: (src, dst, groups of 8). */
   readonly kernels: Readonly<Record<"f32_bf16" | "f32_f16" | "f16_f32", Kernel>>;
   begin(inner: number): void;
-  /** As SimdTally.block, on `n` float32 values at byte address xAt and new values (codes with `bf16`) at yAt. */
+  /** tally-simd.ts settler's: `n` float32 values at byte address xAt against new values (codes with `bf16`) at yAt. */
   settle(xAt: number, yAt: number, bf16: boolean, n: number, maxRel: () => number, scalar: (from: number, to: number) => void): void;
   end(): Settled;
 }
@@ -120,6 +122,49 @@ export function castTally(buffer?: ArrayBufferLike): CastTally | undefined {
   if (resident) return resident;
   if (ownInstance === undefined) ownInstance = make(SLOTS_AT / PAGE + 1);
   return ownInstance ?? undefined;
+}
+
+/** Whether `a` is the view `block` itself (a decoder wrote there): then nothing is copied. */
+function sameView(a: Float32Array, block: Float32Array): boolean {
+  return a.buffer === block.buffer && a.byteOffset === block.byteOffset;
+}
+
+/**
+ * The SIMD tally for one measureConversion, on this thread's CastTally, or undefined without
+ * WebAssembly SIMD. `begin(inner)` starts one; `block(x, y, n, maxRel, scalar)` settles what it can
+ * of a block of `n` <= CAST_TALLY_BLOCK old values `x` and new values `y`, float32 or bfloat16
+ * codes (each copied into the scratch blocks unless a decoder already wrote it into `x()` /
+ * `y()`), as the settler does; `end()` gives what it settled.
+ * @example
+ * const t = simdTally()!;
+ * t.begin(3.3895e38);
+ * const x = new Float32Array(1024).fill(1.4), y = new Float32Array(1024).fill(1.5);
+ * let rel = 0.08; // as if the scalar loop had already seen this
+ * t.block(x, y, 1024, () => rel, (from, to) => { rel = 1; }); // not called: 0.1 < 0.08 * 1.4
+ * t.end() // { changed: 1024, maxAbs: 0.10000002384185791 }
+ */
+export function simdTally(): {
+  begin(inner: number): void;
+  x(): Float32Array;
+  y(): Float32Array;
+  block(x: Float32Array, y: Float32Array | Uint16Array, n: number, maxRel: () => number, scalar: (from: number, to: number) => void): void;
+  end(): Settled;
+} | undefined {
+  const f = castTally();
+  if (!f) return undefined;
+  return {
+    begin: f.begin,
+    x: () => f.x,
+    y: () => f.y,
+    block(x, y, n, maxRel, scalar) {
+      if (!sameView(x, f.x)) f.x.set(x.subarray(0, n));
+      const bf16 = y instanceof Uint16Array;
+      if (bf16) f.codes.set(y.subarray(0, n));
+      else if (!sameView(y, f.y)) f.y.set(y.subarray(0, n));
+      f.settle(X_AT, bf16 ? CODES_AT : Y_AT, bf16, n, maxRel, scalar);
+    },
+    end: f.end,
+  };
 }
 
 /**

@@ -15,11 +15,11 @@ import { packCodes, unpackCodes } from "../../dtype/packing.js";
 import { castWeights } from "../../io/onnx/precision/tensors.js";
 import { rawToNpy } from "../io/npy.js";
 import { rawByteLength } from "../io/tensors.js";
-import { CAST_TALLY_BLOCK, castTally, castTallyTarget, SCRATCH, type CastTallyTarget } from "./cast-tally.js";
-import { simdTally, SUB_BLOCK, type Settled } from "./tally-simd.js";
+import { CAST_TALLY_BLOCK, castTally, castTallyTarget, SCRATCH, simdTally, type CastTallyTarget } from "./cast-tally.js";
+import { SUB_BLOCK, type Settled } from "./tally-simd.js";
 
 /** Elements decoded at a time for statistics: bounds the scratch memory. */
-const BLOCK = 1 << 16;
+const BLOCK = CAST_TALLY_BLOCK;
 /**
  * `Math.abs(v) <= MAX` is how the loops below test for a finite value: false for NaN and the
  * infinities, and measured 2-3x faster in V8 than `v - v === 0`.

@@ -43,8 +43,6 @@ import {
 
 /** Elements per sub-block: a rejected one costs the scalar loop over this many. */
 export const SUB_BLOCK = 1024;
-/** Elements per block copied into the module: measureConversion's BLOCK. */
-const BLOCK = 1 << 16;
 // The module's memory: parameters and accumulators in the first page, then the old and new blocks.
 const RHO_AT = 0; // f32: rho, from the running maxRel (see the module comment)
 const INNER_AT = 4; // f32: ceil32(inner): |a| below this is strictly inside the range
@@ -53,9 +51,6 @@ const CHANGED_AT = 32; // i32x4: changed elements of the settled sub-blocks, per
 const MAXABS_AT = 48; // f32x4: largest |b - a| of the settled sub-blocks, per lane
 const REJECTED_AT = 64; // i32: whether the last call was rejected
 const ZERO_AT = 80; // 16 zero bytes
-const X_AT = 1 << 16; // TALLY_RESERVED
-const Y_AT = X_AT + 4 * BLOCK;
-const PAGES = (Y_AT + 4 * BLOCK) >>> 16;
 
 // (x, y, groups) then v128 locals.
 const XP = 0;
@@ -154,14 +149,6 @@ interface Tallies {
   readonly i32: Int32Array;
 }
 
-interface Module extends Tallies {
-  /** The new values' block as bfloat16 codes (the same bytes as `y`'s first half). */
-  readonly codes: Uint16Array;
-  /** The blocks of old and new values in the module's memory. */
-  readonly x: Float32Array;
-  readonly y: Float32Array;
-}
-
 interface WasmApi {
   validate(b: Uint8Array): boolean;
   Module: new (b: Uint8Array) => object;
@@ -174,47 +161,27 @@ export interface TallyMemory {
 }
 
 /**
- * The tally functions instantiated on `memory` (imported, `pages` pages, whose first page they
- * take for their parameters and accumulators), or on a memory of their own of PAGES pages
- * (`memory` undefined); null where WebAssembly SIMD is unavailable.
+ * The tally functions instantiated on `memory` (imported, `pages` pages, whose first page they take
+ * for their parameters and accumulators); null where WebAssembly SIMD is unavailable.
  */
-function instantiate(pages: number, memory?: TallyMemory): { tallies: Tallies; buffer: ArrayBufferLike } | null {
+function instantiate(pages: number, memory: TallyMemory): Tallies | null {
   try {
     const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
     const code = moduleBytes([
       { name: "tally", params: 3, i32Locals: 0, v128Locals: L - RHO + 1, body: tallyBody(false) },
       { name: "tally_bf16", params: 3, i32Locals: 0, v128Locals: L - RHO + 1, body: tallyBody(true) },
-    ], pages, undefined, memory ? "plain" : undefined);
+    ], pages, undefined, "plain");
     if (!api || !api.validate(code)) return null;
-    const e = new api.Instance(new api.Module(code), memory ? { env: { memory } } : {}).exports;
-    const buffer = (e.memory as TallyMemory).buffer;
+    const e = new api.Instance(new api.Module(code), { env: { memory } }).exports;
     return {
-      buffer,
-      tallies: {
-        tally: e.tally as Tallies["tally"],
-        tallyBf16: e.tally_bf16 as Tallies["tally"],
-        f32: new Float32Array(buffer, 0, 32),
-        i32: new Int32Array(buffer, 0, 32),
-      },
+      tally: e.tally as Tallies["tally"],
+      tallyBf16: e.tally_bf16 as Tallies["tally"],
+      f32: new Float32Array(memory.buffer, 0, 32),
+      i32: new Int32Array(memory.buffer, 0, 32),
     };
   } catch {
     return null; // e.g. CompileError under a Content-Security-Policy
   }
-}
-
-let module: Module | null | undefined;
-
-/** The module with its own memory, or null where WebAssembly SIMD is unavailable (the scalar loop then does all). */
-function instance(): Module | null {
-  if (module !== undefined) return module;
-  const made = instantiate(PAGES);
-  module = made && {
-    ...made.tallies,
-    codes: new Uint16Array(made.buffer, Y_AT, BLOCK),
-    x: new Float32Array(made.buffer, X_AT, BLOCK),
-    y: new Float32Array(made.buffer, Y_AT, BLOCK),
-  };
-  return module;
 }
 
 /** What a run over blocks settled in bulk. */
@@ -223,15 +190,13 @@ export interface Settled {
   maxAbs: number;
 }
 
-/** Whether `a` is the module's own block at `at` (a decoder wrote there): then nothing is copied. */
-function inPlace(a: Float32Array, block: Float32Array): boolean {
-  return a.buffer === block.buffer && a.byteOffset === block.byteOffset;
-}
-
 /**
- * A tally over blocks already in the memory of `w`: `settle(xAt, yAt, bf16, n, ...)` settles what
- * it can of the `n` old values (float32) at byte address xAt and new values (float32, or bfloat16
- * codes with `bf16`) at yAt, as SimdTally.block.
+ * A tally over blocks already in the memory of `w`: `begin(inner)` starts one; `settle(xAt, yAt,
+ * bf16, n, maxRel, scalar)` settles what it can of the `n` old values (float32) at byte address
+ * xAt and new values (float32, or bfloat16 codes with `bf16`) at yAt, reading the running maxRel
+ * from `maxRel()` before each sub-block and calling `scalar(from, to)` for each rejected
+ * sub-block and for the tail, in order; `end()` gives the count and the largest |new - old| of
+ * the elements it settled.
  */
 function settler(w: Tallies): {
   begin(inner: number): void;
@@ -279,46 +244,6 @@ function settler(w: Tallies): {
 }
 
 /**
- * The SIMD tally for one measureConversion, or undefined without WebAssembly SIMD.
- * `begin(inner)` starts one; `block(x, y, n, maxRel, scalar)` settles what it can of a block of
- * `n` <= 65536 old values `x` and new values `y`, float32 or bfloat16 codes (each copied into the
- * module unless a decoder already wrote it into `x()` / `y()`), reading the running maxRel from `maxRel()` before each
- * sub-block and calling `scalar(from, to)` for each rejected sub-block and for the tail, in order;
- * `end()` gives the count and the largest |new - old| of the elements it settled.
- * @example
- * const t = simdTally()!;
- * t.begin(3.3895e38);
- * const x = new Float32Array(1024).fill(1.4), y = new Float32Array(1024).fill(1.5);
- * let rel = 0.08; // as if the scalar loop had already seen this
- * t.block(x, y, 1024, () => rel, (from, to) => { rel = 1; }); // not called: 0.1 < 0.08 * 1.4
- * t.end() // { changed: 1024, maxAbs: 0.10000002384185791 }
- */
-export function simdTally(): {
-  begin(inner: number): void;
-  x(): Float32Array;
-  y(): Float32Array;
-  block(x: Float32Array, y: Float32Array | Uint16Array, n: number, maxRel: () => number, scalar: (from: number, to: number) => void): void;
-  end(): Settled;
-} | undefined {
-  const w = instance();
-  if (!w) return undefined;
-  const run = settler(w);
-  return {
-    begin: run.begin,
-    x: () => w.x,
-    y: () => w.y,
-    block(x, y, n, maxRel, scalar) {
-      if (!inPlace(x, w.x)) w.x.set(x.subarray(0, n));
-      const bf16 = y instanceof Uint16Array;
-      if (bf16) w.codes.set(y.subarray(0, n));
-      else if (!inPlace(y, w.y)) w.y.set(y.subarray(0, n));
-      run.settle(X_AT, Y_AT, bf16, n, maxRel, scalar);
-    },
-    end: run.end,
-  };
-}
-
-/**
  * The tally on a memory another module owns (cast-tally.ts: the cast kernels' own), whose first
  * page it takes for its parameters; `settle` reads the blocks where they are, nothing is copied.
  * Undefined without WebAssembly SIMD.
@@ -330,7 +255,7 @@ export function simdTally(): {
  */
 export function tallyOn(memory: TallyMemory, pages: number): ReturnType<typeof settler> | undefined {
   const made = instantiate(pages, memory);
-  return made ? settler(made.tallies) : undefined;
+  return made ? settler(made) : undefined;
 }
 
 /**
