@@ -16,7 +16,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createArena, type Arena } from "../src/arena.js";
-import { dtype, DTYPES, type DType, type DTypeName, type Storage } from "../src/dtype/table.js";
+import { dtype, DTYPES, type DType, type DTypeName } from "../src/dtype/table.js";
 import { castReference, type ResolvedCastOptions } from "../src/kernels/reference.js";
 import { useWasmBuild, wasmAvailable } from "../src/kernels/wasm/index.js";
 import { residentCast } from "../src/kernels/wasm/resident.js";
@@ -25,7 +25,7 @@ import { pooledStorageBytes } from "../src/storage-pool.js";
 import { Tensor, TYPED_ARRAYS } from "../src/tensor.js";
 import { TensorcastError } from "../src/errors.js";
 import { throwsCode } from "./support/assertions.js";
-import { everyCodeBytes, randomPatterns, storageBytes } from "./support/cast-inputs.js";
+import { arenaView, everyCodeBytes, randomPatterns, storageBytes, writtenOutside } from "./support/cast-inputs.js";
 import { Rng } from "./support/rng.js";
 
 const OPTS: ResolvedCastOptions = { saturate: true, roundMode: "up" };
@@ -38,14 +38,9 @@ const PAIRS: [DTypeName, DTypeName][] = [
 
 /** A tensor of `t` in `arena` holding the bytes `bytes`, at an odd element offset when `shift` > 0 (a view the user made). */
 function inArena(arena: Arena, t: DType, bytes: Uint8Array, shift = 0): Tensor {
-  const per = t.bits / 8;
-  const n = bytes.length / per;
-  const whole = arena.zeros(t, [n + shift]);
-  const data = whole.data as Exclude<Storage, string[]>;
-  const ctor = TYPED_ARRAYS[t.array as keyof typeof TYPED_ARRAYS];
-  const view = new ctor(data.buffer, data.byteOffset + shift * per, n);
-  storageBytes(view).set(bytes);
-  return Tensor.fromStorage(view as never, t, [n]);
+  const { view } = arenaView(arena, t, bytes.length / (t.bits / 8), shift, 0);
+  view.bytes().set(bytes);
+  return view;
 }
 
 /** castInto between tensors of one arena against castReference, with guard bytes around the output. */
@@ -53,24 +48,18 @@ function checkInPlace(arena: Arena, from: DType, to: DType, src: Uint8Array, opt
   const n = src.length / (from.bits / 8);
   const x = inArena(arena, from, src, shift);
   // The output: a view into the middle of a larger arena tensor filled with a guard pattern.
-  const per = to.bits / 8;
-  const guard = arena.zeros("uint8", [(n + 2 * 64) * per]);
-  guard.bytes().fill(0xa5);
-  const ctor = TYPED_ARRAYS[to.array as keyof typeof TYPED_ARRAYS];
-  const start = (64 - (shift % 3)) * per;
-  const out = Tensor.fromStorage(new ctor((guard.data as Uint8Array).buffer, (guard.data as Uint8Array).byteOffset + start, n) as never, to, [n]);
+  const o = arenaView(arena, to, n, 64 - (shift % 3), 64 + (shift % 3), 0xa5);
+  const out = o.view;
   castInto(x, out, { saturate: opts.saturate, roundMode: opts.roundMode });
-  const want = new ctor(n);
+  const want = new (TYPED_ARRAYS[to.array as keyof typeof TYPED_ARRAYS])(n);
   castReference(x.data, from, want, to, n, opts);
   const g = out.bytes();
   const w = storageBytes(want);
   for (let i = 0; i < w.length; i++) {
     if (g[i] !== w[i]) assert.fail(`${what}: ${from.name} -> ${to.name}, n ${n}: output byte ${i} is ${g[i]}, want ${w[i]}`);
   }
-  const all = guard.bytes();
-  for (let i = 0; i < all.length; i++) {
-    if ((i < start || i >= start + n * per) && all[i] !== 0xa5) assert.fail(`${what}: ${from.name} -> ${to.name}, n ${n}: byte ${i - start} past the output was written`);
-  }
+  const outside = writtenOutside(o, 0xa5);
+  if (outside !== undefined) assert.fail(`${what}: ${from.name} -> ${to.name}, n ${n}: byte ${outside} past the output was written`);
   assert.deepEqual(storageBytes(x.data), src, `${what}: the input is unchanged`);
 }
 

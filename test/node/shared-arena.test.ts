@@ -26,24 +26,13 @@ import { castRange, type CastRequest } from "../../src/parallel/range.js";
 import { castIntoAsyncOn, closePool } from "../../src/parallel/split.js";
 import { Tensor, TYPED_ARRAYS } from "../../src/tensor.js";
 import { throwsCode } from "../support/assertions.js";
-import { everyCodeBytes, randomPatterns, storageBytes } from "../support/cast-inputs.js";
+import { arenaView, everyCodeBytes, randomPatterns, storageBytes, writtenOutside } from "../support/cast-inputs.js";
 import { Rng } from "../support/rng.js";
 
 const OPTS: ResolvedCastOptions = { saturate: true, roundMode: "up" };
 const GUARD = 0xa5;
 const simd = wasmAvailable();
 const noSimd = simd ? false : "no WebAssembly SIMD here: shared arenas have no in-place kernels";
-
-/** A view of `n` elements of `t` starting `shift` elements into a fresh arena tensor (a view the user made). */
-function viewIn(arena: Arena, t: DType, n: number, shift: number, fill?: number): { view: Tensor; whole: Tensor; start: number } {
-  const per = t.bits / 8;
-  const whole = arena.zeros("uint8", [(n + 2 * shift) * per]);
-  if (fill !== undefined) whole.bytes().fill(fill);
-  const base = whole.data as Uint8Array;
-  const ctor = TYPED_ARRAYS[t.array as keyof typeof TYPED_ARRAYS];
-  const view = Tensor.fromStorage(new ctor(base.buffer, base.byteOffset + shift * per, n) as never, t, [n]);
-  return { view, whole, start: shift * per };
-}
 
 /**
  * castIntoAsync between a view of `src` at an odd offset and an output view guarded on both sides,
@@ -53,9 +42,9 @@ async function checkShared(
   arena: Arena, from: DType, to: DType, src: Uint8Array, shift: number, threads: number, callerConverts: boolean, what: string,
 ): Promise<void> {
   const n = src.length / (from.bits / 8);
-  const x = viewIn(arena, from, n, shift);
+  const x = arenaView(arena, from, n, shift);
   x.view.bytes().set(src);
-  const out = viewIn(arena, to, n, 64 + (shift % 3), GUARD);
+  const out = arenaView(arena, to, n, 64 + (shift % 3), 64 + (shift % 3), GUARD);
   const got = await castIntoAsync(x.view, out.view, { threads, callerConverts, minElements: 0 });
   assert.equal(got, out.view);
   const want = new (TYPED_ARRAYS[to.array as keyof typeof TYPED_ARRAYS])(n);
@@ -65,11 +54,8 @@ async function checkShared(
   for (let i = 0; i < w.length; i++) {
     if (g[i] !== w[i]) assert.fail(`${what}: ${from.name} -> ${to.name}, n ${n}: output byte ${i} is ${g[i]}, want ${w[i]}`);
   }
-  const all = out.whole.bytes();
-  const end = out.start + w.length;
-  for (let i = 0; i < all.length; i++) {
-    if ((i < out.start || i >= end) && all[i] !== GUARD) assert.fail(`${what}: ${from.name} -> ${to.name}, n ${n}: guard byte ${i - out.start} was written`);
-  }
+  const outside = writtenOutside(out, GUARD);
+  if (outside !== undefined) assert.fail(`${what}: ${from.name} -> ${to.name}, n ${n}: guard byte ${outside} was written`);
   assert.deepEqual(x.view.bytes(), src, `${what}: the input is unchanged`);
 }
 

@@ -3,6 +3,7 @@
  * random tensors of any numeric type, and the option sets worth trying per target; every code of
  * a type (bytes, or a tensor) and random bit patterns, for the arena and exhaustive tests.
  */
+import type { Arena } from "../../src/arena.js";
 import type { CastOptions } from "../../src/ops/cast.js";
 import type { DType, Storage } from "../../src/dtype/table.js";
 import { storageLength, Tensor, TYPED_ARRAYS } from "../../src/tensor.js";
@@ -79,4 +80,24 @@ export function randomPatterns(t: DType, n: number, rng: Rng): Uint8Array {
     for (let i = 1; i < 2 * n; i += 4) words[i] = (words[i]! & 0x800fffff) | ((1023 - 160 + rng.below(300)) << 20);
   }
   return new Uint8Array(words.buffer, 0, (n * t.bits) / 8);
+}
+
+/**
+ * A view of `n` elements of `t`, `before` elements into a fresh tensor of `arena` with room for
+ * `after` more (a view a user made, at any offset), every byte of it `fill` (else zero). `start`
+ * and `end` are the view's byte range in `whole`.
+ * @example const o = arenaView(arena, dtype("float16"), 10, 65, 63, 0xa5); castInto(x, o.view); writtenOutside(o, 0xa5) // undefined
+ */
+export function arenaView(arena: Arena, t: DType, n: number, before: number, after = before, fill?: number): { view: Tensor; whole: Uint8Array; start: number; end: number } {
+  const per = t.bits / 8;
+  const whole = arena.zeros("uint8", [(n + before + after) * per]).data as Uint8Array;
+  if (fill !== undefined) whole.fill(fill);
+  const view = new TYPED_ARRAYS[t.array as keyof typeof TYPED_ARRAYS](whole.buffer, whole.byteOffset + before * per, n);
+  return { view: Tensor.fromStorage(view as never, t, [n]), whole, start: before * per, end: (before + n) * per };
+}
+
+/** The first byte around an arenaView that is no longer `fill`, as an offset from the view's start (negative before it), or undefined. */
+export function writtenOutside(v: { whole: Uint8Array; start: number; end: number }, fill: number): number | undefined {
+  for (let i = 0; i < v.whole.length; i++) if ((i < v.start || i >= v.end) && v.whole[i] !== fill) return i - v.start;
+  return undefined;
 }

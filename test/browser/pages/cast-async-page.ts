@@ -4,12 +4,12 @@
  * within a shared arena (createArena(…, { shared: true })). Returns what it found
  * rather than throwing, so the Node side can report every difference at once.
  */
-import { cast, createArena, DTYPES, dtype, Tensor, TensorcastError, type Arena, type CastOptions, type DType, type DTypeName } from "../../../src/index.js";
+import { cast, createArena, DTYPES, dtype, Tensor, TensorcastError, type CastOptions, type DType, type DTypeName } from "../../../src/index.js";
 import {
   castAsync, castIntoAsync, closeCastAsyncPool, setCastWorkerUrl, sharedZeros, type CastAsyncOptions,
 } from "../../../src/web/index.js";
 import { TYPED_ARRAYS } from "../../../src/tensor.js";
-import { everyCodeBytes, optionSets, randomPatterns, randomTensor } from "../../support/cast-inputs.js";
+import { arenaView, everyCodeBytes, optionSets, randomPatterns, randomTensor, writtenOutside } from "../../support/cast-inputs.js";
 import { Rng } from "../../support/rng.js";
 
 const NUMERIC = DTYPES.filter((t) => t.kind !== "string" && t.kind !== "complex");
@@ -316,22 +316,6 @@ function ordinary(t: DType, bytes: Uint8Array): Tensor {
 
 const GUARD = 0xa5;
 
-/**
- * An output of `n` elements of `t` in `arena` that ends mid-cache-line, 64 + `shift` elements into a
- * region filled with GUARD bytes; `intact()` says whether every byte around it is still GUARD.
- */
-function guardedOutput(arena: Arena, t: DType, n: number, shift: number): { out: Tensor; intact(): boolean } {
-  const per = t.bits / 8;
-  const region = arena.zeros("uint8", [(n + 128) * per]);
-  const bytes = region.data as Uint8Array;
-  bytes.fill(GUARD);
-  const start = (64 + shift) * per;
-  const ctor = TYPED_ARRAYS[t.array as keyof typeof TYPED_ARRAYS];
-  const out = Tensor.fromStorage(new ctor(bytes.buffer, bytes.byteOffset + start, n) as never, t, [n]);
-  const end = start + n * per;
-  return { out, intact: () => bytes.subarray(0, start).every((b) => b === GUARD) && bytes.subarray(end).every((b) => b === GUARD) };
-}
-
 export interface ArenaReport extends PageReport {
   /** castIntoAsync calls within the arena. */
   readonly calls: number;
@@ -383,14 +367,15 @@ async function sharedArenaChecks(): Promise<ArenaReport> {
     const want = cast(ordinary(from, inputs[i]!), to);
     for (const callerConverts of [false, true]) {
       const what = `${from.name} -> ${to.name} in a shared arena, callerConverts ${callerConverts}`;
-      const guarded = callerConverts ? guardedOutput(arena, to, x.size, 1 + (i % 5)) : undefined;
-      const out = guarded?.out ?? arena.zeros(to.name, x.shape);
+      // With the page converting too, the output ends mid-cache-line between GUARD bytes.
+      const guarded = callerConverts ? arenaView(arena, to, x.size, 65 + (i % 5), 63 - (i % 5), GUARD) : undefined;
+      const out = guarded?.view ?? arena.zeros(to.name, x.shape);
       const before = snapshot();
       const got = await castIntoAsync(x, out, { threads: 3, callerConverts, minElements: 0 });
       calls++;
       if (got !== out) c.failures.push(`${what}: did not resolve to out`);
       c.same(out, want, what, true);
-      if (guarded && !guarded.intact()) c.failures.push(`${what}: a byte outside the output was written`);
+      if (guarded && writtenOutside(guarded, GUARD) !== undefined) c.failures.push(`${what}: a byte outside the output was written`);
       const kinds = tallySince(before, "posted");
       const perWorker = (recorded.castWorkers ?? []).map((w, k) => (w.posted.resident ?? 0) - (before[k]?.posted.resident ?? 0));
       // Only a call whose page converted nothing waited for every worker's answer.
