@@ -167,7 +167,7 @@ async function breakdown(): Promise<[string, number, number][]> {
     for (let i = 0; i < chunks; i++) measureConversion(x, out, "float32");
   });
   // What the converter runs per chunk: castInto and the statistics apart (the SIMD tally copying
-  // the block into its own memory), and fused in one memory (cast-tally.ts, convertChunk).
+  // the block into its scratch blocks), and fused in one memory (cast-tally.ts, convertChunk).
   await time("castInto + statistics, apart", () => {
     for (let i = 0; i < chunks; i++) {
       castInto(x, out);

@@ -11,6 +11,8 @@ import {
 import { TYPED_ARRAYS } from "../../../src/tensor.js";
 import { arenaView, everyCodeBytes, optionSets, randomPatterns, randomTensor, writtenOutside } from "../../support/cast-inputs.js";
 import { Rng } from "../../support/rng.js";
+// Types only (erased): the recorder is a script engines.ts puts in the page.
+import type { RecordedWorker } from "../engines.js";
 
 const NUMERIC = DTYPES.filter((t) => t.kind !== "string" && t.kind !== "complex");
 
@@ -217,32 +219,23 @@ export async function runWorkerFailure(badUrl: string): Promise<{ error: string;
 
 // ---- Shared arenas ------------------------------------------------------------------------------
 
-/** What engines.ts's RECORD_WORKERS keeps of each worker (see RecordedWorker there). */
-interface WorkerRecord {
-  readonly url: string;
-  readonly messages: number;
-  readonly posted: Readonly<Record<string, number>>;
-  readonly memories: number;
-  readonly probes: Readonly<Record<string, number>>;
-}
-
 interface RecordedGlobals {
-  castWorkers?: WorkerRecord[];
+  castWorkers?: RecordedWorker[];
   castMemoriesSent?: { worker: number; memory: { buffer: ArrayBufferLike } }[];
 }
 
 const recorded = globalThis as RecordedGlobals;
 
 /** The recorder's tallies now, copied. */
-function snapshot(): WorkerRecord[] {
-  return JSON.parse(JSON.stringify(recorded.castWorkers ?? [])) as WorkerRecord[];
+function snapshot(): RecordedWorker[] {
+  return JSON.parse(JSON.stringify(recorded.castWorkers ?? [])) as RecordedWorker[];
 }
 
 /**
  * What the recorder tallied in `field` since `before`, summed over the workers: requests posted by
  * kind, or the probe worker's answers by value (resident-probe-worker.ts).
  */
-function tallySince(before: readonly WorkerRecord[], field: "posted" | "probes"): Record<string, number> {
+function tallySince(before: readonly RecordedWorker[], field: "posted" | "probes"): Record<string, number> {
   const sum: Record<string, number> = {};
   for (const [i, w] of (recorded.castWorkers ?? []).entries()) {
     for (const [key, n] of Object.entries(w[field])) {
