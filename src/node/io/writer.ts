@@ -105,17 +105,35 @@ export async function planOutput(
 }
 
 function sequential(format: FileFormat, header: Uint8Array, tensors: [FileTensor, DType, "raw" | "npy"][]): OutputPlan {
-  const segments: Segment[] = [{ kind: "bytes", data: header }];
-  const outputs: OutputTensor[] = [];
-  let offset = header.length;
+  const file = new FileLayout();
+  file.push({ kind: "bytes", data: header });
   for (const [source, dtype, encoding] of tensors) {
     const byteLength = encodedLength(dtype, source.size, encoding);
-    const tensor: OutputTensor = { source, name: source.name, dtype, shape: source.shape, size: source.size, encoding, byteLength, offset };
-    segments.push({ kind: "tensor", tensor });
-    outputs.push(tensor);
-    offset += byteLength;
+    file.push({ kind: "tensor", tensor: { source, name: source.name, dtype, shape: source.shape, size: source.size, encoding, byteLength, offset: 0 } });
   }
-  return { format, segments, tensors: outputs, lists: outputs, size: offset };
+  return { format, segments: file.segments, tensors: file.tensors, lists: file.tensors, size: file.size };
+}
+
+/** Bytes a segment takes in the output file. */
+function segmentLength(s: Segment): number {
+  return s.kind === "bytes" ? s.data.length : s.kind === "copy" ? s.length : s.tensor.byteLength;
+}
+
+/** An output file being laid out: each tensor segment placed where it falls. */
+class FileLayout {
+  readonly segments: Segment[] = [];
+  /** The tensors placed, with their offsets in the file. */
+  readonly tensors: OutputTensor[] = [];
+  size = 0;
+
+  push(s: Segment): void {
+    if (s.kind === "tensor") {
+      s = { kind: "tensor", tensor: { ...s.tensor, offset: this.size } };
+      this.tensors.push(s.tensor);
+    }
+    this.segments.push(s);
+    this.size += segmentLength(s);
+  }
 }
 
 /**
@@ -185,28 +203,6 @@ export interface ModelOutputOptions {
 
 /** Where a model's side file goes, as planModel and layEditedModel take it; undefined: inline. */
 type SidePlacement = { location: string; path: string; automatic: boolean } | undefined;
-
-/** Bytes a segment takes in the output file. */
-function segmentLength(s: Segment): number {
-  return s.kind === "bytes" ? s.data.length : s.kind === "copy" ? s.length : s.tensor.byteLength;
-}
-
-/** An output file being laid out: each tensor segment placed where it falls. */
-class FileLayout {
-  readonly segments: Segment[] = [];
-  /** The tensors placed, with their offsets in the file. */
-  readonly tensors: OutputTensor[] = [];
-  size = 0;
-
-  push(s: Segment): void {
-    if (s.kind === "tensor") {
-      s = { kind: "tensor", tensor: { ...s.tensor, offset: this.size } };
-      this.tensors.push(s.tensor);
-    }
-    this.segments.push(s);
-    this.size += segmentLength(s);
-  }
-}
 
 /** A side file being laid out: its tensors at aligned offsets, in order. */
 class SideLayout {
