@@ -142,7 +142,6 @@ export const relaxedTruncS = unary(0x101);
 /** f32x4.demote_f64x2_zero: two float64 to float32 (round to nearest even) in lanes 0, 1; lanes 2, 3 zero. */
 export const demoteZero = unary(0x5e);
 export const extendHighS16 = unary(0xa8);
-export const f32x4Eq = binary(0x41);
 export const f32x4Le = binary(0x45);
 export const f32x4Ge = binary(0x46);
 export const f32x4Mul = binary(0xe6);
@@ -156,21 +155,8 @@ export const allTrue = unary(0xa3);
 export const load32Splat = (addr: Code, offset = 0): Code => cat(addr, simd(0x09), [2], uleb(offset));
 /** v128.not. */
 export const not = unary(0x4d);
-/** v128.load64_splat: the 8 bytes at `addr` + `offset` in both 64-bit lanes (alignment hint 8). */
-export const load64Splat = (addr: Code, offset = 0): Code => cat(addr, simd(0x0a), [3], uleb(offset));
 /** v128.load16x4_u: four 16-bit values at `addr` + `offset` zero-extended to i32x4 (alignment hint 8). */
 export const load16x4U = (addr: Code, offset = 0): Code => cat(addr, simd(0x04), [3], uleb(offset));
-/** f64x2.promote_low_f32x4: float32 lanes 0, 1 widened (exactly) to two float64. */
-export const promoteLow = unary(0x5f);
-export const f64x2Abs = unary(0xec);
-export const f64x2Sub = binary(0xf1);
-export const f64x2Mul = binary(0xf2);
-/** f64x2.pmax: b where a < b, else a (one maxpd; unlike f64x2.max, no NaN or -0 handling). */
-export const f64x2Pmax = binary(0xf7);
-export const f64x2Ne = binary(0x48);
-export const f64x2Lt = binary(0x49);
-export const f64x2Gt = binary(0x4a);
-export const f64x2Le = binary(0x4b);
 
 export interface Func {
   readonly name: string;
