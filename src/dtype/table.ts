@@ -5,6 +5,7 @@
  */
 import { TensorcastError } from "../errors.js";
 import type { FloatFormat } from "./minifloat.js";
+import { closestNames } from "./suggest.js";
 
 /** Canonical data-type names, in ONNX `TensorProto.DataType` order. */
 export type DTypeName =
@@ -52,7 +53,7 @@ export interface DType<N extends DTypeName = DTypeName> {
   /** Bits per element (complex64: 64 for the pair). Strings have no fixed width: 0. */
   readonly bits: number;
   readonly kind: DTypeKind;
-  /** Other spellings accepted by `dtype()`: OpenVINO, TensorFlow, NumPy / ml_dtypes, safetensors. */
+  /** Other spellings accepted by `dtype()`: OpenVINO, TensorFlow, NumPy / ml_dtypes, safetensors, and the "fp16" / "bf16" of PyTorch users. */
   readonly aliases: readonly string[];
   /** The container, and whether elements are packed several per byte. */
   readonly array: ArrayKind;
@@ -117,7 +118,7 @@ const E3M2: FloatFormat = {
 
 const ENTRIES: readonly Entry[] = [
   { name: "float32", onnx: 1, onnxName: "FLOAT", bits: 32, kind: "float", array: "Float32Array",
-    aliases: ["f32", "float", "single", "F32"], format: F32,
+    aliases: ["f32", "fp32", "float", "single", "F32"], format: F32,
     min: -3.4028234663852886e38, max: 3.4028234663852886e38, // (2 - 2^-23) * 2^127
     minNormal: 2 ** -126, minSubnormal: 2 ** -149 },
   { name: "uint8", onnx: 2, onnxName: "UINT8", bits: 8, kind: "uint", array: "Uint8Array",
@@ -137,12 +138,12 @@ const ENTRIES: readonly Entry[] = [
   { name: "bool", onnx: 9, onnxName: "BOOL", bits: 8, kind: "bool", array: "Uint8Array",
     aliases: ["boolean", "bool_", "bool8"], min: 0, max: 1 },
   { name: "float16", onnx: 10, onnxName: "FLOAT16", bits: 16, kind: "float", array: "Uint16Array",
-    aliases: ["f16", "half", "F16"], format: F16,
+    aliases: ["f16", "fp16", "half", "F16"], format: F16,
     min: -65504, max: 65504, minNormal: 2 ** -14, minSubnormal: 2 ** -24 },
   { name: "float64", onnx: 11, onnxName: "DOUBLE", bits: 64, kind: "float", array: "Float64Array",
     // No `format`: float64 is the exact intermediate of every cast and never goes through the
     // generic codec, whose codes are exact only up to 2^53.
-    aliases: ["f64", "double", "float_", "F64"],
+    aliases: ["f64", "fp64", "double", "float_", "F64"],
     min: -Number.MAX_VALUE, max: Number.MAX_VALUE, // (2 - 2^-52) * 2^1023
     minNormal: 2 ** -1022, minSubnormal: 2 ** -1074 },
   { name: "uint32", onnx: 12, onnxName: "UINT32", bits: 32, kind: "uint", array: "Uint32Array",
@@ -196,6 +197,8 @@ const ENTRIES: readonly Entry[] = [
 export const DTYPES: readonly DType[] = ENTRIES.map((e) => Object.freeze({ ...e, packed: e.packed ?? false }));
 
 const byName = new Map<string, DType>();
+/** Each canonical name's spellings, for the closest names to an unknown one. */
+const spellings = new Map(DTYPES.map((t) => [t.name, [t.name, t.onnxName, ...t.aliases]]));
 const byOnnx = new Map<number, DType>();
 for (const t of DTYPES) {
   byOnnx.set(t.onnx, t);
@@ -227,9 +230,11 @@ export function dtype(x: DTypeLike): DType {
   if (typeof x === "object" && x !== null && byOnnx.get((x as DType).onnx) === x) return x;
   const found = typeof x === "number" ? byOnnx.get(x) : typeof x === "string" ? byName.get(x.toLowerCase()) : undefined;
   if (!found) {
+    const closest = typeof x === "string" ? closestNames(x, spellings) : [];
     throw new TensorcastError(
       "UNKNOWN_DTYPE",
-      `unknown data type ${describe(x)}; expected a name such as ${DTYPES.map((t) => t.name).join(", ")}, ` +
+      `unknown data type ${describe(x)}${closest.length > 0 ? ` (closest: ${closest.join(", ")})` : ""}; ` +
+        `expected a name such as ${DTYPES.map((t) => t.name).join(", ")}, ` +
         `an ONNX enum name such as "FLOAT16", or an ONNX number 1..${DTYPES.length}`,
     );
   }

@@ -131,6 +131,6 @@ test("complex cannot be cast, in either direction, at any version", () => {
 });
 
 test("unknown target types are an UNKNOWN_DTYPE error that lists the known names", () => {
-  throwsCode(() => cast(Tensor.fromValues([1], "float32"), "float7"), "UNKNOWN_DTYPE", /unknown data type "float7"; expected a name such as float32/);
+  throwsCode(() => cast(Tensor.fromValues([1], "float32"), "float7"), "UNKNOWN_DTYPE", /unknown data type "float7" \(closest: float32, float16, float64, float4e2m1\); expected a name such as float32/);
   throwsCode(() => cast(Tensor.fromValues([1], "float32"), 0), "UNKNOWN_DTYPE", /unknown data type 0/);
 });
