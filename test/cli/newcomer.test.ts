@@ -4,7 +4,13 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { runCli as run } from "../support/cli.js";
+import { scratch } from "../node/helpers.js";
+import { mlp } from "../io/precision/models.js";
+import { convertFile, type ConvertReport } from "../../src/node/convert/convert.js";
+import { formatBytes } from "../../src/node/io/tensors.js";
 
 test("--to fp16 / fp32 / bf16 are accepted; --to fp8 names the float8 types", async () => {
   for (const [name, want] of [["fp16", "float16"], ["fp32", "float32"], ["fp64", "float64"], ["bf16", "bfloat16"]]) {
@@ -18,4 +24,43 @@ test("--to fp16 / fp32 / bf16 are accepted; --to fp8 names the float8 types", as
   const convert = await run("convert", "--example", "--to", "fp8");
   assert.equal(convert.code, 2);
   assert.match(convert.err, /--to: unknown data type "fp8" \(closest: float8e4m3fn, /);
+});
+
+/**
+ * The MLP test model with w1 and w2 (float32, 512 and 256 bytes) in the side file `data` beside
+ * `model.onnx` in `dir`, written by convertFile itself (w1 "converted" to float32: kept, but
+ * every initializer of 256 bytes or more goes to the side file).
+ */
+async function externalMlp(dir: string): Promise<string> {
+  const inline = join(dir, "inline.onnx");
+  writeFileSync(inline, mlp().bytes);
+  const model = join(dir, "model.onnx");
+  await convertFile(inline, model, { to: "float32", names: ["w1"], externalData: "data", externalThreshold: 256 });
+  return model;
+}
+
+test("sizes count every file read and written: an .onnx model and its external data", async () => {
+  const dir = scratch();
+  const model = await externalMlp(dir);
+  const sideIn = statSync(join(dir, "data")).size;
+  assert.equal(sideIn, 512 + 256, "the fixture keeps w1 and w2 in its side file");
+  const bytesIn = statSync(model).size + sideIn;
+  const cases: [string, string[], string[]][] = [
+    ["whole graph, inline OUT", ["--to", "float16"], ["a.onnx"]],
+    ["whole graph, OUT with its side file", ["--to", "float16", "--external-data", "b.data"], ["b.onnx", "b.data"]],
+    ["weights only", ["--to", "float8e4m3fn", "--external-data", "c.data"], ["c.onnx", "c.data"]],
+    ["named initializers", ["--to", "float16", "--initializers", "w2", "--external-data", "d.data"], ["d.onnx", "d.data"]],
+    ["to safetensors", ["--to", "float16"], ["e.safetensors"]],
+  ];
+  for (const [what, flags, outs] of cases) {
+    const r = await run("convert", model, ...flags, "-o", join(dir, outs[0]), "--json");
+    assert.equal(r.code, 0, `${what}: ${r.err}`);
+    const report = JSON.parse(r.out) as ConvertReport;
+    const bytesOut = outs.reduce((n, f) => n + statSync(join(dir, f)).size, 0);
+    assert.deepEqual([report.bytesIn, report.bytesOut], [bytesIn, bytesOut], what);
+  }
+  const text = await run("convert", model, "--to", "bfloat16", "-o", join(dir, "f.onnx"));
+  assert.equal(text.code, 0, text.err);
+  const out = statSync(join(dir, "f.onnx")).size;
+  assert.match(text.out, new RegExp(`tensors converted; ${formatBytes(bytesIn).replace(".", "\\.")} -> ${formatBytes(out).replace(".", "\\.")} in `));
 });

@@ -26,7 +26,7 @@ import { AtomicOutput, checkOutput, removeStaleTemporaries, sameFile } from "../
 import type { NpyOptions } from "../io/npy.js";
 import { formatOfPath, openTensorFile, type OnnxModelFile } from "../io/reader.js";
 import { rawByteLength, type FileFormat, type FileTensor, type TensorFile } from "../io/tensors.js";
-import { planOutput } from "../io/writer.js";
+import { planOutput, type OutputPlan } from "../io/writer.js";
 import { castTallyTarget } from "./cast-tally.js";
 import type { ConvertStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
@@ -96,7 +96,7 @@ export interface ConvertReport {
   to: DTypeName;
   saturate: boolean;
   tensors: TensorReport[];
-  /** File sizes (bytesOut: OUT's, without its side file). */
+  /** The bytes of every file read (IN and the side files of its external data) and written (OUT and its side file). */
   bytesIn: number;
   bytesOut: number;
   /** OUT's side file, when initializers were written to one. */
@@ -177,6 +177,16 @@ export function selectTensors(file: TensorFile, to: DType, opts: Pick<ConvertOpt
     else targets.set(t, to);
   }
   return { targets, reasons };
+}
+
+/**
+ * The sizes of every file a conversion read and wrote: `file` and its side files (an .onnx model's
+ * external data), and the planned output with its side file.
+ * @example await filesBytes(model, plan) // { bytesIn: 369 + 1_106_247_680, bytesOut: ... }
+ */
+export async function filesBytes(file: TensorFile, plan: OutputPlan): Promise<{ bytesIn: number; bytesOut: number }> {
+  const sides = file.format === "onnx" ? ((await (file as OnnxModelFile).layout.externalFiles?.size()) ?? 0) : 0;
+  return { bytesIn: file.size + sides, bytesOut: plan.size + (plan.external?.size ?? 0) };
 }
 
 /**
@@ -272,7 +282,7 @@ export async function convertFileOn(input: string, output: string, opts: Convert
     });
     return {
       input, output, inputFormat: file.format, outputFormat, to: to.name, saturate, tensors,
-      bytesIn: file.size, bytesOut: plan.size, seconds: (performance.now() - started) / 1000, workers: jobs,
+      ...(await filesBytes(file, plan)), seconds: (performance.now() - started) / 1000, workers: jobs,
       externalData: plan.external && {
         path: plan.external.path, location: plan.external.location, tensors: plan.external.tensors.length,
         bytes: plan.external.size, automatic: plan.external.automatic,

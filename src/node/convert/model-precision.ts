@@ -27,7 +27,7 @@ import type { OnnxFileTensor } from "../io/onnx.js";
 import { openTensorFile, type OnnxModelFile } from "../io/reader.js";
 import { rawByteLength } from "../io/tensors.js";
 import { planEditedModel, type EditedModel, type GraphPiece, type OutputPlan, type TensorEntry } from "../io/writer.js";
-import { checkSideFile, defaultJobs, type ConvertReport, type TensorReport } from "./convert.js";
+import { checkSideFile, defaultJobs, filesBytes, type ConvertReport, type TensorReport } from "./convert.js";
 import { measureConversion, type ConvertStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
 import { DEFAULT_CHUNK_BYTES, Interrupted } from "./schedule.js";
@@ -167,7 +167,7 @@ export async function convertModelFile(input: string, output: string, opts: Mode
     return {
       input, output, inputFormat: "onnx", outputFormat: "onnx", to: to.name, saturate: opts.saturate ?? true,
       tensors: reportTensors(result, converted, plan, stats, to),
-      bytesIn: file.size, bytesOut: plan.size, seconds: (performance.now() - started) / 1000, workers: jobs,
+      ...(await filesBytes(file, plan)), seconds: (performance.now() - started) / 1000, workers: jobs,
       externalData: plan.external && {
         path: plan.external.path, location: plan.external.location, tensors: plan.external.tensors.length,
         bytes: plan.external.size, automatic: plan.external.automatic,

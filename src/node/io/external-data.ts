@@ -107,6 +107,16 @@ export class ExternalFiles {
     return { file, start: ref.offset };
   }
 
+  /**
+   * The bytes of every side file opened: scanModelFile locates each external initializer when the
+   * model is opened, so these are all the files the model's data is read from.
+   */
+  async size(): Promise<number> {
+    let bytes = 0;
+    for (const f of await Promise.allSettled(this.opened.values())) if (f.status === "fulfilled") bytes += f.value.size;
+    return bytes;
+  }
+
   async close(): Promise<void> {
     const files = await Promise.allSettled(this.opened.values());
     this.opened.clear();
