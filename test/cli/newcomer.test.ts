@@ -64,3 +64,24 @@ test("sizes count every file read and written: an .onnx model and its external d
   const out = statSync(join(dir, "f.onnx")).size;
   assert.match(text.out, new RegExp(`tensors converted; ${formatBytes(bytesIn).replace(".", "\\.")} -> ${formatBytes(out).replace(".", "\\.")} in `));
 });
+
+test("--keep-io-types and --block-ops: one rule for weights-only conversions, asked for or implied by the target", async () => {
+  const dir = scratch();
+  const model = join(dir, "mlp.onnx");
+  writeFileSync(model, mlp().bytes);
+  const refused: [string[], string][] = [
+    [["--to", "float8e4m3fn", "--keep-io-types"], "--keep-io-types"],
+    [["--to", "float16", "--weights-only", "--keep-io-types"], "--keep-io-types"],
+    [["--to", "int4", "--block-ops", "Relu"], "--block-ops"],
+    [["--to", "bfloat16", "--weights-only", "--block-ops", "Relu"], "--block-ops"],
+  ];
+  for (const [flags, flag] of refused) {
+    const r = await run("convert", model, ...flags, "-o", join(dir, "x.onnx"));
+    assert.equal(r.code, 2, flags.join(" "));
+    assert.match(r.err, new RegExp(`^error: ${flag} applies to whole-graph conversion \\(--to float16 or bfloat16 without --weights-only\\); --(to|weights-only)[^;]* stores the weights only, and the graph, its inputs and outputs stay float32`), flags.join(" "));
+  }
+  for (const flags of [["--to", "float16", "--keep-io-types"], ["--to", "bfloat16", "--block-ops", "Relu"], ["--to", "float8e4m3fn"]]) {
+    const r = await run("convert", model, ...flags, "-o", join(dir, "ok.onnx"), "--force", "--quiet");
+    assert.equal(r.code, 0, `${flags.join(" ")}: ${r.err}`);
+  }
+});

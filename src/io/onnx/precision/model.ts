@@ -72,6 +72,16 @@ const AXES_TO_INPUT_AT_18 = new Set([
 ]);
 
 /**
+ * Whether a conversion to `to` stores the weights only (cast back to float32 where read) rather
+ * than converting the graph: when asked, and for every target but float16 and bfloat16, which are
+ * the only types a graph computes in. `keepIoTypes` and `blockOps` mean nothing then.
+ * @example storesWeightsOnly(dtype("float8e4m3fn")) // true
+ */
+export function storesWeightsOnly(to: DType, weightsOnly = false): boolean {
+  return weightsOnly || (to.name !== "float16" && to.name !== "bfloat16");
+}
+
+/**
  * Converts a serialized float32 ModelProto. Fields the pass does not touch are written back as
  * they were read.
  *
@@ -89,7 +99,7 @@ export function convertModelPrecision(bytes: Uint8Array, opts: PrecisionOptions)
     blockOps: (v) => Array.isArray(v) && v.every((s) => typeof s === "string"), external: (v) => typeof v === "function",
   }, { weightsOnly: "a boolean", keepIoTypes: "a boolean", saturate: "a boolean", blockOps: "an array of operator names", external: "a function" });
   const to = dtype(opts.to);
-  const weightsOnly = opts.weightsOnly === true || (to.name !== "float16" && to.name !== "bfloat16");
+  const weightsOnly = storesWeightsOnly(to, opts.weightsOnly);
   if (weightsOnly ? !STORAGE_NEEDS[to.name] && to.name !== "float16" : false) {
     throw new TensorcastError(
       "UNSUPPORTED_TYPE",

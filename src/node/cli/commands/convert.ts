@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { dtype, TensorcastError, type DType } from "../../../index.js";
 import { convertFile, type ConvertReport } from "../../convert/convert.js";
 import { convertModelFile, type ModelConvertReport } from "../../convert/model-precision.js";
+import { storesWeightsOnly } from "../../../io/onnx/precision/model.js";
 import { exampleCheckpoint } from "../../convert/example.js";
 import { formatOption, formatStat, jobsOption, npyOptions, regexOption, sizeOption } from "../../convert/options.js";
 import { ProgressBar, progressWanted } from "../../convert/progress.js";
@@ -234,7 +235,11 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
   if (wholeModel) {
     const filters = (["only", "skip", "include-int"] as const).filter((k) => o[k] !== undefined);
     if (filters.length > 0) throw new UsageError(`--${filters[0]} does not apply to a whole .onnx model, whose float tensors are all converted`, "convert");
-    if (o["keep-io-types"] && o["weights-only"]) throw new UsageError("--keep-io-types applies to whole-graph conversion, not --weights-only", "convert");
+    // One rule whether --weights-only is given or implied by the target (float8, int4, ...).
+    const graphOnly = (["keep-io-types", "block-ops"] as const).find((k) => o[k] !== undefined);
+    if (graphOnly && storesWeightsOnly(to, o["weights-only"] === true)) {
+      throw new UsageError(`--${graphOnly} applies to whole-graph conversion (--to float16 or bfloat16 without --weights-only); ${o["weights-only"] ? "--weights-only" : `--to ${to.name}`} stores the weights only, and the graph, its inputs and outputs stay float32`, "convert");
+    }
     return runModel(input, output, to, o, io, { jobs, chunkBytes });
   }
 
