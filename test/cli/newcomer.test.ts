@@ -10,6 +10,7 @@ import { runCli as run } from "../support/cli.js";
 import { scratch } from "../node/helpers.js";
 import { mlp } from "../io/precision/models.js";
 import { convertFile, type ConvertReport } from "../../src/node/convert/convert.js";
+import type { ModelConvertReport } from "../../src/node/convert/model-precision.js";
 import { formatBytes } from "../../src/node/io/tensors.js";
 import { encodeModel } from "../../src/io/onnx/encode.js";
 import type { OnnxAttribute, OnnxNode } from "../../src/io/onnx/model.js";
@@ -113,5 +114,24 @@ test("--keep-io-types and --block-ops: one rule for weights-only conversions, as
   for (const flags of [["--to", "float16", "--keep-io-types"], ["--to", "bfloat16", "--block-ops", "Relu"], ["--to", "float8e4m3fn"]]) {
     const r = await run("convert", model, ...flags, "-o", join(dir, "ok.onnx"), "--force", "--quiet");
     assert.equal(r.code, 0, `${flags.join(" ")}: ${r.err}`);
+  }
+});
+
+test("a bfloat16 graph that barely shrinks says so and names what stores the weights as bfloat16", async () => {
+  const dir = scratch();
+  const model = join(dir, "cnn17.onnx");
+  writeFileSync(model, convNet(17));
+  const note = /^most weight bytes stay float32: 9\.13 KiB of 9\.77 KiB, read by nodes kept in float32, so the model barely shrinks; --weights-only stores every weight as bfloat16 \(cast back to float32 where read\), or --to float16 converts more operators/m;
+  const bf16 = await run("convert", model, "--to", "bfloat16", "-o", join(dir, "bf16.onnx"));
+  assert.equal(bf16.code, 0, bf16.err);
+  assert.match(bf16.out, /Conv "Conv" \(graph "convnet"\): Conv-11 does not allow bfloat16/);
+  assert.match(bf16.out, note);
+  const json = await run("convert", model, "--to", "bfloat16", "-o", join(dir, "bf16.json.onnx"), "--json");
+  assert.deepEqual((JSON.parse(json.out) as ModelConvertReport).floatWeightBytes, { target: (320 + 10) * 2, other: (32 * 8 * 3 * 3 + 32) * 4 });
+  // Where most bytes are converted, or only the weights are, there is nothing to say.
+  for (const flags of [["--to", "float16"], ["--to", "bfloat16", "--weights-only"]]) {
+    const r = await run("convert", model, ...flags, "-o", join(dir, `${flags.join("")}.onnx`));
+    assert.equal(r.code, 0, r.err);
+    assert.doesNotMatch(r.out, /most weight bytes/, flags.join(" "));
   }
 });

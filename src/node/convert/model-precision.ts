@@ -77,6 +77,12 @@ export interface ModelConvertReport extends ConvertReport {
   castsInserted: number;
   opsetBefore: number;
   opsetAfter: number;
+  /**
+   * The data bytes of OUT's floating-point initializers (the main graph's): those stored as `to`,
+   * and those left in another type, such as a Conv weight that stays float32 because Conv has no
+   * bfloat16 before opset 22.
+   */
+  floatWeightBytes: { target: number; other: number };
 }
 
 /**
@@ -173,6 +179,7 @@ export async function convertModelFile(input: string, output: string, opts: Mode
         bytes: plan.external.size, automatic: plan.external.automatic,
       },
       mode: result.mode, kept: result.kept, castsInserted: result.castsInserted, opsetBefore: result.opsetBefore, opsetAfter: result.opsetAfter,
+      floatWeightBytes: floatWeightBytes(plan, to),
     };
   } finally {
     if (out) await out.abort();
@@ -180,6 +187,15 @@ export async function convertModelFile(input: string, output: string, opts: Mode
     if (pool) await pool.close();
     await file.close();
   }
+}
+
+/** ModelConvertReport.floatWeightBytes, from the initializers OUT lists. */
+function floatWeightBytes(plan: OutputPlan, to: DType): { target: number; other: number } {
+  const bytes = { target: 0, other: 0 };
+  for (const t of plan.lists) {
+    if (t.dtype.kind === "float") bytes[t.dtype === to ? "target" : "other"] += rawByteLength(t.dtype, t.shape.reduce((n, d) => n * d, 1));
+  }
+  return bytes;
 }
 
 /** The per-tensor report: the pass's own tensors and the streamed ones, in the order the pass met them. */

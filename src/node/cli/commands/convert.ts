@@ -10,6 +10,7 @@ import { dtype, TensorcastError, type DType } from "../../../index.js";
 import { convertFile, type ConvertReport } from "../../convert/convert.js";
 import { convertModelFile, type ModelConvertReport } from "../../convert/model-precision.js";
 import { storesWeightsOnly } from "../../../io/onnx/precision/model.js";
+import { keptWeightsNote } from "../modelNote.js";
 import { exampleCheckpoint } from "../../convert/example.js";
 import { formatOption, formatStat, jobsOption, npyOptions, regexOption, sizeOption } from "../../convert/options.js";
 import { ProgressBar, progressWanted } from "../../convert/progress.js";
@@ -383,7 +384,7 @@ async function runModel(input: string, output: string, to: DType, o: ConvertFlag
   const kept = report.kept.map((k) => `  ${k.opType} ${JSON.stringify(k.name)}${k.graph ? ` (graph ${JSON.stringify(k.graph)})` : ""}: ${k.reason}\n`).join("");
   io.stdout.write(
     `${report.mode === "graph" ? `graph converted to ${report.to}` : `weights stored as ${report.to}`}: ` +
-      `${report.castsInserted} Cast nodes inserted, ${report.kept.length} nodes kept in float32${opset}\n${kept}`,
+      `${report.castsInserted} Cast nodes inserted, ${report.kept.length} nodes kept in float32${opset}\n${kept}${keptWeightsNote(report)}`,
   );
   return EXIT_OK;
 }
