@@ -4,10 +4,11 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { statSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { copyFileSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runCli as run } from "../support/cli.js";
-import { scratch } from "../node/helpers.js";
+import { ROOT, scratch } from "../node/helpers.js";
 import { mlp } from "../io/precision/models.js";
 import { convertFile, type ConvertReport } from "../../src/node/convert/convert.js";
 import type { ModelConvertReport } from "../../src/node/convert/model-precision.js";
@@ -134,4 +135,19 @@ test("a bfloat16 graph that barely shrinks says so and names what stores the wei
     assert.equal(r.code, 0, r.err);
     assert.doesNotMatch(r.out, /most weight bytes/, flags.join(" "));
   }
+});
+
+test("bin/tensorcast.js without dist/ (a fresh clone after npm ci) says in one line to run npm run build", () => {
+  const dir = scratch();
+  mkdirSync(join(dir, "bin"));
+  copyFileSync(join(ROOT, "bin", "tensorcast.js"), join(dir, "bin", "tensorcast.js"));
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module" }));
+  const r = spawnSync(process.execPath, [join(dir, "bin", "tensorcast.js"), "--version"], { encoding: "utf8" });
+  assert.equal(r.stderr, "error: tensorcast is not built (no dist/node/cli/main.js): run `npm run build` in the tensorcast folder first\n");
+  assert.equal(r.stdout, "");
+  assert.equal(r.status, 70);
+  // Built, the same file runs the CLI.
+  const built = spawnSync(process.execPath, [join(ROOT, "bin", "tensorcast.js"), "--version"], { encoding: "utf8" });
+  assert.equal(built.status, 0, built.stderr);
+  assert.match(built.stdout, /^\d+\.\d+\.\d+/);
 });
