@@ -16,6 +16,7 @@ import { encodeNpyHeader, npyDescr, rawToNpy } from "../../src/node/io/npy.js";
 import type { NpyOptions } from "../../src/node/io/npy.js";
 import { rawByteLength } from "../../src/node/io/tensors.js";
 import { FIXTURES, randomBytes, rejectsCode, scratch } from "./helpers.js";
+import { pythonMissing } from "../support/python.js";
 
 const dir = scratch();
 
@@ -153,16 +154,7 @@ test("a version 3.0 header that starts with U+FEFF is refused, as NumPy refuses 
   await rejectsCode(readNpy(marked), "INVALID_DATA");
 });
 
-function hasNumpy(): boolean {
-  try {
-    execFileSync("python3", ["-c", "import numpy"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-test("NumPy reads what tensorcast writes (skipped without python3 + numpy)", { skip: !hasNumpy() && "python3 with numpy is not installed" }, async () => {
+test("NumPy reads what tensorcast writes (skipped without python3 + numpy)", { skip: pythonMissing("numpy", ["python3"]) }, async () => {
   const src = join(FIXTURES, "f4.npy");
   const out16 = join(dir, "np-f16.npy");
   await convertFile(src, out16, { to: "float16" });

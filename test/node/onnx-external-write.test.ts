@@ -9,6 +9,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { onnxMissing, PYTHON } from "../support/python.js";
 import { existsSync, promises as fsp, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as ort from "onnxruntime-node";
@@ -21,8 +22,6 @@ import { ortData } from "../support/ort.js";
 import { cli, randomFloat32, rejectsCode, ROOT, scratch } from "./helpers.js";
 
 const root = scratch();
-const PYTHON = "/usr/bin/python3";
-const hasOnnx = spawnSync(PYTHON, ["-c", "import onnx"], { encoding: "utf8" }).status === 0;
 
 // W: 2048 bytes (1024 as float16: at the threshold, so external); B: 128 bytes (inline);
 // S: 1200 bytes; V: 1 MiB (page-aligned).
@@ -134,7 +133,7 @@ test("a model written with external data: aligned offsets, read back identical, 
   assert.deepEqual(await run(again), a);
 });
 
-test("onnx (python) loads the model with its external data and its checker passes", { skip: !hasOnnx && `${PYTHON} has no onnx module` }, async () => {
+test("onnx (python) loads the model with its external data and its checker passes", { skip: onnxMissing() }, async () => {
   const dir = await folder("python");
   const input = writeInput(dir);
   const out = join(dir, "m.onnx");

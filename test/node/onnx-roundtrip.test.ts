@@ -9,6 +9,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { onnxMissing, PYTHON } from "../support/python.js";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as ort from "onnxruntime-node";
@@ -19,8 +20,6 @@ import { modelOf } from "../support/onnx-model.js";
 import { cli, randomFloat32, scratch } from "./helpers.js";
 
 const dir = scratch();
-const PYTHON = "/usr/bin/python3";
-const pythonOnnx = spawnSync(PYTHON, ["-c", "import onnx.checker"]).status === 0;
 
 /** Element counts whose float32 (4n) or float16 (2n) bytes lie just below, at and above `bytes`. */
 function around(bytes: number): number[] {
@@ -95,7 +94,7 @@ for (const [label, counts] of MODELS) {
         assert.deepEqual(new Uint8Array(y.buffer, y.byteOffset, y.byteLength), cast(h, "float32").bytes(), `y${i}`);
       });
       await session.release();
-      await t.test(`onnx.checker accepts ${type} output`, { skip: !pythonOnnx && `${PYTHON} has no onnx module (Debian python3-onnx)` }, () => {
+      await t.test(`onnx.checker accepts ${type} output`, { skip: onnxMissing() }, () => {
         const p = pythonView(to);
         assert.equal(p.status, 0, p.err);
         const elemType = type === "float16" ? 10 : 1;

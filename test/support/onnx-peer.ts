@@ -7,9 +7,9 @@
  * numpy_helper.to_array.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { onnxMissing, PYTHON } from "./python.js";
 
-export const PYTHON = "/usr/bin/python3";
+export { PYTHON };
 
 export interface PeerVerdict {
   /** "ok" or the exception, e.g. "DecodeError: Error parsing message". */
@@ -45,18 +45,9 @@ for kind, data in json.load(sys.stdin):
 print(json.dumps(out))
 `;
 
-let available: string | undefined | false;
-
 /** Why the peer cannot run here (to skip a test with), or undefined when it can. */
 export function peerMissing(): string | undefined {
-  if (available === undefined) {
-    if (!existsSync(PYTHON)) available = `${PYTHON} is not installed`;
-    else {
-      const r = spawnSync(PYTHON, ["-c", "import onnx, numpy"], { encoding: "utf8" });
-      available = r.status === 0 ? false : `${PYTHON} has no onnx / numpy (python3-onnx, python3-numpy)`;
-    }
-  }
-  return available || undefined;
+  return onnxMissing();
 }
 
 /** The peer's verdict on each input, in order. */

@@ -9,6 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { onnxMissing, PYTHON } from "../../support/python.js";
 import { after, describe, it } from "node:test";
 import { encodeModel } from "../../../src/io/onnx/encode.js";
 import { convertModelPrecision, type PrecisionOptions } from "../../../src/io/onnx/precision/model.js";
@@ -228,10 +229,8 @@ describe("the emulation refuses a wrongly typed bfloat16 model, and a wrong valu
   });
 });
 
-const PYTHON = "/usr/bin/python3";
-const pythonOnnx = spawnSync(PYTHON, ["-c", "import onnx.checker"]).status === 0;
 
-describe("the emulated models pass onnx.checker with full_check (type and shape inference)", { skip: !pythonOnnx && "no python3 with onnx" }, () => {
+describe("the emulated models pass onnx.checker with full_check (type and shape inference)", { skip: onnxMissing() }, () => {
   for (const c of cases) {
     it(`${c.model.name} -> ${c.variant}`, () => {
       assert.equal(c.refused, undefined, "the emulation refused the converted model");

@@ -11,6 +11,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { spawnSync } from "node:child_process";
+import { onnxMissing, PYTHON } from "../../support/python.js";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -32,8 +33,6 @@ import { mlp, transformer, type TestModel } from "./models.js";
 import { runInChild, type RunJob, type RunResult } from "./ort-run.js";
 
 const root = scratch();
-const PYTHON = "/usr/bin/python3";
-const hasOnnx = spawnSync(PYTHON, ["-c", "import onnx"], { encoding: "utf8" }).status === 0;
 
 /** How a test side file's entries are written; a hook lets a test spoil one. */
 interface SideSpec {
@@ -246,7 +245,7 @@ describe("a model with external data, converted as a whole, streamed", () => {
     }
   });
 
-  it("passes onnx.checker.check_model(path) (onnx 1.12 predates float8's IR 9: those stop at the IR version)", { skip: !hasOnnx && `${PYTHON} has no onnx module` }, async () => {
+  it("passes onnx.checker.check_model(path) (onnx 1.12 predates float8's IR 9: those stop at the IR version)", { skip: onnxMissing() }, async () => {
     await ready;
     const script = [
       "import sys, onnx",

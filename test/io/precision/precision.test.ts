@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { onnxMissing, PYTHON } from "../../support/python.js";
 import { after, describe, it } from "node:test";
 import { encodeModel } from "../../../src/io/onnx/encode.js";
 import { decodeModel, type OnnxGraph } from "../../../src/io/onnx/model.js";
@@ -249,10 +250,8 @@ describe("convertModelPrecision: the converted graph", () => {
   });
 });
 
-const PYTHON = "/usr/bin/python3";
-const pythonOnnx = spawnSync(PYTHON, ["-c", "import onnx.checker"]).status === 0;
 
-describe("the whole-graph conversions pass onnx.checker with full_check (type and shape inference)", { skip: !pythonOnnx && "no python3 with onnx" }, () => {
+describe("the whole-graph conversions pass onnx.checker with full_check (type and shape inference)", { skip: onnxMissing() }, () => {
   // onnx 1.12 knows IR 8 and opsets up to 17: the float8 models (IR 9, opset 19) are beyond it.
   for (const c of cases.filter((x) => x.converted.mode === "graph")) {
     it(`${c.model.name} -> ${c.variant}`, () => {

@@ -10,6 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { onnxMissing, PYTHON } from "../../support/python.js";
 import { after, describe, it } from "node:test";
 import { convertModelPrecision, type PrecisionResult } from "../../../src/io/onnx/precision/model.js";
 import { bodiesOf } from "../../../src/io/onnx/precision/graph.js";
@@ -208,10 +209,8 @@ describe("whole graph: initializers in If and Loop bodies are converted in place
   });
 });
 
-const PYTHON = "/usr/bin/python3";
-const pythonOnnx = spawnSync(PYTHON, ["-c", "import onnx.checker"]).status === 0;
 
-describe("onnx.checker.check_model(full_check=True) accepts the conversions onnx 1.12 can read", { skip: !pythonOnnx && "no python3 with onnx" }, () => {
+describe("onnx.checker.check_model(full_check=True) accepts the conversions onnx 1.12 can read", { skip: onnxMissing() }, () => {
   // onnx 1.12 knows IR 8 and opsets up to 17: the float8 (opset 19, IR 9) and int4 (opset 21,
   // IR 10) models are beyond it; their structure is the float16 weights-only model's.
   const bf16Weights = convertModelPrecision(original.bytes, { to: "bfloat16", weightsOnly: true });
