@@ -109,7 +109,10 @@ async function checkOutput(out: string, to: string): Promise<void> {
   // transformers' layout: sorted keys, two-space indent, a final newline.
   const sorted = Object.fromEntries(Object.keys(weightMap).sort().map((k) => [k, weightMap[k]]));
   assert.equal(readFileSync(join(out, "model.safetensors.index.json"), "utf8"), JSON.stringify({ metadata: { total_parameters: 554, total_size: totalSize }, weight_map: sorted }, null, 2) + "\n");
-  for (const f of ["config.json", "tokenizer.json"]) assert.equal(sha256(join(out, f)), sha256(join(IN, f)));
+  assert.equal(sha256(join(out, "tokenizer.json")), sha256(join(IN, "tokenizer.json")));
+  // config.json says the new type where transformers can load it (checkpoint-config.ts); else it is copied.
+  const config = readFileSync(join(IN, "config.json"), "utf8");
+  assert.equal(readFileSync(join(out, "config.json"), "utf8"), ["float16", "bfloat16"].includes(to) ? config.replace('"float32"', `"${to}"`) : config);
 }
 
 let reference: Record<string, string> | undefined;

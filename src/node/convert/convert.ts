@@ -145,6 +145,18 @@ export function checkTarget(opts: Pick<ConvertOptions, "to" | "saturate">): DTyp
   return to;
 }
 
+/**
+ * Why the tensor `name` is kept by the name filters of `opts` (`names` being opts.names as a set),
+ * or undefined when they let it through.
+ * @example nameFilterReason("lm_head.weight", { skip: /lm_head/ }) // "matched by --skip"
+ */
+export function nameFilterReason(name: string, opts: Pick<ConvertOptions, "only" | "skip">, names?: ReadonlySet<string>): string | undefined {
+  if (names && !names.has(name)) return "not listed";
+  if (opts.only && !opts.only.test(name)) return "not matched by --only";
+  if (opts.skip?.test(name)) return "matched by --skip";
+  return undefined;
+}
+
 /** The tensors to convert, and why each other one is kept. */
 export function selectTensors(file: TensorFile, to: DType, opts: Pick<ConvertOptions, "only" | "skip" | "names" | "includeIntegers">): {
   targets: Map<FileTensor, DType>;
@@ -164,15 +176,14 @@ export function selectTensors(file: TensorFile, to: DType, opts: Pick<ConvertOpt
     }
   }
   for (const t of file.tensors) {
-    let reason: string | undefined;
-    if (names && !names.has(t.name)) reason = "not listed";
-    else if (opts.only && !opts.only.test(t.name)) reason = "not matched by --only";
-    else if (opts.skip?.test(t.name)) reason = "matched by --skip";
-    else if (t.dtype === to) reason = `already ${to.name}`;
-    else if (t.dtype.kind === "string" || t.dtype.kind === "complex") {
-      if (names) throw new TensorcastError("UNSUPPORTED_TYPE", `${file.path}: tensor ${JSON.stringify(t.name)}: ${t.dtype.name} tensors cannot be cast`);
-      reason = `${t.dtype.name} cannot be cast`;
-    } else if (t.dtype.kind !== "float" && !opts.includeIntegers && !names) reason = "not floating-point";
+    let reason = nameFilterReason(t.name, opts, names);
+    if (reason === undefined) {
+      if (t.dtype === to) reason = `already ${to.name}`;
+      else if (t.dtype.kind === "string" || t.dtype.kind === "complex") {
+        if (names) throw new TensorcastError("UNSUPPORTED_TYPE", `${file.path}: tensor ${JSON.stringify(t.name)}: ${t.dtype.name} tensors cannot be cast`);
+        reason = `${t.dtype.name} cannot be cast`;
+      } else if (t.dtype.kind !== "float" && !opts.includeIntegers && !names) reason = "not floating-point";
+    }
     if (reason) reasons.set(t, reason);
     else targets.set(t, to);
   }

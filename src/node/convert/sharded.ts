@@ -6,7 +6,8 @@
  *
  * Whole folder: the output is built in a hidden temporary folder beside OUTDIR
  * (`.OUTDIR.tensorcast-<pid>-<random>.tmp`): the shards, under their input names (a Hugging Face
- * shard's name carries no type), the folder's other regular files copied, and the index with the
+ * shard's name carries no type), the folder's other regular files copied (config.json's torch_dtype
+ * set to the new type when it applies: checkpoint-config.ts), and the index with the
  * exact total_size. The index is read back with every shard's header, then the folder is renamed to
  * OUTDIR: an interrupted run leaves no OUTDIR.
  *
@@ -27,6 +28,7 @@ import {
 } from "../io/file.js";
 import { openTensorFile } from "../io/reader.js";
 import { checkTarget, convertFileOn, defaultJobs, inThreadOnly, type ConvertOptions, type ConvertReport } from "./convert.js";
+import { CONFIG_NAME, retypedConfig, type ConfigReport } from "./checkpoint-config.js";
 import { TaskPool } from "./pool.js";
 import { Interrupted } from "./schedule.js";
 
@@ -51,8 +53,10 @@ export interface CheckpointReport {
   slice?: ShardSlice;
   /** One report per shard converted, in shard order. */
   shards: ConvertReport[];
-  /** The folder's other files, copied as they are. */
+  /** The folder's other files, copied as they are (config.json with its data-type keys retyped, see `config`). */
   copied: string[];
+  /** What happened to config.json's torch_dtype / dtype keys, when it has some naming another type than `to`. */
+  config?: ConfigReport;
   /** What the folder holds that was left out, and why. */
   skipped: { name: string; reason: string }[];
   /** The index's total_size: the bytes of every tensor's data (absent for a slice). */
@@ -146,18 +150,22 @@ export async function checkOutputFolder(outDir: string, inputFolder: string, for
   return replace;
 }
 
-/** Copies `from` to `to` through an AtomicOutput: `to` appears complete or not at all. */
-async function copyAtomically(from: string, to: string, force: boolean, signal?: AbortSignal): Promise<void> {
+/**
+ * Copies `from` to `to` through an AtomicOutput: `to` appears complete or not at all. With
+ * `instead`, those bytes are written in place of `from`'s (a config.json retyped).
+ */
+async function copyAtomically(from: string, to: string, force: boolean, signal?: AbortSignal, instead?: Uint8Array): Promise<void> {
   await checkOutput(to, { input: from, force });
   const source = await RandomAccessFile.open(from);
+  const size = instead?.length ?? source.size;
   let out: AtomicOutput | undefined;
   try {
     out = await AtomicOutput.create(to);
-    for (let at = 0; at < source.size; at += COPY_CHUNK) {
+    for (let at = 0; at < size; at += COPY_CHUNK) {
       if (signal?.aborted) throw new Interrupted();
-      await out.write(await source.read(at, Math.min(COPY_CHUNK, source.size - at)), at);
+      await out.write(instead ? instead.subarray(at, at + COPY_CHUNK) : await source.read(at, Math.min(COPY_CHUNK, size - at)), at);
     }
-    await out.finish(source.size);
+    await out.finish(size);
     if (signal?.aborted) throw new Interrupted();
     await out.commit(force);
     out = undefined;
@@ -239,9 +247,12 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
       shards.push(report);
     }
     const copied: string[] = [];
+    let config: ConfigReport | undefined;
     if (!opts.shard || opts.shard.index === 0) {
       for (const name of c.others) {
-        await copyAtomically(join(c.folder, name), join(target, name), opts.shard ? force : false, opts.signal);
+        const retyped = name === CONFIG_NAME ? await retypedConfig(join(c.folder, name), c, opts) : undefined;
+        config = retyped?.report ?? config;
+        await copyAtomically(join(c.folder, name), join(target, name), opts.shard ? force : false, opts.signal, retyped?.bytes);
         copied.push(name);
       }
     }
@@ -255,7 +266,7 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
     }
     return {
       input, output: out, indexName: c.indexName, to: dtype(opts.to).name, saturate: opts.saturate ?? true,
-      slice: opts.shard, shards, copied, skipped: [...c.skipped], totalSize,
+      slice: opts.shard, shards, copied, config, skipped: [...c.skipped], totalSize,
       bytesIn: shards.reduce((n, r) => n + r.bytesIn, 0), bytesOut: shards.reduce((n, r) => n + r.bytesOut, 0),
       seconds: (performance.now() - started) / 1000, workers: jobs,
     };

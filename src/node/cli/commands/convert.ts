@@ -10,7 +10,7 @@ import { dtype, TensorcastError, type DType } from "../../../index.js";
 import { convertFile, type ConvertReport } from "../../convert/convert.js";
 import { convertModelFile, type ModelConvertReport } from "../../convert/model-precision.js";
 import { storesWeightsOnly } from "../../../io/onnx/precision/model.js";
-import { keptWeightsNote } from "../modelNote.js";
+import { configNote, keptWeightsNote } from "../convertNotes.js";
 import { exampleCheckpoint } from "../../convert/example.js";
 import { formatOption, formatStat, jobsOption, npyOptions, regexOption, sizeOption } from "../../convert/options.js";
 import { ProgressBar, progressWanted } from "../../convert/progress.js";
@@ -71,7 +71,8 @@ saturated or are not finite.
 A sharded Hugging Face checkpoint (a folder of model-0000k-of-0000n.safetensors shards and its
 model.safetensors.index.json; give the folder or the index) is converted shard by shard into the
 folder OUTDIR: the shards keep their names, the folder's other files (config.json, tokenizer
-files) are copied, and the index gets an exact total_size. OUTDIR is built under a hidden
+files) are copied, config.json's torch_dtype / dtype set to TYPE when every float tensor has it,
+and the index gets an exact total_size. OUTDIR is built under a hidden
 temporary name and renamed only when complete. --shard K/N converts only slice K of N (shard i
 of the sorted list is in slice i mod N; K counts from 0, like a Kubernetes Indexed Job's
 JOB_COMPLETION_INDEX) straight into OUTDIR, which N processes may share; when all N are done,
@@ -356,6 +357,7 @@ export function renderCheckpointReport(r: CheckpointReport): Text {
     `\n${r.input} -> ${r.output}  (${what}, to ${r.to}, saturate=${r.saturate})\n`,
     `${converted} of ${tensors} tensors converted; ${formatBytes(r.bytesIn)} -> ${formatBytes(r.bytesOut)} in ${formatStat(Number(r.seconds.toFixed(2)))} s\n`,
     r.copied.length > 0 ? `copied: ${r.copied.join(", ")}\n` : "",
+    configNote(r.config, r.to),
     r.skipped.length > 0 ? `left out: ${r.skipped.map((s) => `${s.name} (${s.reason})`).join(", ")}\n` : "",
     r.totalSize !== undefined
       ? `index: ${r.indexName}, total_size ${r.totalSize} (the tensors' data bytes)\n`
