@@ -193,7 +193,7 @@ export function selectTensors(file: TensorFile, to: DType, opts: Pick<ConvertOpt
 /**
  * The sizes of every file a conversion read and wrote: `file` and its side files (an .onnx model's
  * external data), and the planned output with its side file.
- * @example await filesBytes(model, plan) // { bytesIn: 369 + 1_106_247_680, bytesOut: ... }
+ * @example await filesBytes(model, plan) // bytesIn: model.onnx (369 B) + model.onnx.data (1.03 GiB), not 369 B
  */
 export async function filesBytes(file: TensorFile, plan: OutputPlan): Promise<{ bytesIn: number; bytesOut: number }> {
   const sides = file.format === "onnx" ? ((await (file as OnnxModelFile).layout.externalFiles?.size()) ?? 0) : 0;
