@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { copyFileSync, mkdirSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runCli as run } from "../support/cli.js";
 import { ROOT, scratch } from "../node/helpers.js";
@@ -150,4 +150,10 @@ test("bin/tensorcast.js without dist/ (a fresh clone after npm ci) says in one l
   const built = spawnSync(process.execPath, [join(ROOT, "bin", "tensorcast.js"), "--version"], { encoding: "utf8" });
   assert.equal(built.status, 0, built.stderr);
   assert.match(built.stdout, /^\d+\.\d+\.\d+/);
+});
+
+test("docs/convert.md says what whole-model conversion does with external data: takes it (the sizes test above converts one)", () => {
+  const doc = readFileSync(join(ROOT, "docs", "convert.md"), "utf8").replace(/\s+/g, " ");
+  assert.doesNotMatch(doc, /Whole-model conversion \([^)]*\) refuses the external model/);
+  assert.match(doc, /Whole-model conversion \([^]*?\) takes a model with external data too/);
 });
