@@ -36,6 +36,12 @@ export type ErrorCode =
   /** Something the spec defines that tensorcast does not do yet. */
   | "NOT_IMPLEMENTED"
   /**
+   * An output path (OUT, its side file, a shard or index written) that is one of the input's own
+   * files: the input, its external data, a shard or the index of its folder, by name or as the
+   * same file (a hard or symbolic link). Refused before anything is written, even with --force.
+   */
+  | "OUTPUT_IS_INPUT"
+  /**
    * The operating system refused a file operation: no such file or folder, permission denied, no
    * space left on the device, a read-only file system. The message names the file and the reason.
    */

@@ -37,6 +37,7 @@ import { peerMissing, PYTHON } from "../support/onnx-peer.js";
 import { runCli } from "./cli.js";
 import { digest } from "./digest.js";
 import { heavyCases, makeCase, type Case } from "./mutators.js";
+import { fuzzPaths, pathTable } from "./paths.js";
 import type { CaseResult, FileRead, Manifest, ManifestCase } from "./protocol.js";
 import { readSafetensors, SAFETENSORS_BITS } from "./safetensors-peer.js";
 import { EXTENSION, FORMATS, ROOT, seeds, type Format, type Seed } from "./seeds.js";
@@ -458,4 +459,11 @@ test("fuzz: mutated safetensors, .npy, .pb and .onnx files end in a clean error 
   }
   const failures = findings.filter((f) => BAD.includes(f.category));
   assert.equal(failures.length, 0, `${failures.length} failures in ${causes.size} causes; see the table above`);
+});
+
+// Issue 24's data-loss classes (paths.ts): no peers needed, so never skipped.
+test("fuzz: output paths that are an input's files, and look-alike temporaries beside OUT, lose nothing", async () => {
+  const { rows, failures } = await fuzzPaths(scratch(), CASES, CLI_CASES);
+  console.log(`\nfuzz paths (${CASES} cases per class, ${CLI_CASES} of them through the CLI):\n${pathTable(rows)}\n${failures.slice(0, 40).join("\n") || "no failures"}\n`);
+  assert.equal(failures.length, 0, `${failures.length} failures; see the table above`);
 });

@@ -119,10 +119,10 @@ test("which tensors are converted: --only, --skip, --include-int, names", async 
 
 test("IN is never written; OUT is replaced only with force", async () => {
   const before = sha256(input);
-  await rejectsCode(convertFile(input, input, { to: "bfloat16", force: true }), "INVALID_ATTRIBUTE", /is the input file/);
+  await rejectsCode(convertFile(input, input, { to: "bfloat16", force: true }), "OUTPUT_IS_INPUT", /is the input file/);
   const link = join(dir, "hardlink.safetensors");
   linkSync(input, link);
-  await rejectsCode(convertFile(input, link, { to: "bfloat16", force: true }), "INVALID_ATTRIBUTE", /is the input file/);
+  await rejectsCode(convertFile(input, link, { to: "bfloat16", force: true }), "OUTPUT_IS_INPUT", /is the input file/);
   const out = join(dir, "exists.safetensors");
   writeFileSync(out, "keep me");
   await rejectsCode(convertFile(input, out, { to: "bfloat16" }), "INVALID_ATTRIBUTE", /already exists; pass --force/);

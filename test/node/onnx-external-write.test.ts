@@ -185,7 +185,7 @@ test("side files that are the model, the input, one of the input's side files or
     ["", "INVALID_ATTRIBUTE", /is empty/],
     ["o.onnx", "INVALID_ATTRIBUTE", /is the output model itself/],
     ["./o.onnx", "INVALID_ATTRIBUTE", /is the output model itself/],
-    ["in.onnx", "INVALID_ATTRIBUTE", /is the input file; tensorcast never overwrites its input/],
+    ["in.onnx", "OUTPUT_IS_INPUT", /is the input file; tensorcast never overwrites its input/],
     ["sub/", "INVALID_ATTRIBUTE", /names a directory/],
     ["nofolder/x.data", "IO_ERROR", /its directory .*nofolder does not exist/],
   ];
@@ -213,7 +213,7 @@ test("side files that are the model, the input, one of the input's side files or
   const before = readFileSync(join(dir, "ext.data"));
   await rejectsCode(
     convertFile(ext, join(dir, "ext2.onnx"), { to: "float32", names: ["W"], externalData: "ext.data", force: true }),
-    "INVALID_ATTRIBUTE", /ext\.data: the side file to write is .*ext\.onnx's own external data file ext\.data; tensorcast never overwrites its input/,
+    "OUTPUT_IS_INPUT", /ext\.data: the side file to write is .*ext\.onnx's own external data file ext\.data; tensorcast never overwrites its input/,
   );
   assert.deepEqual(readFileSync(join(dir, "ext.data")), before);
   assert.deepEqual(readdirSync(dir).sort(), ["ext.data", "ext.onnx", "in.onnx", "o.onnx.data"], "nothing written, no temporary");

@@ -97,7 +97,7 @@ test("every problem with OUT is found before IN is opened, and nothing is replac
       const r = await cli(["convert", example, "--to", "bfloat16", "-o", output, "--force"]);
       assert.equal(r.code, 2, r.err);
       assert.match(r.err, /is the input file; tensorcast never overwrites its input/);
-      await rejectsCode(convertFile(example, output, { to: "bfloat16", force: true }), "INVALID_ATTRIBUTE", /is the input file/);
+      await rejectsCode(convertFile(example, output, { to: "bfloat16", force: true }), "OUTPUT_IS_INPUT", /is the input file/);
     }
     assert.deepEqual(new Uint8Array(readFileSync(example)), exampleCheckpoint());
   } finally {
@@ -166,7 +166,7 @@ test("a FIFO that appears at OUT while converting is left alone, with or without
           made = true;
         },
       }),
-      "INVALID_ATTRIBUTE",
+      "IO_ERROR",
       force ? /appears-true\.safetensors: became a FIFO \(named pipe\) while converting; it was left alone and nothing was written/
         : /appears-false\.safetensors: appeared while converting; nothing was written/,
     );
@@ -182,7 +182,7 @@ test("AtomicOutput.commit re-checks OUT right before the rename", async () => {
   await o.write(new Uint8Array([1, 2, 3]), 0);
   await o.finish(3);
   execFileSync("mkfifo", [out]);
-  await rejectsCode(o.commit(true), "INVALID_ATTRIBUTE", /late\.bin: became a FIFO \(named pipe\) while converting/);
+  await rejectsCode(o.commit(true), "IO_ERROR", /late\.bin: became a FIFO \(named pipe\) while converting/);
   assert.ok(lstatSync(out).isFIFO());
   assert.ok(!existsSync(o.temporary));
 });

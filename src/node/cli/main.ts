@@ -49,7 +49,7 @@ Exit codes: 0 success; 1 input the library rejects (its error code is printed); 
 
 /**
  * Runs the CLI with `argv` (the arguments after the program name) and returns the exit code:
- * 0 success, 1 a TensorcastError (bad input), 2 a usage error, 70 a bug (INTERNAL, or any other
+ * 0 success, 1 a TensorcastError (bad input), 2 a usage error (OUTPUT_IS_INPUT included), 70 a bug (INTERNAL, or any other
  * exception: one line asking for a report, the stack only with TENSORCAST_DEBUG=1), 74 IO_ERROR,
  * 128 + N after signal N (convert, inspect, diff).
  */
@@ -64,7 +64,8 @@ export async function main(argv: readonly string[], io: CliIO = processIO()): Pr
     if (e instanceof TensorcastError && e.code !== "INTERNAL") {
       // A message can quote a file's bytes (a name, a header): never let them drive the terminal.
       io.stderr.write(`error: ${visible(e.message)} (code ${e.code})\n`);
-      return e.code === "IO_ERROR" ? EXIT_IO : EXIT_BAD_INPUT;
+      // An output that is one of the input's files is a bad -o, like IN itself: a usage error.
+      return e.code === "IO_ERROR" ? EXIT_IO : e.code === "OUTPUT_IS_INPUT" ? EXIT_USAGE : EXIT_BAD_INPUT;
     }
     io.stderr.write(internalErrorReport(e));
     return EXIT_INTERNAL;

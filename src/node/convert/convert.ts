@@ -19,10 +19,10 @@
  */
 import { promises as fsp } from "node:fs";
 import { availableParallelism } from "node:os";
-import { dirname, join } from "node:path";
 import { cast, dtype, Tensor, TensorcastError, type DType, type DTypeLike, type DTypeName } from "../../index.js";
 import { sideFilePath } from "../io/external-data.js";
 import { AtomicOutput, checkOutput, removeStaleTemporaries, sameFile } from "../io/file.js";
+import { inputFilesOf, type InputFiles } from "../io/input-files.js";
 import type { NpyOptions } from "../io/npy.js";
 import { formatOfPath, openTensorFile, type OnnxModelFile } from "../io/reader.js";
 import { rawByteLength, type FileFormat, type FileTensor, type TensorFile } from "../io/tensors.js";
@@ -201,26 +201,17 @@ export async function filesBytes(file: TensorFile, plan: OutputPlan): Promise<{ 
 }
 
 /**
- * Refuses a side file that is the output, the input, or one of the input's own side files (which
- * converting in place with the same names would otherwise replace), then checks it as an output.
- * @example await checkSideFile("dir/model.onnx.data", modelFile, "dir/out.onnx", false)  // throws INVALID_ATTRIBUTE when model.onnx reads model.onnx.data
+ * Refuses a side file that is the output (INVALID_ATTRIBUTE), or one of the input's files: the
+ * input or one of its own side files, which converting in place with the same names would
+ * otherwise replace (OUTPUT_IS_INPUT); then checks it as an output.
+ * @example await checkSideFile("dir/model.onnx.data", await inputFilesOf(modelFile), "dir/out.onnx", false)  // throws OUTPUT_IS_INPUT when model.onnx reads model.onnx.data
  */
-export async function checkSideFile(path: string, file: TensorFile, output: string, force: boolean | undefined): Promise<void> {
-  const refuse = (what: string): TensorcastError =>
-    new TensorcastError("INVALID_ATTRIBUTE", `${path}: the side file to write is ${what}; tensorcast never overwrites its input (name another file with --external-data)`);
-  if (await sameFile(path, output)) throw refuse("the output model itself");
-  if (await sameFile(path, file.path)) throw refuse(`the input ${file.path}`);
-  if (file.format === "onnx") {
-    const folder = dirname(file.path);
-    const seen = new Set<string>();
-    for (const t of (file as OnnxModelFile).layout.initializers) {
-      const location = t.external?.location;
-      if (location === undefined || seen.has(location)) continue;
-      seen.add(location);
-      if (await sameFile(path, join(folder, location))) throw refuse(`${file.path}'s own external data file ${location}`);
-    }
+export async function checkSideFile(path: string, inputs: InputFiles, output: string, force: boolean | undefined): Promise<void> {
+  if (await sameFile(path, output)) {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `${path}: the side file to write is the output model itself; name another file with --external-data`);
   }
-  await checkOutput(path, { input: file.path, force });
+  await inputs.refuse(path, "the side file to write");
+  await checkOutput(path, { force });
 }
 
 /**
@@ -248,6 +239,9 @@ export async function convertFileOn(input: string, output: string, opts: Convert
   let side: AtomicOutput | undefined;
   let pool: TaskPool | undefined;
   try {
+    // Now that IN is open its external data files are known: none of them is ever written.
+    const inputs = await inputFilesOf(file);
+    await inputs.refuse(output);
     const outputFormat = opts.outputFormat ?? formatOfPath(output) ?? file.format;
     if (outputFormat === "onnx" && file.format === "onnx" && !opts.names) {
       throw new TensorcastError(
@@ -258,11 +252,11 @@ export async function convertFileOn(input: string, output: string, opts: Convert
     }
     const { targets, reasons } = selectTensors(file, to, opts);
     const plan = await planOutput(file, outputFormat, targets, output, { externalData: opts.externalData, threshold: opts.externalThreshold });
-    if (plan.external) await checkSideFile(plan.external.path, file, output, opts.force);
+    if (plan.external) await checkSideFile(plan.external.path, inputs, output, opts.force);
 
-    await removeStaleTemporaries(output);
+    await removeStaleTemporaries(output, inputs);
     if (plan.external) {
-      await removeStaleTemporaries(plan.external.path);
+      await removeStaleTemporaries(plan.external.path, inputs);
       side = await AtomicOutput.create(plan.external.path, { digests: true });
     }
     out = await AtomicOutput.create(output);

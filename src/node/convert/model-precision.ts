@@ -23,6 +23,7 @@ import { PbMessage, type PbField } from "../../io/onnx/precision/pb.js";
 import { WireWriter } from "../../io/onnx/wire-writer.js";
 import { sideFilePath } from "../io/external-data.js";
 import { AtomicOutput, checkOutput, removeStaleTemporaries } from "../io/file.js";
+import { inputFilesOf } from "../io/input-files.js";
 import type { OnnxFileTensor } from "../io/onnx.js";
 import { openTensorFile, type OnnxModelFile } from "../io/reader.js";
 import { rawByteLength } from "../io/tensors.js";
@@ -126,6 +127,9 @@ export async function convertModelFile(input: string, output: string, opts: Mode
   let side: AtomicOutput | undefined;
   let pool: TaskPool | undefined;
   try {
+    // Now that IN is open its external data files are known: none of them is ever written.
+    const inputs = await inputFilesOf(file);
+    await inputs.refuse(output);
     const streamed = file.layout.initializers.filter(
       (t) => t.dtype.kind !== "string" && (t.storage === "external" || ((t.storage === "raw" || t.inPlace) && t.byteLength >= STREAM_FROM)),
     );
@@ -151,11 +155,11 @@ export async function convertModelFile(input: string, output: string, opts: Mode
     }
     if (opts.signal?.aborted) throw new Interrupted();
     const plan = await planEditedModel(editedModel(result.bytes, file), output, { externalData: opts.externalData, threshold: opts.externalThreshold });
-    if (plan.external) await checkSideFile(plan.external.path, file, output, force);
+    if (plan.external) await checkSideFile(plan.external.path, inputs, output, force);
 
-    await removeStaleTemporaries(output);
+    await removeStaleTemporaries(output, inputs);
     if (plan.external) {
-      await removeStaleTemporaries(plan.external.path);
+      await removeStaleTemporaries(plan.external.path, inputs);
       side = await AtomicOutput.create(plan.external.path, { digests: true });
     }
     // Digests: every byte written is read back, as the model written whole once was.

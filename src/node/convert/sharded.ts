@@ -26,6 +26,7 @@ import {
 import {
   AtomicOutput, checkOutput, fileError, kindOf, lstatOrNothing, RandomAccessFile, removeStaleTemporaries, sameFile, systemError, temporaryPath,
 } from "../io/file.js";
+import { checkpointFilesOf, type InputFiles } from "../io/input-files.js";
 import { openTensorFile } from "../io/reader.js";
 import { checkTarget, convertFileOn, defaultJobs, inThreadOnly, type ConvertOptions, type ConvertReport } from "./convert.js";
 import { CONFIG_NAME, retypedConfig, type ConfigReport } from "./checkpoint-config.js";
@@ -110,13 +111,16 @@ function folderName(path: string): string {
  * link, anything that is not a folder, a folder that is not empty (with `force`, only a folder
  * holding a sharded checkpoint and nothing but regular files, such as an earlier output, is
  * replaced: never a folder with subfolders), and a parent folder that is missing or not writable.
+ * With `inputs`, a folder to replace that holds one of the input's files (a Hugging Face cache's
+ * blobs/ folder, where the input's shards link to) is refused too.
  * @returns whether an existing OUTDIR is to be replaced.
- * @throws TensorcastError INVALID_ATTRIBUTE for what the caller asked wrongly; IO_ERROR for the file system.
+ * @throws TensorcastError OUTPUT_IS_INPUT for the input folder or a folder holding its files;
+ *         INVALID_ATTRIBUTE for what else the caller asked wrongly; IO_ERROR for the file system.
  */
-export async function checkOutputFolder(outDir: string, inputFolder: string, force: boolean): Promise<boolean> {
+export async function checkOutputFolder(outDir: string, inputFolder: string, force: boolean, inputs?: InputFiles): Promise<boolean> {
   if (outDir === "") throw new TensorcastError("INVALID_ATTRIBUTE", "the output folder's path is empty");
   const out = folderName(outDir);
-  if (await sameFile(out, inputFolder)) throw fileError("INVALID_ATTRIBUTE", out, "is the input folder; tensorcast never writes into its input");
+  if (await sameFile(out, inputFolder)) throw fileError("OUTPUT_IS_INPUT", out, "is the input folder; tensorcast never writes into its input");
   const stat = await lstatOrNothing(out);
   let replace = false;
   if (stat?.isSymbolicLink()) throw fileError("INVALID_ATTRIBUTE", out, "is a symbolic link; name the folder itself (a link is never written through or replaced)");
@@ -134,6 +138,8 @@ export async function checkOutputFolder(outDir: string, inputFolder: string, for
       if (!entries.some((e) => e.name.endsWith(".safetensors.index.json"))) {
         throw fileError("INVALID_ATTRIBUTE", out, "is not a sharded checkpoint's folder (it has no *.safetensors.index.json); --force replaces only such a folder");
       }
+      // Replacing the folder removes what it holds.
+      for (const e of entries) await inputs?.refuse(join(out, e.name));
       replace = true;
     }
   }
@@ -200,6 +206,7 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
   const started = performance.now();
   const c = await readCheckpoint(input);
   checkOptions(input, c, opts);
+  const inputs = await checkpointFilesOf(c);
   const out = folderName(outDir);
   const force = opts.force ?? false;
   const mine = opts.shard ? sliceShards(c.shards, opts.shard) : [...c.shards];
@@ -216,14 +223,16 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
   let replace = false;
   let building: string | undefined;
   if (opts.shard) {
-    if (await sameFile(out, c.folder)) throw fileError("INVALID_ATTRIBUTE", out, "is the input folder; tensorcast never writes into its input");
-    await makeSharedFolder(out);
+    if (await sameFile(out, c.folder)) throw fileError("OUTPUT_IS_INPUT", out, "is the input folder; tensorcast never writes into its input");
     // Every file of the slice is checked before any is written: a slice refuses whole, or runs.
-    for (const name of [...mine, ...(opts.shard.index === 0 ? c.others : [])]) await checkOutput(join(out, name), { input: join(c.folder, name), force });
+    const names = [...mine, ...(opts.shard.index === 0 ? c.others : [])];
+    for (const name of names) await inputs.refuse(join(out, name));
+    await makeSharedFolder(out);
+    for (const name of names) await checkOutput(join(out, name), { input: join(c.folder, name), force });
     target = out;
   } else {
-    replace = await checkOutputFolder(out, c.folder, force);
-    await removeStaleTemporaries(out);
+    replace = await checkOutputFolder(out, c.folder, force, inputs);
+    await removeStaleTemporaries(out, inputs);
     building = temporaryPath(out);
     try {
       await fsp.mkdir(building);
@@ -308,7 +317,7 @@ async function commitFolder(building: string, out: string, replace: boolean): Pr
     if (aside) await fsp.rename(aside, out).catch(() => undefined);
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "ENOTEMPTY" || code === "EEXIST" || code === "ENOTDIR" || code === "EISDIR") {
-      throw fileError("INVALID_ATTRIBUTE", out, "appeared while converting; it was left alone and nothing was written");
+      throw fileError("IO_ERROR", out, "appeared while converting; it was left alone and nothing was written");
     }
     throw systemError(out, "finish writing it", e);
   }
@@ -408,6 +417,8 @@ async function indexFolder(folder: string, opts: { from?: Checkpoint; name?: str
   }
   const metadata = { ...(expected?.metadata ?? {}), total_size: totalSize };
   const path = join(folder, indexName);
+  // `index IN --from IN --force` would replace the very index it reads.
+  if (expected) await (await checkpointFilesOf(expected)).refuse(path, "the index to write");
   await checkOutput(path, { force: opts.force });
   const out = await AtomicOutput.create(path);
   try {

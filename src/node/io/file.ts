@@ -10,6 +10,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { constants, promises as fsp, type Stats } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { TensorcastError, type ErrorCode } from "../../index.js";
+import type { InputFiles } from "./input-files.js";
 
 /** A TensorcastError about `file` (and, when given, one of its tensors). */
 export function fileError(code: ErrorCode, file: string, message: string, tensor?: string): TensorcastError {
@@ -59,8 +60,9 @@ export async function lstatOrNothing(path: string): Promise<Stats | undefined> {
  * (never replaced, even with `force`: writing a regular file over /dev/null would break the system),
  * an existing file or symbolic link without `force` (with it, the link itself is replaced and its
  * target left alone), and a folder that is missing or not writable.
- * @throws TensorcastError INVALID_ATTRIBUTE for what the caller asked wrongly; IO_ERROR for what the
- *         file system refuses (a missing folder, permission denied, a read-only file system).
+ * @throws TensorcastError OUTPUT_IS_INPUT for the input; INVALID_ATTRIBUTE for what else the caller
+ *         asked wrongly; IO_ERROR for what the file system refuses (a missing folder, permission
+ *         denied, a read-only file system).
  */
 export async function checkOutput(output: string, opts: { input?: string; force?: boolean }): Promise<void> {
   if (output === "") throw new TensorcastError("INVALID_ATTRIBUTE", "the output path is empty; name the file to write");
@@ -68,7 +70,7 @@ export async function checkOutput(output: string, opts: { input?: string; force?
     throw fileError("INVALID_ATTRIBUTE", output, "ends with a slash, so it names a directory; name the file to write");
   }
   if (opts.input !== undefined && (await sameFile(opts.input, output))) {
-    throw fileError("INVALID_ATTRIBUTE", output, "is the input file; tensorcast never overwrites its input");
+    throw fileError("OUTPUT_IS_INPUT", output, "is the input file; tensorcast never overwrites its input");
   }
   const stat = await lstatOrNothing(output);
   if (stat?.isDirectory()) throw fileError("INVALID_ATTRIBUTE", output, "is a directory; name the file to write (inside it or elsewhere)");
@@ -205,22 +207,29 @@ export function temporaryPath(out: string, pid = process.pid): string {
   return join(dirname(out), `.${basename(out)}.tensorcast-${pid}-${randomBytes(4).toString("hex")}.tmp`);
 }
 
-const TEMP_PATTERN = /^\.(.+)\.tensorcast-(\d+)-[0-9a-f]+\.tmp$/;
+/** temporaryPath's names exactly: the output's name, a process id, 8 hex digits. */
+const TEMP_PATTERN = /^\.(.+)\.tensorcast-([1-9]\d{0,9})-[0-9a-f]{8}\.tmp$/;
 
-function processIsAlive(pid: number): boolean {
+/** Whether `pid` is gone: only ESRCH says so (EPERM is a live process of another user). */
+function processIsGone(pid: number): boolean {
+  if (pid > 0x7fffffff) return false;
   try {
     process.kill(pid, 0);
-    return true;
+    return false;
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
+    return (e as NodeJS.ErrnoException).code === "ESRCH";
   }
 }
 
 /**
- * Removes the temporary files (and the temporary folders of sharded conversions) that killed
- * conversions left beside `out` (those whose process is gone). Returns the paths removed. Never touches a file another running process is writing.
+ * Removes the temporary files that killed conversions left beside `out`: a regular file (lstat,
+ * never following a link) named exactly as temporaryPath names them, whose process is gone, and
+ * which is none of `keep` (the input's own files). Returns the paths removed. Anything else of
+ * such a name is left alone: a directory (a killed sharded conversion's, or anyone's), a FIFO, a
+ * socket, a device, a symbolic link, a file of a running process (issue 24: a non-empty folder
+ * of such a name was once deleted recursively).
  */
-export async function removeStaleTemporaries(out: string): Promise<string[]> {
+export async function removeStaleTemporaries(out: string, keep?: InputFiles): Promise<string[]> {
   const dir = dirname(out);
   const name = basename(out);
   let list: string[];
@@ -234,12 +243,14 @@ export async function removeStaleTemporaries(out: string): Promise<string[]> {
     const m = TEMP_PATTERN.exec(entry);
     if (!m || m[1] !== name) continue;
     const pid = Number(m[2]);
-    if (pid === process.pid || processIsAlive(pid)) continue;
+    if (pid === process.pid || !processIsGone(pid)) continue;
+    const path = join(dir, entry);
     try {
-      // A sharded checkpoint is built in a temporary folder of the same name (checkpoint convert).
-      if ((await fsp.lstat(join(dir, entry))).isDirectory()) await fsp.rm(join(dir, entry), { recursive: true });
-      else await fsp.unlink(join(dir, entry));
-      removed.push(join(dir, entry));
+      const stat = await fsp.lstat(path, { bigint: true });
+      if (!stat.isFile() || keep?.findStat(stat)) continue;
+      // Should a folder take its place meanwhile, unlink fails (EISDIR) and leaves it.
+      await fsp.unlink(path);
+      removed.push(path);
     } catch {
       // Someone else removed it first.
     }
@@ -431,7 +442,7 @@ export class AtomicOutput {
         // race remains between the look and the rename; the checks before converting close most of it).
         const there = await lstatOrNothing(this.path);
         if (there && !there.isFile() && !there.isSymbolicLink()) {
-          throw fileError("INVALID_ATTRIBUTE", this.path, `became ${kindOf(there)} while converting; it was left alone and nothing was written`);
+          throw fileError("IO_ERROR", this.path, `became ${kindOf(there)} while converting; it was left alone and nothing was written`);
         }
         await fsp.rename(this.temporary, this.path);
       }
@@ -439,7 +450,8 @@ export class AtomicOutput {
       await this.abort();
       if (e instanceof TensorcastError) throw e;
       if ((e as NodeJS.ErrnoException).code === "EEXIST") {
-        throw fileError("INVALID_ATTRIBUTE", this.path, "appeared while converting; nothing was written (use --force to replace it)");
+        // Another writer (a second convert to the same OUT) finished first: the file system's verdict, not a bad option.
+        throw fileError("IO_ERROR", this.path, "appeared while converting; nothing was written (use --force to replace it)");
       }
       throw systemError(this.path, "finish writing it", e);
     }
