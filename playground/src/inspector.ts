@@ -130,7 +130,8 @@ export function readCode(text: string, t: DType, castOptions: CastOptions = {}):
   } catch (e) {
     if (!(e instanceof TensorcastError) || e.code !== "INVALID_VALUE") throw e;
     // The library numbers the values it refuses ("value 0 (500) is outside ..."): name the value.
-    const why = e.message.replace(/^value 0 \([^)]*\) /, "");
+    // Only the reason: the page says itself what the cast gives instead.
+    const why = e.message.replace(/^value 0 \([^)]*\) /, "").split(";")[0];
     const wide = widest(v, t);
     const result = cast(wide, t.name, castOptions);
     const r = readElement(result, 0);

@@ -227,7 +227,8 @@ function typeRow(r: TypeRow): HTMLTableRowElement {
   }
   const flag = r.flag ? [el("span", { class: `flag flag-${r.flag.replace(/ /g, "-")}` }, r.flag)] : [];
   // The row says why in short (a sentence made rows three lines tall); the title has the sentence.
-  const why = r.why ? [el("span", { class: "why", title: r.why, "data-why": r.why }, "no NaN: writes ", el("span", { class: "token" }, `${r.code} (${r.result})`))] : [];
+  const why = r.why ? [el("span", { class: "why", title: r.why, "data-why": r.why }, "no NaN: writes ",
+    el("span", { class: "token" }, r.code), " ", el("span", { class: "token" }, `(${r.result})`))] : [];
   return el("tr", {
     "data-type": r.type.name, "data-code": r.code, "data-value": r.result,
     "data-abs": r.absError === null ? "" : String(r.absError), "data-rel": r.relError === null ? "" : String(r.relError),
@@ -277,8 +278,8 @@ function inspectorFocus(box: HTMLElement): string | undefined {
   const a = document.activeElement;
   if (!(a instanceof HTMLElement) || !box.contains(a)) return undefined;
   if (a.dataset.bit !== undefined) return `button.bit[data-bit="${a.dataset.bit}"]`;
-  if (a.classList.contains("prev")) return "button.step.prev, button.step.next";
-  if (a.classList.contains("next")) return "button.step.next, button.step.prev";
+  if (a.classList.contains("prev")) return "button.step.prev";
+  if (a.classList.contains("next")) return "button.step.next";
   return undefined;
 }
 
@@ -364,7 +365,8 @@ function renderInspector(): void {
     bits, el("div", { class: "steps" }, step("previous", x.prev, "prev"), step("next", x.next, "next")), dl);
   box.dataset.code = x.hex;
   // The keyboard stays where it was: on the bit just flipped (or its place), on the step taken.
-  if (focused) box.querySelector<HTMLElement>(focused)?.focus();
+  // A step past the end (no next) leaves the keyboard on the other step.
+  if (focused) (box.querySelector<HTMLElement>(focused) ?? box.querySelector<HTMLElement>("button.step"))?.focus();
   status.textContent = `${t.name} ${x.hex} is ${x.value} (${x.kind})${x.flag ? `, ${x.flag}` : ""}.`;
 }
 

@@ -13,6 +13,7 @@
  */
 import { spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
 import { existsSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { chromium, type LaunchOptions as PlaywrightLaunchOptions } from "playwright-core";
 import puppeteer from "puppeteer-core";
@@ -99,6 +100,8 @@ export interface EnginePage {
    * on the focused element: trusted events, so a button's Enter also clicks it.
    */
   press(key: string): Promise<void>;
+  /** Saves a PNG of the page (the whole page where the driver can; WebKit's WebDriver: the viewport). */
+  screenshot(path: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -185,6 +188,7 @@ interface PageDriver {
   evaluateSource(src: string): Promise<unknown>;
   setViewport(width: number, height: number): Promise<void>;
   press(key: string): Promise<void>;
+  screenshot(path: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -192,7 +196,7 @@ function enginePage(engine: EngineName, version: string, d: PageDriver): EngineP
   const evaluate = async <R, A = undefined>(fn: InPage<A, R> | string, arg?: A): Promise<R> =>
     parseResult<R>(await d.evaluateSource(inPageSource(fn as InPage<never, unknown>, arg)));
   return {
-    engine, version, evaluate, close: d.close, setViewport: d.setViewport, press: d.press,
+    engine, version, evaluate, close: d.close, setViewport: d.setViewport, press: d.press, screenshot: d.screenshot,
     async goto(url) {
       await d.goto(url);
       await evaluate(RECORD_PAGE_ERRORS);
@@ -260,6 +264,7 @@ async function launchChromium(env: Env, colorScheme: "light" | "dark" | undefine
       evaluateSource: (src) => page.evaluate(src),
       setViewport: (width, height) => page.setViewportSize({ width, height }),
       press: (key) => page.keyboard.press(key),
+      screenshot: async (path) => { await page.screenshot({ path, fullPage: true }); },
       close: () => browser.close(),
     });
   } catch (e) {
@@ -287,6 +292,7 @@ async function launchFirefox(env: Env, colorScheme: "light" | "dark" | undefined
       evaluateSource: (src) => page.evaluate(src),
       setViewport: (width, height) => page.setViewport({ width, height }),
       press: (key) => page.keyboard.press(key as never),
+      screenshot: async (path) => { await page.screenshot({ path: path as `${string}.png`, fullPage: true }); },
       close: () => browser.close(),
     });
   } catch (e) {
@@ -466,6 +472,9 @@ async function launchWebKit(env: Env): Promise<EnginePage> {
       async press(key) {
         const value = WEBDRIVER_KEYS[key] ?? key;
         await request("POST", `${s}/actions`, { actions: [{ type: "key", id: "keyboard", actions: [{ type: "keyDown", value }, { type: "keyUp", value }] }] });
+      },
+      async screenshot(path) {
+        await writeFile(path, Buffer.from((await request("GET", `${s}/screenshot`)) as string, "base64"));
       },
       close,
     });

@@ -81,11 +81,15 @@ test("the playground in Chromium shows what the library returns in Node", { time
 
     await t.test("not a value, a value the source type cannot hold, an opset without the type: messages", async () => {
       await setExplorer(page, { from: "float64", saturate: true, roundMode: "up" });
-      await fill(page, "#values", "abc 0x10");
-      const errors = await page.$$eval(".value-block", (bs) => bs.map((b) => b.querySelector("[data-error]")?.getAttribute("data-error")));
-      assert.equal(errors.length, 2);
+      await fill(page, "#values", "abc 0x1ffff 0x10");
+      const errors = await page.$$eval(".value-block", (bs) => bs.map((b) => b.querySelector(":scope > [data-error]")?.getAttribute("data-error") ?? null));
+      assert.equal(errors.length, 3);
       assert.match(errors[0]!, /^"abc" is not a value; expected a decimal literal/);
-      assert.match(errors[1]!, /^"0x10" is not a value/);
+      // A code is read in the source type (issue 28): float64's 0x10 is a subnormal, 0x1ffff too, and
+      // nothing wider than 64 bits is refused here (that is checked in float16 in playground-issue28.test.ts).
+      assert.equal(errors[1], null);
+      assert.equal(errors[2], null);
+      assert.equal(await page.getAttribute(".value-block[data-input='0x10']", "data-source"), "8e-323");
 
       await select(page, "#from", "float8e4m3fn");
       await fill(page, "#values", "inf");
@@ -233,8 +237,9 @@ test("the playground in Chromium: the issue 17 defects, Float Toy features, URL 
       await fill(phone, "#values", Array.from({ length: 64 }, (_, i) => String(i * 3.3)).join(" "));
       await setBox(phone, { values: Array.from({ length: 200 }, (_, i) => String(i)).join(" "), dtype: "float32", shape: "", op: "cast" });
       assert.equal(await width(), 390);
-      const boxes = await phone.$$eval(".value-block .scroll", (bs) => bs.map((b) => b.scrollWidth > b.clientWidth));
-      assert.ok(boxes.length > 0 && boxes.every(Boolean), "the explorer tables scroll inside their boxes");
+      // Issue 28: the explorer's rows fold into cards, so its tables no longer scroll sideways.
+      const boxes = await phone.$$eval(".value-block .scroll", (bs) => bs.map((b) => b.scrollWidth <= b.clientWidth));
+      assert.ok(boxes.length > 0 && boxes.every(Boolean), "the explorer tables fit their boxes");
       const bits = await phone.$eval(".value-block tr[data-type=float32] td.bits", (td) => td.getBoundingClientRect().height);
       assert.ok(bits < 30, `the bits of a float32 stay on one line (${bits} px high)`);
       const smallest = await phone.$$eval("svg.plot text", (ts) => Math.min(...ts.map((e) => e.getBoundingClientRect().height).filter((h) => h > 0)));
@@ -331,7 +336,7 @@ async function issue17Checks(t: TestContext, page: Driver): Promise<void> {
     assert.match(shown!, /^inf cannot be stored: float8e4m3fn has no infinity/);
     await select(page, "#from", "float64");
     await fill(page, "#values", "nan");
-    const why = await page.textContent(".value-block tr[data-type=float4e2m1] .why");
+    const why = await page.getAttribute(".value-block tr[data-type=float4e2m1] .why", "data-why");
     assert.equal(await page.textContent(".value-block tr[data-type=float4e2m1] .flag"), "nan lost");
     assert.match(why!, /float4e2m1 has no NaN, so the cast writes 0x8 \(-0\) for nan/);
   });
