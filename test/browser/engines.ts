@@ -92,7 +92,8 @@ export interface EnginePage {
   waitFor<A = undefined>(fn: InPage<A, unknown> | string, arg?: A, ms?: number): Promise<void>;
   /**
    * Sets the page's viewport (its `innerWidth` x `innerHeight`, CSS pixels): playwright's and
-   * puppeteer's own call; WebKit's window is resized until its inner size is the one asked for.
+   * puppeteer's own call; WebKit's window is resized until its inner size is the one asked for,
+   * and this rejects when it cannot be (MiniBrowser stays wider than 390 px).
    */
   setViewport(width: number, height: number): Promise<void>;
   /**
@@ -461,13 +462,16 @@ async function launchWebKit(env: Env): Promise<EnginePage> {
       evaluateSource,
       async setViewport(width, height) {
         // Set Window Rect sizes the outer window: add what the window's frame takes, measured.
-        for (let attempt = 0; attempt < 3; attempt++) {
-          const inner = parseResult<[number, number]>(await evaluateSource(inPageSource("[innerWidth, innerHeight]", undefined)));
+        let inner: [number, number] = [0, 0];
+        for (let attempt = 0; attempt < 4; attempt++) {
+          inner = parseResult<[number, number]>(await evaluateSource(inPageSource("[innerWidth, innerHeight]", undefined)));
           if (inner[0] === width && inner[1] === height) return;
           const outer = (await request("GET", `${s}/window/rect`)) as { width: number; height: number };
           await request("POST", `${s}/window/rect`, { width: outer.width + width - inner[0], height: outer.height + height - inner[1] });
           await new Promise((r) => setTimeout(r, 200));
         }
+        // MiniBrowser's window has a smallest width (its toolbar): a phone's 390 px is below it.
+        throw new Error(`WebKit: the page is ${inner[0]} x ${inner[1]} px, not ${width} x ${height}: MiniBrowser's window does not get that small`);
       },
       async press(key) {
         const value = WEBDRIVER_KEYS[key] ?? key;
