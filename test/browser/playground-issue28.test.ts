@@ -610,6 +610,8 @@ for (const engine of ENGINES) {
           assert.deepEqual(violations, [], `axe-core, ${scheme}, ${width} px`);
         }
         if (engine === "chromium") {
+          // The page of docs/playground.png (playground.test.ts), in this theme.
+          await p.set("#values", "1000");
           await p.set("#format", "float8e4m3fn");
           await p.page.screenshot(join(OUTPUT, `playground-${scheme}.png`));
         }
