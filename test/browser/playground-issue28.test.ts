@@ -13,30 +13,14 @@
  */
 import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
-import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { readElement, roundingError, Tensor } from "../../src/index.js";
 import { castValues } from "../../src/node/index.js";
 import { COLOR_SCHEME_ENGINES, ENGINE_LABEL, ENGINES, engineMissing, launch, type EnginePage } from "./engines.js";
-import { OUTPUT, playgroundScript, ROOT, type PlaygroundScript } from "./support.js";
+import { axeViolations, OUTPUT, playgroundScript, playgroundSite } from "./support.js";
 
 /** The page as the in-page functions below use it (the tests have no DOM types). */
 type G = any;
-
-let site: ReturnType<PlaygroundScript["buildPlayground"]> | undefined;
-
-/** Built into a folder of its own: playground.test.ts may build its copy at the same time. */
-function buildSite(): ReturnType<PlaygroundScript["buildPlayground"]> {
-  site ??= (async () => {
-    const script = await playgroundScript();
-    await mkdir(OUTPUT, { recursive: true });
-    return script.buildPlayground({ out: join(OUTPUT, "playground-site-28") });
-  })();
-  return site;
-}
-
-const AXE_PATH = process.env.AXE_CORE_PATH ?? join(ROOT, "node_modules", "axe-core", "axe.min.js");
 
 /** A page of the playground in one engine, and the few moves every check makes. */
 class Playground {
@@ -76,6 +60,17 @@ class Playground {
       e.dispatchEvent(inputType ? new g.InputEvent("input", { bubbles: true, inputType }) : new g.Event("input", { bubbles: true }));
       return g.playground.settled();
     }, { selector, value, inputType: inputType ?? "" });
+  }
+
+  /** Sets a field and fires its change event (Enter, or leaving it), then waits for the redraws. */
+  async change(selector: string, value: string): Promise<void> {
+    await this.page.evaluate(({ selector, value }) => {
+      const g = globalThis as G;
+      const e = g.document.querySelector(selector);
+      e.value = value;
+      e.dispatchEvent(new g.Event("change", { bubbles: true }));
+      return g.playground.settled();
+    }, { selector, value });
   }
 
   async click(selector: string): Promise<void> {
@@ -121,17 +116,9 @@ class Playground {
     return this.page.evaluate(() => (globalThis as G).location.hash);
   }
 
-  /** axe-core's violations (every rule it runs by default), as "rule: target" lines; undefined without axe-core. */
-  async axe(): Promise<string[] | undefined> {
-    if (!existsSync(AXE_PATH)) {
-      if (process.env.CI) throw new Error(`CI=${process.env.CI} and ${AXE_PATH} is missing`);
-      return undefined;
-    }
-    const source = await readFile(AXE_PATH, "utf8");
-    return this.page.evaluate<string[]>(`(async () => { ${source}\n;
-      const r = await globalThis.axe.run();
-      return r.violations.flatMap((v) => v.nodes.map((n) => v.id + " (" + v.help + "): " + n.target.join(" ")));
-    })()`);
+  /** axe-core's violations, as "rule: target" lines; undefined without axe-core. */
+  axe(): Promise<string[] | undefined> {
+    return axeViolations((source) => this.page.evaluate<string[]>(source));
   }
 }
 
@@ -143,7 +130,7 @@ async function withPlayground(t: TestContext, engine: (typeof ENGINES)[number], 
     return;
   }
   const script = await playgroundScript();
-  const { server, url } = await script.servePlayground({ dir: (await buildSite()).out, port: 0 });
+  const { server, url } = await script.servePlayground({ dir: (await playgroundSite("playground-site-28")).out, port: 0 });
   const page = await launch(engine, options);
   try {
     t.diagnostic(page.version);
@@ -443,13 +430,7 @@ async function longPaste(p: Playground): Promise<void> {
   assert.match((await p.text("#link-note"))!, /^The link leaves out the values typed in “a value in every data type”: too long for a link/);
   assert.match((await p.text("#explorer-status"))!, /showing values 1–8 of 100000\./);
   assert.match((await p.text("#results .pager .where"))!, /\(page 1 of 12,500\)/);
-  await p.page.evaluate(() => {
-    const g = globalThis as G;
-    const jump = g.document.querySelector("#results .pager .jump");
-    jump.value = "5000";
-    jump.dispatchEvent(new g.Event("change", { bubbles: true }));
-    return g.playground.settled();
-  });
+  await p.change("#results .pager .jump", "5000");
   assert.match((await p.text("#explorer-status"))!, /showing values 39993–40000 of 100000\./);
   assert.equal(await p.attr(".value-block", "data-input"), String(39992 / 2));
   await p.set("#values", "1000 0.1 -nan");
@@ -457,13 +438,7 @@ async function longPaste(p: Playground): Promise<void> {
   // The tensor box's pager jumps too.
   await p.set("#t-shape", "");
   await p.page.evaluate(longList, { id: "t-values", n: 2000 });
-  await p.page.evaluate(() => {
-    const g = globalThis as G;
-    const jump = g.document.querySelector("#t-input-table .pager .jump");
-    jump.value = "8";
-    jump.dispatchEvent(new g.Event("change", { bubbles: true }));
-    return g.playground.settled();
-  });
+  await p.change("#t-input-table .pager .jump", "8");
   assert.match((await p.text("#t-input-table .pager .where"))!, /^elements 1,793–2,000 of 2,000 \(page 8 of 8\)$/);
   await p.set("#t-shape", "2 3");
   await p.set("#t-values", "1.5 448 1000 nan 0.1 -2");
