@@ -10,6 +10,7 @@ import {
   type BitField, type CastFlag, type CastOptions, type DType, type Element, type RoundMode, type Tensor,
 } from "tensorcast";
 import { errorText } from "./format.js";
+import { checkWidth, codeTensor, typedCode } from "./inspector.js";
 
 /** The tokens of a typed or pasted list: separated by spaces, commas, semicolons or new lines; brackets ignored. */
 export function splitValues(text: string): string[] {
@@ -139,6 +140,8 @@ export interface Explained {
   readonly errorCode?: string;
   readonly errorMessage?: string;
   readonly sourceChanged: boolean;
+  /** The input was a code (`0x3c00`, `0b0111`), read in the source type rather than stored as a value. */
+  readonly isCode?: boolean;
   readonly rows: readonly TypeRow[];
 }
 
@@ -151,11 +154,31 @@ export function castOptions(o: ExplainOptions): CastOptions {
   return options;
 }
 
-/** One value through every data type. */
+/**
+ * A code typed in hex or binary, read in the source type (`0x3c00` as float16 is 1), through every
+ * data type; a code wider than the source type, or a source type without codes to type, is refused.
+ */
+function explainCode(text: string, code: bigint, o: ExplainOptions): Explained {
+  const refused = (why: string): Explained => ({ input: text, error: `cannot read ${text} as a ${o.from.name} code: ${why}`, source: "", sourceChanged: false, rows: [] });
+  if (o.from.kind !== "float" && o.from.kind !== "int" && o.from.kind !== "uint") return refused(`codes are read in the float and integer types; type ${o.from.name} values as values`);
+  let stored: Tensor;
+  try {
+    stored = codeTensor(o.from, checkWidth(text, code, o.from));
+  } catch (e) {
+    return refused(e instanceof Error ? e.message : String(e));
+  }
+  const s = readElement(stored, 0);
+  const options = castOptions(o);
+  return { input: text, source: s.display, sourceChanged: false, isCode: true, rows: DTYPES.map((to) => castRow(stored, s, to, options)) };
+}
+
+/** One value (or a code of the source type, `0x3c00`) through every data type. */
 export function explain(text: string, o: ExplainOptions): Explained {
   const input = parseValue(text);
   if (!input) {
-    return { input: text, error: `${JSON.stringify(text)} is not a value; expected ${VALUE_SYNTAX}`, source: "", sourceChanged: false, rows: [] };
+    const code = typedCode(text);
+    if (code !== undefined) return explainCode(text, code, o);
+    return { input: text, error: `${JSON.stringify(text)} is not a value; expected ${VALUE_SYNTAX}, or a code of the "stored first as" type such as 0x3c00`, source: "", sourceChanged: false, rows: [] };
   }
   let stored: Tensor;
   try {

@@ -5,8 +5,9 @@
  * previous and next representable values and the ulp.
  */
 import {
-  bitFields, DTYPES, elementCode, formatHex, formatNumber, parseValue, readElement, splitBits, storeValue, Tensor,
-  VALUE_SYNTAX, type BitField, type DType,
+  bitFields, cast, classifyCast, DTYPES, dtype, elementCode, formatHex, formatNumber, parseValue, readElement, roundingError,
+  splitBits, storeValue, Tensor, TensorcastError, VALUE_SYNTAX,
+  type BitField, type CastFlag, type CastOptions, type DType, type Element, type InputValue,
 } from "tensorcast";
 import { exactDecimal } from "./decimal.js";
 
@@ -40,6 +41,18 @@ export interface Inspected {
   readonly ulp: string;
   /** What typing a value did: "0.1 rounds to 0.0999755859375". */
   readonly note?: string;
+  /** A typed value the code does not hold exactly: its rounding error (as the explorer measures it). */
+  readonly error?: { readonly abs: number | null; readonly rel: number | null };
+  /** A typed value the type cannot hold (500 for float8e4m3fn): what Cast did to it, as the explorer's flag says. */
+  readonly flag?: CastFlag;
+}
+
+/** What `readCode` read: the code, and for a typed value what storing (or casting) it did. */
+export interface ReadCode {
+  readonly code: bigint;
+  readonly note?: string;
+  readonly error?: { readonly abs: number | null; readonly rel: number | null };
+  readonly flag?: CastFlag;
 }
 
 /** A code's bytes, little-endian; a packed code sits in the low bits of the first byte. */
@@ -49,33 +62,93 @@ function codeBytes(t: DType, code: bigint): Uint8Array {
   return bytes;
 }
 
+/** A one-element tensor of type `t` holding `code`. */
+export function codeTensor(t: DType, code: bigint): Tensor {
+  return Tensor.fromBytes(codeBytes(t, code), t, [1]);
+}
+
+/** A code typed in hex or binary (`0x3c00`, `0b0111`, `_` allowed), or undefined for other text. */
+export function typedCode(text: string): bigint | undefined {
+  const s = text.trim().replace(/_/g, "");
+  return /^(0x[0-9a-f]+|0b[01]+)$/i.test(s) ? BigInt(s.toLowerCase()) : undefined;
+}
+
+/**
+ * `code` checked against `t`'s width.
+ * @throws Error naming the code, the type's width and its range of codes.
+ */
+export function checkWidth(text: string, code: bigint, t: DType): bigint {
+  const top = (1n << BigInt(t.bits)) - 1n;
+  if (code > top) throw new Error(`${text.trim()} is wider than ${t.name}'s ${t.bits} bits (its codes are 0x0 to ${formatHex(top, t)})`);
+  return code;
+}
+
+/** The value in the widest type that holds it: an integer for integer targets (exact past 2^53), else float64. */
+function widest(v: InputValue, t: DType): Tensor {
+  if (v.integer !== undefined && t.kind !== "float") {
+    for (const w of ["int64", "uint64"]) {
+      try {
+        return storeValue(v, dtype(w));
+      } catch {
+        // Not in this type's range: the next.
+      }
+    }
+  }
+  return storeValue(v, dtype("float64"));
+}
+
+/** The value as typed, as an element (for measuring what storing it did). */
+function typedElement(v: InputValue): Element {
+  return { display: formatNumber(v.number, v.negativeNaN), value: v.number, ...(v.integer !== undefined ? { exact: v.integer } : {}) };
+}
+
 function decode(t: DType, code: bigint): { display: string; value: number; exact?: bigint } {
   return readElement(Tensor.fromBytes(codeBytes(t, code), t, [1]), 0);
 }
 
 /**
  * The code `text` names in type `t`: `0x..` or `0b..` is the code itself, anything else a value
- * stored in `t` (rounded to nearest even, as `Tensor.fromValues` stores it).
+ * stored in `t` (rounded to nearest even, as `Tensor.fromValues` stores it). A value `t` cannot
+ * hold (500 for float8e4m3fn, inf for it, 1.5 for int8) is cast to `t` from float64 with
+ * `castOptions` (the page's saturate and round_mode), as the explorer's table does, and its flag
+ * says what happened.
  * @example readCode("0b0111", dtype("float4e2m1")) // { code: 7n }
- * @example readCode("0.1", dtype("float8e4m3fn"))  // { code: 0x1dn, note: "0.1 is stored as 0.1015625" }
+ * @example readCode("0.1", dtype("float8e4m3fn"))  // { code: 0x1dn, note: "0.1 is stored as 0.1015625", error: { abs: 0.00156.., rel: 0.0156.. } }
+ * @example readCode("500", dtype("float8e4m3fn"), { saturate: true }) // { code: 0x7en, flag: "saturated", note: "500 is outside ..." }
  * @throws Error with the reason for text that is neither, or a code wider than the type.
  */
-export function readCode(text: string, t: DType): { code: bigint; note?: string } {
+export function readCode(text: string, t: DType, castOptions: CastOptions = {}): ReadCode {
+  const code = typedCode(text);
+  if (code !== undefined) return { code: checkWidth(text, code, t) };
   const s = text.trim().replace(/_/g, "");
-  const m = /^(0x[0-9a-f]+|0b[01]+)$/i.exec(s);
-  if (m) {
-    const code = BigInt(s.toLowerCase());
-    const top = (1n << BigInt(t.bits)) - 1n;
-    if (code > top) throw new Error(`${text} is wider than ${t.name}'s ${t.bits} bits (its codes are 0x0 to ${formatHex(top, t)})`);
-    return { code };
-  }
   const v = parseValue(s);
   if (!v) throw new Error(`${JSON.stringify(text)} is not a value or a code; expected ${VALUE_SYNTAX}, or a code such as 0x3c or 0b0011`);
-  const stored = storeValue(v, t);
-  const code = elementCode(stored, 0);
-  const shown = readElement(stored, 0).display;
-  const same = shown === formatNumber(v.number, v.negativeNaN) || (v.integer !== undefined && shown === v.integer.toString());
-  return same ? { code } : { code, note: `${s} is stored as ${shown}` };
+  const typed = typedElement(v);
+  let stored: Tensor;
+  try {
+    stored = storeValue(v, t);
+  } catch (e) {
+    if (!(e instanceof TensorcastError) || e.code !== "INVALID_VALUE") throw e;
+    // The library numbers the values it refuses ("value 0 (500) is outside ..."): name the value.
+    // Only the reason: the page says itself what the cast gives instead.
+    const why = e.message.replace(/^value 0 \([^)]*\) /, "").split(";")[0];
+    const wide = widest(v, t);
+    const result = cast(wide, t.name, castOptions);
+    const r = readElement(result, 0);
+    const flag = classifyCast(readElement(wide, 0), r, t);
+    const [abs, rel] = roundingError(readElement(wide, 0), r);
+    const settings = [castOptions.saturate === undefined ? "" : `saturate=${castOptions.saturate ? 1 : 0}`, castOptions.roundMode ? `round_mode=${castOptions.roundMode}` : ""].filter(Boolean).join(", ");
+    return {
+      code: elementCode(result, 0), flag, error: { abs, rel },
+      note: `${s} ${why}: Cast to ${t.name}${settings ? ` (${settings})` : ""} gives ${r.display}, ${flag}`,
+    };
+  }
+  const code2 = elementCode(stored, 0);
+  const shown = readElement(stored, 0);
+  const same = shown.display === typed.display || (v.integer !== undefined && shown.display === v.integer.toString());
+  if (same) return { code: code2 };
+  const [abs, rel] = roundingError(typed, shown);
+  return { code: code2, note: `${s} is stored as ${shown.display}`, error: { abs, rel } };
 }
 
 /** Every non-NaN value of a format of 16 bits or fewer, ascending, each with one code (+0 for zero). */
@@ -190,7 +263,7 @@ function breakdown(t: DType, code: bigint, v: number, kind: CodeKind, display: s
  * Everything the inspector shows for `code` of type `t`.
  * @example inspect(dtype("float16"), 0x3c00n) // { value: "1", kind: "normal", ulp: "0.0009765625", next: { value: "1.0009765625", ... }, ... }
  */
-export function inspect(t: DType, code: bigint, note?: string): Inspected {
+export function inspect(t: DType, code: bigint, read: Omit<ReadCode, "code"> = {}): Inspected {
   const d = decode(t, code);
   const v = d.value;
   const kind = kindOf(t, code, v);
@@ -211,6 +284,7 @@ export function inspect(t: DType, code: bigint, note?: string): Inspected {
     type: t, code, hex: formatHex(code, t), fields: splitBits(code, t), value: d.display, number: v, kind,
     exact: d.exact !== undefined ? d.exact.toString() : Number.isFinite(v) ? exactDecimal(v) : "",
     breakdown: breakdown(t, code, v, kind, d.display), ulp,
-    ...(prev ? { prev } : {}), ...(next ? { next } : {}), ...(note ? { note } : {}),
+    ...(prev ? { prev } : {}), ...(next ? { next } : {}),
+    ...(read.note ? { note: read.note } : {}), ...(read.error ? { error: read.error } : {}), ...(read.flag ? { flag: read.flag } : {}),
   };
 }

@@ -13,11 +13,11 @@ import { castOptions, explain, readLongValueList, readValueList, type ExplainOpt
 import { errorText } from "./format.js";
 import { guardLongPaste, LARGE_PASTE } from "./paste.js";
 import { formatTable } from "./formatTable.js";
-import { INSPECTABLE, inspect, readCode, type Inspected } from "./inspector.js";
+import { checkWidth, INSPECTABLE, inspect, readCode, typedCode, type Inspected } from "./inspector.js";
 import { codeTable, comparePlot, errorPlot, FORMATS, formatLimit, formatStats, layout, valuesPlot } from "./plot.js";
 import { settled, sliceStats, track, view, type Job } from "./schedule.js";
-import { restoreState, saveState } from "./state.js";
-import { MAX_TENSOR_TEXT, MAX_TENSOR_VALUES, TENSOR_OPS, type Failure, type TensorOp, type TensorRequest } from "./tensorBox.js";
+import { MAX_LINK_TEXT, restoreState, saveState } from "./state.js";
+import { MAX_TENSOR_TEXT, MAX_TENSOR_VALUES, shapeForPaste, TENSOR_OPS, type Failure, type TensorOp, type TensorRequest } from "./tensorBox.js";
 import { pager, tensorTable } from "./tensorTable.js";
 import { fromWire, runToWire, type WireOutcome } from "./wire.js";
 
@@ -82,7 +82,7 @@ restoreState(document, location.hash);
 // ---- A value in every data type --------------------------------------------------------------
 
 /** The opset as typed, or why it is not one (never silently replaced by the newest). */
-function readOpset(): { opset: number } | { error: string } {
+function readOpset(): { opset: number; past?: string } | { error: string } {
   const text = opsetInput.value.trim();
   if (text === "") return { opset: LATEST_OPSET };
   if (!/^[+-]?\d+$/.test(text)) return { error: `opset ${JSON.stringify(text)} is not a whole number; Cast has opsets 1 to ${LATEST_OPSET}` };
@@ -92,7 +92,9 @@ function readOpset(): { opset: number } | { error: string } {
   } catch (e) {
     return { error: `opset ${text}: ${errorText(e)}` };
   }
-  return { opset };
+  // ONNX runs the newest Cast at or below the opset; past the newest opset the library knows, that
+  // is a guess about opsets not yet written, so the page says so.
+  return opset > LATEST_OPSET ? { opset, past: `opset ${opset} is past the newest opset tensorcast knows (${LATEST_OPSET}), so this is the newest Cast` } : { opset };
 }
 
 function explainOptions(opset: number): ExplainOptions {
@@ -112,7 +114,8 @@ async function renderExplorer(job: Job): Promise<void> {
     opsetError.textContent = o.error;
     opsetError.hidden = false;
     opsetError.dataset.error = o.error;
-    byId("cast-version", HTMLSpanElement).textContent = "";
+    // The note keeps its place (the controls do not move); it says there is no Cast to show.
+    byId("cast-version", HTMLSpanElement).textContent = "Cast-?: no such opset";
     results.replaceChildren();
     notes.replaceChildren();
     status.textContent = "No results: the opset is not one Cast has.";
@@ -124,7 +127,8 @@ async function renderExplorer(job: Job): Promise<void> {
   saturateInput.disabled = !version.attributes.has("saturate");
   roundModeSelect.disabled = !version.attributes.has("round_mode");
   byId("cast-version", HTMLSpanElement).textContent =
-    `Cast-${version.version}: saturate ${saturateInput.disabled ? "n/a" : options.saturate}, round_mode ${roundModeSelect.disabled ? "n/a" : options.roundMode}`;
+    `Cast-${version.version}: saturate ${saturateInput.disabled ? "n/a" : options.saturate}, round_mode ${roundModeSelect.disabled ? "n/a" : options.roundMode}` +
+    (o.past ? ` (${o.past})` : "");
   const text = explorerValues.text;
   if (text !== explorerText) {
     explorerText = text;
@@ -194,11 +198,12 @@ function valueBlock(x: Explained, from: DType): HTMLElement {
   }
   const changed = x.readingNote ? ` (changed by storing it: ${x.readingNote})` : x.sourceChanged ? " (changed by storing it)" : "";
   block.append(el("h3", {},
-    el("code", {}, x.input), " stored as ", from.name, " is ", el("code", { class: "source" }, x.source),
+    el("code", {}, x.input), x.isCode ? ` read as a ${from.name} code is ` : ` stored as ${from.name} is `, el("code", { class: "source" }, x.source),
     ...(changed ? [el("span", { class: "changed" }, changed)] : [])));
   const table = el("table", { class: "explain" });
   table.append(el("colgroup", {}, ...["type", "code", "bits", "value", "abs", "rel", "what"].map((c) => el("col", { class: `c-${c}` }))));
-  table.append(el("tr", {}, ...["type", "code", "bits", "value", "abs error", "rel error", "what happened"].map((h) => el("th", { scope: "col" }, h))));
+  const heads = [["type", "type"], ["code", "code"], ["bits", "bits"], ["value", "value"], ["abs", "abs error"], ["rel", "rel error"], ["what", "what happened"]];
+  table.append(el("tr", { class: "head" }, ...heads.map(([c, h]) => el("th", { scope: "col", class: `h-${c}` }, h))));
   const byName = new Map(x.rows.map((r) => [r.type.name, r]));
   for (const t of SHOWN) table.append(typeRow(byName.get(t.name)!));
   block.append(scrollBox(`${x.input} in every type`, table));
@@ -221,40 +226,104 @@ function typeRow(r: TypeRow): HTMLTableRowElement {
       name, el("td", { colspan: 6, class: "error" }, r.error));
   }
   const flag = r.flag ? [el("span", { class: `flag flag-${r.flag.replace(/ /g, "-")}` }, r.flag)] : [];
+  // The row says why in short (a sentence made rows three lines tall); the title has the sentence.
+  const why = r.why ? [el("span", { class: "why", title: r.why, "data-why": r.why }, "no NaN: writes ",
+    el("span", { class: "token" }, r.code), " ", el("span", { class: "token" }, `(${r.result})`))] : [];
   return el("tr", {
     "data-type": r.type.name, "data-code": r.code, "data-value": r.result,
     "data-abs": r.absError === null ? "" : String(r.absError), "data-rel": r.relError === null ? "" : String(r.relError),
     "data-flag": r.flag,
   },
   name, el("td", { class: "code" }, r.code), bitsCell(r.fields), el("td", { class: "value" }, r.result),
-  el("td", { class: "num" }, r.type.kind === "string" ? "" : formatError(r.absError)),
-  el("td", { class: "num" }, r.type.kind === "string" ? "" : formatError(r.relError)),
-  el("td", { class: "what" }, ...flag, ...(r.why ? [el("span", { class: "why" }, r.why)] : [])));
+  el("td", { class: "num abs" }, r.type.kind === "string" ? "" : formatError(r.absError)),
+  el("td", { class: "num rel" }, r.type.kind === "string" ? "" : formatError(r.relError)),
+  el("td", { class: "what" }, ...flag, ...why));
 }
 
 // ---- A code, bit by bit -----------------------------------------------------------------------
+
+/** The inspector's type before the last change of type, until the next edit of the box (see typeNote). */
+let typeChangedFrom: DType | undefined;
+
+/**
+ * What changing the inspector's type did to the box: a code (hex or binary) is kept and read in the
+ * new type, a value is kept and stored in it. For a kept code, a button keeps the value instead.
+ */
+function typeNote(t: DType): HTMLElement[] {
+  const from = typeChangedFrom;
+  if (!from || from === t) return [];
+  const text = inspectInput.value.trim();
+  const code = typedCode(text);
+  if (code === undefined) {
+    return [el("p", { class: "note", "data-kept": "value" }, `Type changed from ${from.name} to ${t.name}: the value ${text} is kept and stored as ${t.name}.`)];
+  }
+  let old: string;
+  try {
+    old = inspect(from, checkWidth(text, code, from)).value;
+  } catch {
+    return [];
+  }
+  const keep = el("button", { type: "button", class: "keep-value", "data-value": old }, `keep the value ${old} instead`);
+  keep.addEventListener("click", () => {
+    inspectInput.value = old;
+    typeChangedFrom = undefined;
+    inspectorView.now();
+    stateSaver.now();
+  });
+  return [el("p", { class: "note", "data-kept": "code" }, `Type changed from ${from.name} to ${t.name}: the code ${text} is kept (it was ${old} in ${from.name}) and read as ${t.name}. `, keep)];
+}
+
+/** The bit or step button that has the keyboard, to give it back after a redraw replaced it. */
+function inspectorFocus(box: HTMLElement): string | undefined {
+  const a = document.activeElement;
+  if (!(a instanceof HTMLElement) || !box.contains(a)) return undefined;
+  if (a.dataset.bit !== undefined) return `button.bit[data-bit="${a.dataset.bit}"]`;
+  if (a.classList.contains("prev")) return "button.step.prev";
+  if (a.classList.contains("next")) return "button.step.next";
+  return undefined;
+}
+
+/** Arrow keys move between bits (left: more significant), Home and End to the first and last. */
+function bitKeys(e: KeyboardEvent): void {
+  const bit = e.target;
+  if (!(bit instanceof HTMLButtonElement) || !bit.classList.contains("bit")) return;
+  const bits = [...document.querySelectorAll<HTMLButtonElement>("#i-result button.bit")];
+  const at = bits.indexOf(bit);
+  const to = { ArrowLeft: at - 1, ArrowUp: at - 1, ArrowRight: at + 1, ArrowDown: at + 1, Home: 0, End: bits.length - 1 }[e.key];
+  if (to === undefined) return;
+  e.preventDefault();
+  bits[Math.min(Math.max(0, to), bits.length - 1)].focus();
+}
 
 function renderInspector(): void {
   const t = dtype(inspectType.value);
   const box = byId("i-result", HTMLDivElement);
   const status = byId("inspector-status", HTMLParagraphElement);
+  const focused = inspectorFocus(box);
+  const changed = typeNote(t);
   let x: Inspected;
   try {
-    const { code, note } = readCode(inspectInput.value, t);
-    x = inspect(t, code, note);
+    // A value the type cannot hold is cast as the explorer casts (saturate and round_mode as set there).
+    const read = readCode(inspectInput.value, t, castOptions(explainOptions(LATEST_OPSET)));
+    x = inspect(t, read.code, read);
   } catch (e) {
     const text = errorText(e).replace(/^Error: /, "");
     inspectInput.setAttribute("aria-invalid", "true");
-    box.replaceChildren(el("p", { class: "error", "data-error": text }, text));
+    box.replaceChildren(...changed, el("p", { class: "error", "data-error": text }, text));
+    delete box.dataset.code;
     status.textContent = text;
     return;
   }
   inspectInput.setAttribute("aria-invalid", "false");
   const setCode = (code: bigint) => {
     inspectInput.value = `0x${code.toString(16).padStart(Math.ceil(t.bits / 4), "0")}`;
+    typeChangedFrom = undefined;
     inspectorView.now();
+    // The code is the state now: into the link at once, so a reload keeps it.
+    stateSaver.now();
   };
-  const bits = el("div", { class: "bit-buttons", role: "group", "aria-label": `the ${t.bits} bits of ${x.hex}, most significant first` });
+  const bits = el("div", { class: "bit-buttons", role: "group", "aria-label": `the ${t.bits} bits of ${x.hex}, most significant first; arrow keys move between them` });
+  bits.addEventListener("keydown", bitKeys);
   let position = t.bits - 1;
   for (const f of x.fields) {
     const field = el("span", { class: `field f-${f.kind}` });
@@ -278,18 +347,27 @@ function renderInspector(): void {
   const facts: [string, string | HTMLElement, string][] = [
     ["code", `${x.hex} = 0b${x.code.toString(2).padStart(t.bits, "0")} = ${x.code}`, "code"],
     ["value", x.value, "value"],
+    ...(x.flag ? [["cast", el("span", { class: `flag flag-${x.flag.replace(/ /g, "-")}` }, x.flag), "flag"] as [string, HTMLElement, string]] : []),
+    ...(x.error ? [["rounding error", `${formatError(x.error.abs)} (relative ${formatError(x.error.rel)})`, "error"] as [string, string, string]] : []),
     ["kind", x.kind, "kind"],
     ["fields", x.breakdown, "breakdown"],
     ["exact decimal", x.exact === "" ? "-" : x.exact, "exact"],
     ["ulp", x.ulp === "" ? "-" : x.ulp, "ulp"],
   ];
   const dl = el("dl", { class: "facts" });
-  for (const [k, v, id] of facts) dl.append(el("div", {}, el("dt", {}, k), el("dd", { "data-fact": id }, v)));
+  for (const [k, v, id] of facts) {
+    const data = id === "error" && x.error ? { "data-abs": String(x.error.abs), "data-rel": String(x.error.rel) } : {};
+    dl.append(el("div", {}, el("dt", {}, k), el("dd", { "data-fact": id, ...data }, v)));
+  }
   box.replaceChildren(
+    ...changed,
     ...(x.note ? [el("p", { class: "note", "data-note": x.note }, x.note)] : []),
     bits, el("div", { class: "steps" }, step("previous", x.prev, "prev"), step("next", x.next, "next")), dl);
   box.dataset.code = x.hex;
-  status.textContent = `${t.name} ${x.hex} is ${x.value} (${x.kind}).`;
+  // The keyboard stays where it was: on the bit just flipped (or its place), on the step taken.
+  // A step past the end (no next) leaves the keyboard on the other step.
+  if (focused) (box.querySelector<HTMLElement>(focused) ?? box.querySelector<HTMLElement>("button.step"))?.focus();
+  status.textContent = `${t.name} ${x.hex} is ${x.value} (${x.kind})${x.flag ? `, ${x.flag}` : ""}.`;
 }
 
 // ---- A format, all its values -----------------------------------------------------------------
@@ -332,7 +410,28 @@ function errorBox(f: Failure): HTMLElement {
 }
 
 // Registered before the wiring below, so a long paste is moved out before the redraw is asked for.
-const tValues = guardLongPaste(byId("t-values", HTMLTextAreaElement), "t-pasted", () => tensorView.now());
+const tValues = guardLongPaste(byId("t-values", HTMLTextAreaElement), "t-pasted", () => tensorView.now(), () => {
+  // Counting a long paste's values here would hold the page; a shape that is set is cleared (1-D).
+  const shape = byId("t-shape", HTMLInputElement);
+  if (shape.value.trim() !== "") shapeFromPaste("");
+});
+
+/** Sets the tensor box's shape to what a paste implies, and says so. */
+function shapeFromPaste(shape: string): void {
+  const box = byId("t-shape", HTMLInputElement);
+  const was = box.value;
+  box.value = shape;
+  byId("t-shape-note", HTMLSpanElement).textContent = `shape ${shape === "" ? "cleared (1-D)" : `set to ${shape}`} to fit the paste (it was ${was})`;
+}
+
+// A paste whose values do not fit the shape box gets the shape it implies ("2 3" would refuse it).
+byId("t-values", HTMLTextAreaElement).addEventListener("input", (e) => {
+  const t = byId("t-values", HTMLTextAreaElement);
+  if (!(e instanceof InputEvent) || e.inputType !== "insertFromPaste" || t.dataset.keptOut !== undefined) return;
+  const shape = shapeForPaste(t.value, byId("t-shape", HTMLInputElement).value);
+  if (shape !== undefined) shapeFromPaste(shape);
+});
+byId("t-shape", HTMLInputElement).addEventListener("input", () => { byId("t-shape-note", HTMLSpanElement).textContent = ""; });
 
 function tensorRequest(): TensorRequest {
   return {
@@ -445,17 +544,56 @@ function on(e: HTMLElement, redraw: () => void): void {
   });
 }
 
-const stateSaver = view(() => { saveState(document); }, () => undefined);
+/** What the link leaves out, said next to the copy-link button (a long paste does not fit in a URL). */
+function linkNote(left: readonly string[]): void {
+  const names: Record<string, string> = { values: "the values typed in \u201ca value in every data type\u201d", "t-values": "the tensor's values" };
+  const note = byId("link-note", HTMLSpanElement);
+  note.textContent = left.length === 0 ? "" :
+    `The link leaves out ${left.map((id) => names[id] ?? `#${id}`).join(" and ")}: too long for a link (it keeps text up to ${MAX_LINK_TEXT.toLocaleString("en")} characters).`;
+  note.dataset.left = left.join(" ");
+}
+
+const stateSaver = view(() => { linkNote(saveState(document)); }, () => undefined);
+
+/** Copies the page's link (its state saved first); where the clipboard refuses, shows it to copy by hand. */
+async function copyLink(): Promise<void> {
+  linkNote(saveState(document));
+  const status = byId("link-status", HTMLSpanElement);
+  const shown = byId("link-text", HTMLInputElement);
+  try {
+    await navigator.clipboard.writeText(location.href);
+    shown.hidden = true;
+    status.textContent = "Link copied.";
+  } catch {
+    shown.value = location.href;
+    shown.hidden = false;
+    shown.select();
+    status.textContent = "The browser refused the clipboard: the link is selected below, to copy.";
+  }
+}
+byId("copy-link", HTMLButtonElement).addEventListener("click", () => void copyLink());
 for (const id of ["values", "opset"]) on(byId(id, HTMLElement), () => explorerView.later());
 for (const id of ["from", "saturate", "round-mode"]) {
   on(byId(id, HTMLElement), () => {
     explorerView.now();
-    if (id !== "from") formatView.now();
+    if (id !== "from") {
+      formatView.now();
+      // A value the inspector's type cannot hold is cast with these switches.
+      inspectorView.now();
+    }
   });
 }
 on(formatSelect, () => formatView.now());
-on(inspectType, () => inspectorView.now());
-on(inspectInput, () => inspectorView.later());
+let inspectedType = dtype(inspectType.value);
+on(inspectType, () => {
+  typeChangedFrom = inspectedType;
+  inspectedType = dtype(inspectType.value);
+  inspectorView.now();
+});
+on(inspectInput, () => {
+  typeChangedFrom = undefined;
+  inspectorView.later();
+});
 for (const e of document.querySelectorAll<HTMLElement>("#tensor-box input, #tensor-box select, #tensor-box textarea")) {
   on(e, () => (e instanceof HTMLSelectElement || (e instanceof HTMLInputElement && e.type === "checkbox") ? tensorView.now() : tensorView.later()));
 }

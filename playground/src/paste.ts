@@ -4,6 +4,7 @@
  * with a note saying so, and the view reads it from there.
  */
 import { el } from "./dom.js";
+import { MAX_LINK_TEXT } from "./state.js";
 
 /** A paste of at least this many characters is kept out of its text box. */
 export const LARGE_PASTE = 100_000;
@@ -19,7 +20,7 @@ export interface GuardedBox {
  * @example const values = guardLongPaste(byId("values", HTMLTextAreaElement), "pasted", () => view.now());
  *          readValueList(values.text);
  */
-export function guardLongPaste(box: HTMLTextAreaElement, noteId: string, redraw: () => void): GuardedBox {
+export function guardLongPaste(box: HTMLTextAreaElement, noteId: string, redraw: () => void, onKeptOut?: (text: string) => void): GuardedBox {
   let pasted: string | undefined;
   const note = el("p", { class: "note pasted", id: noteId, hidden: true });
   box.closest(".controls")!.after(note);
@@ -27,10 +28,13 @@ export function guardLongPaste(box: HTMLTextAreaElement, noteId: string, redraw:
     pasted = undefined;
     note.hidden = true;
     box.placeholder = "";
+    // The box's own text is its state again (state.ts leaves a kept-out box out of the link).
+    delete box.dataset.keptOut;
   };
   const keepOut = (text: string) => {
     pasted = text;
     box.value = "";
+    box.dataset.keptOut = String(text.length);
     box.placeholder = "(the pasted values, below)";
     const clear = el("button", { type: "button" }, "clear");
     clear.addEventListener("click", () => {
@@ -38,8 +42,10 @@ export function guardLongPaste(box: HTMLTextAreaElement, noteId: string, redraw:
       redraw();
       box.focus();
     });
-    note.replaceChildren(`${text.length.toLocaleString("en")} characters pasted: kept out of the text box so the page stays quick; typing there replaces them. `, clear);
+    note.replaceChildren(`${text.length.toLocaleString("en")} characters pasted: kept out of the text box so the page stays quick; typing there replaces them. ` +
+      `The link to this page cannot hold them (a link keeps text up to ${MAX_LINK_TEXT.toLocaleString("en")} characters). `, clear);
     note.hidden = false;
+    onKeptOut?.(text);
   };
   box.addEventListener("paste", (e) => {
     const text = e.clipboardData?.getData("text/plain") ?? "";

@@ -7,7 +7,7 @@
 type Control = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement;
 
 /** Text longer than this is left out of the link (a 100,000-value paste does not fit in a URL). */
-const MAX_FIELD = 2000;
+export const MAX_LINK_TEXT = 2000;
 
 const defaults = new Map<string, string>();
 
@@ -54,9 +54,14 @@ export function stateHash(root: ParentNode): { hash: string; left: string[] } {
   const params = new URLSearchParams();
   const left: string[] = [];
   for (const c of controls(root)) {
+    // A text box whose paste is kept out of it (paste.ts) stands for that paste: not its empty self.
+    if (c.dataset.keptOut !== undefined) {
+      left.push(c.id);
+      continue;
+    }
     const v = read(c);
     if (v === defaults.get(c.id)) continue;
-    if (v.length > MAX_FIELD) left.push(c.id);
+    if (v.length > MAX_LINK_TEXT) left.push(c.id);
     else params.set(c.id, v);
   }
   const s = params.toString();

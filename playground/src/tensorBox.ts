@@ -128,6 +128,38 @@ export function parseShape(text: string): number[] | undefined {
   return trimmed.replace(/[[\]()]/g, " ").split(/[\s,x×]+/).filter((s) => s !== "").map(Number);
 }
 
+/**
+ * The shape a pasted list implies, as the shape box spells it: a nested JSON array's lengths
+ * (`[[1, 2], [3, 4]]` is "2 2"), or "" (1-D) for a flat list. undefined when `shape` already fits
+ * the paste's count, so a shape typed on purpose is kept.
+ * @example shapeForPaste("[[1, 2], [3, 4]]", "2 3") // "2 2"
+ * @example shapeForPaste("1 2 3 4 5", "2 3")        // ""
+ * @example shapeForPaste("1 2 3 4 5 6", "3 2")      // undefined
+ */
+export function shapeForPaste(text: string, shape: string): string | undefined {
+  const trimmed = text.trim();
+  let dims: number[] | undefined;
+  let count = 0;
+  if (trimmed.startsWith("[")) {
+    try {
+      let a: unknown = JSON.parse(trimmed);
+      dims = [];
+      while (Array.isArray(a)) {
+        dims.push(a.length);
+        a = a[0];
+      }
+      count = dims.reduce((p, d) => p * d, 1);
+    } catch {
+      dims = undefined;
+    }
+  }
+  if (!dims) count = splitValues(trimmed).length;
+  const current = parseShape(shape);
+  const fits = current === undefined ? dims === undefined || dims.length <= 1 : current.reduce((p, d) => p * d, 1) === count;
+  if (fits) return undefined;
+  return dims && dims.length > 1 ? dims.join(" ") : "";
+}
+
 function opset(text: string): number | undefined {
   return text.trim() === "" ? undefined : Number(text);
 }

@@ -81,11 +81,26 @@ export function tensorTable(x: Tensor, id: string, page: number, onPage: (page: 
   return wrap;
 }
 
-/** Previous / next buttons and where we are. */
+/**
+ * Previous / next buttons, where we are, and (past two pages) a page number to jump to: a paste of
+ * 100,000 values is 12,500 pages of eight, too many to step through.
+ */
 export function pager(page: number, pages: number, where: string, onPage: (page: number) => void): HTMLElement {
   const prev = el("button", { type: "button", class: "prev", disabled: page === 0 }, "‹ previous");
   const next = el("button", { type: "button", class: "next", disabled: page >= pages - 1 }, "next ›");
   prev.addEventListener("click", () => onPage(page - 1));
   next.addEventListener("click", () => onPage(page + 1));
-  return el("div", { class: "pager" }, prev, el("span", { class: "where" }, `${where} (page ${page + 1} of ${pages})`), next);
+  const box = el("div", { class: "pager" }, prev, el("span", { class: "where" }, `${where} (page ${page + 1} of ${pages.toLocaleString("en")})`), next);
+  if (pages > 2) {
+    const jump = el("input", { type: "number", class: "jump", min: 1, max: pages, step: 1, value: page + 1, inputmode: "numeric", "aria-label": `go to page (1 to ${pages})` });
+    const go = () => {
+      const n = Math.round(Number(jump.value));
+      if (Number.isFinite(n) && n >= 1 && n <= pages && n !== page + 1) onPage(n - 1);
+    };
+    // On Enter or leaving the field, not on every keystroke (typing 5000 would visit 5, 50 and 500).
+    jump.addEventListener("change", go);
+    jump.addEventListener("keydown", (e) => { if (e.key === "Enter") go(); });
+    box.append(el("label", { class: "jump-label" }, "go to page ", jump));
+  }
+  return box;
 }

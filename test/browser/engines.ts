@@ -13,6 +13,7 @@
  */
 import { spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
 import { existsSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { chromium, type LaunchOptions as PlaywrightLaunchOptions } from "playwright-core";
 import puppeteer from "puppeteer-core";
@@ -89,6 +90,19 @@ export interface EnginePage {
   errors(): Promise<string[]>;
   /** Polls `fn` in the page until it returns a truthy value; rejects after `ms`. */
   waitFor<A = undefined>(fn: InPage<A, unknown> | string, arg?: A, ms?: number): Promise<void>;
+  /**
+   * Sets the page's viewport (its `innerWidth` x `innerHeight`, CSS pixels): playwright's and
+   * puppeteer's own call; WebKit's window is resized until its inner size is the one asked for,
+   * and this rejects when it cannot be (MiniBrowser stays wider than 390 px).
+   */
+  setViewport(width: number, height: number): Promise<void>;
+  /**
+   * Presses a key (a KeyboardEvent `key`: "Enter", "ArrowRight", "Tab") as a real keyboard would,
+   * on the focused element: trusted events, so a button's Enter also clicks it.
+   */
+  press(key: string): Promise<void>;
+  /** Saves a PNG of the page (the whole page where the driver can; WebKit's WebDriver: the viewport). */
+  screenshot(path: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -170,11 +184,20 @@ function parseResult<R>(json: unknown): R {
 }
 
 /** Turns a page driver's `evaluateSource` into the full EnginePage. */
-function enginePage(engine: EngineName, version: string, d: { goto(url: string): Promise<void>; evaluateSource(src: string): Promise<unknown>; close(): Promise<void> }): EnginePage {
+interface PageDriver {
+  goto(url: string): Promise<void>;
+  evaluateSource(src: string): Promise<unknown>;
+  setViewport(width: number, height: number): Promise<void>;
+  press(key: string): Promise<void>;
+  screenshot(path: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+function enginePage(engine: EngineName, version: string, d: PageDriver): EnginePage {
   const evaluate = async <R, A = undefined>(fn: InPage<A, R> | string, arg?: A): Promise<R> =>
     parseResult<R>(await d.evaluateSource(inPageSource(fn as InPage<never, unknown>, arg)));
   return {
-    engine, version, evaluate, close: d.close,
+    engine, version, evaluate, close: d.close, setViewport: d.setViewport, press: d.press, screenshot: d.screenshot,
     async goto(url) {
       await d.goto(url);
       await evaluate(RECORD_PAGE_ERRORS);
@@ -209,27 +232,40 @@ export function chromiumLaunchOptions({ exposeGc = false }: { exposeGc?: boolean
 export interface EngineOptions {
   /** Added to the browser's environment (WebKit: the driver's, which MiniBrowser and its web processes inherit). */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * What `prefers-color-scheme` answers in the page: Chromium emulates it (playwright's
+   * colorScheme), Firefox is started with the preference that overrides it for content. WebKitGTK
+   * over WebDriver has no way to set it: asking for it there throws (see COLOR_SCHEME_ENGINES).
+   */
+  readonly colorScheme?: "light" | "dark";
 }
+
+/** The engines `launch` can give a `colorScheme` to. */
+export const COLOR_SCHEME_ENGINES: readonly EngineName[] = ["chromium", "firefox"];
 
 /** Starts `engine` (see engineMissing first) with one blank page. */
 export async function launch(engine: EngineName, options: EngineOptions = {}): Promise<EnginePage> {
   const env = { ...process.env, ...options.env };
+  if (options.colorScheme && !COLOR_SCHEME_ENGINES.includes(engine)) throw new Error(`${engine}: no way to set prefers-color-scheme over its driver`);
   switch (engine) {
-    case "chromium": return launchChromium(env);
-    case "firefox": return launchFirefox(env);
+    case "chromium": return launchChromium(env, options.colorScheme);
+    case "firefox": return launchFirefox(env, options.colorScheme);
     case "webkit": return launchWebKit(env);
   }
 }
 
 type Env = Record<string, string | undefined>;
 
-async function launchChromium(env: Env): Promise<EnginePage> {
+async function launchChromium(env: Env, colorScheme: "light" | "dark" | undefined): Promise<EnginePage> {
   const browser = await chromium.launch({ ...chromiumLaunchOptions(), env });
   try {
-    const page = await browser.newPage();
+    const page = await browser.newPage(colorScheme ? { colorScheme } : {});
     return enginePage("chromium", `Chromium ${browser.version()}`, {
       goto: async (url) => { await page.goto(url); },
       evaluateSource: (src) => page.evaluate(src),
+      setViewport: (width, height) => page.setViewportSize({ width, height }),
+      press: (key) => page.keyboard.press(key),
+      screenshot: async (path) => { await page.screenshot({ path, fullPage: true }); },
       close: () => browser.close(),
     });
   } catch (e) {
@@ -238,11 +274,14 @@ async function launchChromium(env: Env): Promise<EnginePage> {
   }
 }
 
-async function launchFirefox(env: Env): Promise<EnginePage> {
+async function launchFirefox(env: Env, colorScheme: "light" | "dark" | undefined): Promise<EnginePage> {
   // puppeteer writes a fresh profile with its preferences (no first-run pages, updates, telemetry
   // or other background connections, which this machine would refuse) and deletes it on close.
   const browser = await puppeteer.launch({
     browser: "firefox", executablePath: FIREFOX, headless: true, env,
+    // Firefox's override of prefers-color-scheme for pages: 0 dark, 1 light (puppeteer over BiDi
+    // has no emulateMediaFeatures in Firefox).
+    ...(colorScheme ? { extraPrefsFirefox: { "layout.css.prefers-color-scheme.content-override": colorScheme === "dark" ? 0 : 1 } } : {}),
     // An evaluate (the exhaustive codec checks) can take minutes on a loaded machine; puppeteer's
     // default protocol timeout (180 s) would cut it.
     protocolTimeout: 20 * 60_000,
@@ -252,6 +291,9 @@ async function launchFirefox(env: Env): Promise<EnginePage> {
     return enginePage("firefox", `Firefox ${(await browser.version()).replace(/^firefox\//, "")}`, {
       goto: async (url) => { await page.goto(url, { waitUntil: "load" }); },
       evaluateSource: (src) => page.evaluate(src),
+      setViewport: (width, height) => page.setViewport({ width, height }),
+      press: (key) => page.keyboard.press(key as never),
+      screenshot: async (path) => { await page.screenshot({ path: path as `${string}.png`, fullPage: true }); },
       close: () => browser.close(),
     });
   } catch (e) {
@@ -318,6 +360,12 @@ async function startXvfb(): Promise<{ xvfb: ReturnType<typeof start>; display: s
   ]);
   return { xvfb, display };
 }
+
+/** WebDriver's code points for the named keys the tests press. */
+const WEBDRIVER_KEYS: Readonly<Record<string, string>> = {
+  Enter: "\uE007", Tab: "\uE004", ArrowLeft: "\uE012", ArrowUp: "\uE013", ArrowRight: "\uE014", ArrowDown: "\uE015",
+  Home: "\uE011", End: "\uE010", " ": " ",
+};
 
 /** What WebKitWebDriver sometimes answers instead of a script's result (seen once in CI, under load). */
 const WEBKIT_GARBLED = /Could not parse script result/;
@@ -408,9 +456,30 @@ async function launchWebKit(env: Env): Promise<EnginePage> {
     // Scripts may run for minutes (the exhaustive codec checks); WebDriver's default is 30 s.
     await request("POST", `/session/${session}/timeouts`, { script: 20 * 60_000, pageLoad: 120_000 });
     const s = `/session/${session}`;
+    const evaluateSource = (src: string) => webkitEvaluate((script) => request("POST", `${s}/execute/sync`, { script, args: [] }), src);
     return enginePage("webkit", `WebKitGTK ${created.capabilities.browserVersion} (${created.capabilities.browserName})`, {
       goto: async (url) => { await request("POST", `${s}/url`, { url }); },
-      evaluateSource: (src) => webkitEvaluate((script) => request("POST", `${s}/execute/sync`, { script, args: [] }), src),
+      evaluateSource,
+      async setViewport(width, height) {
+        // Set Window Rect sizes the outer window: add what the window's frame takes, measured.
+        let inner: [number, number] = [0, 0];
+        for (let attempt = 0; attempt < 4; attempt++) {
+          inner = parseResult<[number, number]>(await evaluateSource(inPageSource("[innerWidth, innerHeight]", undefined)));
+          if (inner[0] === width && inner[1] === height) return;
+          const outer = (await request("GET", `${s}/window/rect`)) as { width: number; height: number };
+          await request("POST", `${s}/window/rect`, { width: outer.width + width - inner[0], height: outer.height + height - inner[1] });
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        // MiniBrowser's window has a smallest width (its toolbar): a phone's 390 px is below it.
+        throw new Error(`WebKit: the page is ${inner[0]} x ${inner[1]} px, not ${width} x ${height}: MiniBrowser's window does not get that small`);
+      },
+      async press(key) {
+        const value = WEBDRIVER_KEYS[key] ?? key;
+        await request("POST", `${s}/actions`, { actions: [{ type: "key", id: "keyboard", actions: [{ type: "keyDown", value }, { type: "keyUp", value }] }] });
+      },
+      async screenshot(path) {
+        await writeFile(path, Buffer.from((await request("GET", `${s}/screenshot`)) as string, "base64"));
+      },
       close,
     });
   } catch (e) {

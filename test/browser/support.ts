@@ -3,7 +3,8 @@
  * bundle of the exhaustive codec tests that runs in Node, in each browser engine, and in Bun and
  * Deno. Launching the engines is engines.ts's.
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import type { Server } from "node:http";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -27,6 +28,47 @@ export interface PlaygroundScript {
 
 export async function playgroundScript(): Promise<PlaygroundScript> {
   return (await import(pathToFileURL(join(ROOT, "scripts", "playground.mjs")).href)) as PlaygroundScript;
+}
+
+const sites = new Map<string, ReturnType<PlaygroundScript["buildPlayground"]>>();
+
+/**
+ * The playground built once per test file into test-output/`folder` (each file its own folder:
+ * node --test runs the files side by side).
+ */
+export function playgroundSite(folder: string): ReturnType<PlaygroundScript["buildPlayground"]> {
+  let site = sites.get(folder);
+  if (!site) {
+    site = (async () => {
+      const script = await playgroundScript();
+      await mkdir(OUTPUT, { recursive: true });
+      return script.buildPlayground({ out: join(OUTPUT, folder) });
+    })();
+    sites.set(folder, site);
+  }
+  return site;
+}
+
+/** Where axe-core's browser build is: node_modules (a devDependency), or AXE_CORE_PATH. */
+export const AXE_PATH = process.env.AXE_CORE_PATH ?? join(ROOT, "node_modules", "axe-core", "axe.min.js");
+export const AXE_MISSING = `${AXE_PATH} is missing: axe-core (a devDependency) is not installed`;
+
+/**
+ * axe-core's violations on a page (every rule axe runs by default, WCAG 2.x A and AA and best
+ * practices), as "rule (help): target" lines, through the page driver's `evaluate` of a source
+ * expression; undefined when axe-core is not installed (under CI that throws instead).
+ */
+export async function axeViolations(evaluate: (source: string) => Promise<string[]>): Promise<string[] | undefined> {
+  if (!existsSync(AXE_PATH)) {
+    if (process.env.CI) throw new Error(`CI=${process.env.CI} and ${AXE_MISSING}`);
+    return undefined;
+  }
+  const source = await readFile(AXE_PATH, "utf8");
+  // axe's UMD build sets globalThis.axe when run as a plain script body.
+  return evaluate(`(async () => { ${source}\n;
+    const r = await globalThis.axe.run();
+    return r.violations.flatMap((v) => v.nodes.map((n) => v.id + " (" + v.help + "): " + n.target.join(" ")));
+  })()`);
 }
 
 /** The exhaustive codec test files that also run in the browsers, compiled (build/test/...). */
