@@ -102,6 +102,7 @@ export interface ConvertReport {
   /** OUT's side file, when initializers were written to one. */
   externalData?: { path: string; location: string; tensors: number; bytes: number; automatic: boolean };
   seconds: number;
+  /** The worker threads that took part (0: the calling thread did the work). */
   workers: number;
 }
 
@@ -247,10 +248,9 @@ export async function convertFileOn(input: string, output: string, opts: Convert
     out = await AtomicOutput.create(output);
 
     const convertBytes = [...targets.keys()].reduce((n, t) => n + t.byteLength, 0);
-    const jobs = shared ? shared.size : defaultJobs(convertBytes, opts.jobs, inThreadOnly([...targets].map(([t, to]) => [t.dtype, to] as const)));
-    if (!shared) pool = new TaskPool(jobs);
+    const active = shared ?? (pool = new TaskPool(defaultJobs(convertBytes, opts.jobs, inThreadOnly([...targets].map(([t, to]) => [t.dtype, to] as const)))));
     const stats = await writePlan(plan, {
-      input, output, out, side, pool: shared ?? pool!, inFlight: 2 * jobs, chunkBytes: opts.chunkBytes ?? DEFAULT_CHUNK_BYTES, saturate,
+      input, output, out, side, pool: active, inFlight: 2 * active.size, chunkBytes: opts.chunkBytes ?? DEFAULT_CHUNK_BYTES, saturate,
       // Copied ranges only occur in models: the bytes around the rewritten initializers.
       source: file.format === "onnx" ? (file as OnnxModelFile).file : undefined, signal: opts.signal, onProgress: opts.onProgress,
     });
@@ -272,7 +272,7 @@ export async function convertFileOn(input: string, output: string, opts: Convert
     });
     return {
       input, output, inputFormat: file.format, outputFormat, to: to.name, saturate, tensors,
-      bytesIn: file.size, bytesOut: plan.size, seconds: (performance.now() - started) / 1000, workers: jobs,
+      bytesIn: file.size, bytesOut: plan.size, seconds: (performance.now() - started) / 1000, workers: active.started,
       externalData: plan.external && {
         path: plan.external.path, location: plan.external.location, tensors: plan.external.tensors.length,
         bytes: plan.external.size, automatic: plan.external.automatic,

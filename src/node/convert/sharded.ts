@@ -25,6 +25,7 @@ import {
 import {
   AtomicOutput, checkOutput, fileError, kindOf, lstatOrNothing, RandomAccessFile, removeStaleTemporaries, sameFile, systemError, temporaryPath,
 } from "../io/file.js";
+import { forgetAtExit, removeAtExit } from "../io/exit-cleanup.js";
 import { openTensorFile } from "../io/reader.js";
 import { checkTarget, convertFileOn, defaultJobs, inThreadOnly, type ConvertOptions, type ConvertReport } from "./convert.js";
 import { TaskPool } from "./pool.js";
@@ -222,6 +223,7 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
     } catch (e) {
       throw systemError(out, `create it (as ${building})`, e);
     }
+    removeAtExit(building, true);
     target = building;
   }
 
@@ -251,17 +253,21 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
       // A signal that came while the folder was checked still means "do not write OUTDIR".
       if (opts.signal?.aborted) throw new Interrupted();
       await commitFolder(building, out, replace);
+      forgetAtExit(building);
       building = undefined;
     }
     return {
       input, output: out, indexName: c.indexName, to: dtype(opts.to).name, saturate: opts.saturate ?? true,
       slice: opts.shard, shards, copied, skipped: [...c.skipped], totalSize,
       bytesIn: shards.reduce((n, r) => n + r.bytesIn, 0), bytesOut: shards.reduce((n, r) => n + r.bytesOut, 0),
-      seconds: (performance.now() - started) / 1000, workers: jobs,
+      seconds: (performance.now() - started) / 1000, workers: pool.started,
     };
   } finally {
     await pool.close();
-    if (building) await fsp.rm(building, { recursive: true, force: true }).catch(() => undefined);
+    if (building) {
+      await fsp.rm(building, { recursive: true, force: true }).catch(() => undefined);
+      forgetAtExit(building);
+    }
   }
 }
 

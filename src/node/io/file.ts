@@ -10,6 +10,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { constants, promises as fsp, type Stats } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { TensorcastError, type ErrorCode } from "../../index.js";
+import { forgetAtExit, removeAtExit } from "./exit-cleanup.js";
 
 /** A TensorcastError about `file` (and, when given, one of its tensors). */
 export function fileError(code: ErrorCode, file: string, message: string, tensor?: string): TensorcastError {
@@ -304,6 +305,7 @@ export class AtomicOutput {
     } catch (e) {
       throw systemError(path, `create it (as ${temporary})`, e);
     }
+    removeAtExit(temporary);
     return new AtomicOutput(path, temporary, handle, opts.digests === true);
   }
 
@@ -443,6 +445,7 @@ export class AtomicOutput {
       }
       throw systemError(this.path, "finish writing it", e);
     }
+    forgetAtExit(this.temporary);
     try {
       const dir = await fsp.open(dirname(this.path), "r");
       try {
@@ -464,6 +467,7 @@ export class AtomicOutput {
       this.handle = undefined;
     }
     await fsp.unlink(this.temporary).catch(() => undefined);
+    forgetAtExit(this.temporary);
   }
 
   private opened(): fsp.FileHandle {
