@@ -113,15 +113,18 @@ const READ_AHEAD = 64 * 1024;
 export class RandomAccessFile {
   readonly path: string;
   readonly size: number;
+  /** Its hard links (st_nlink) when it was opened: ONNX external data is refused above 1 (external-data.ts). */
+  readonly links: number;
   private readonly handle: fsp.FileHandle;
   /** The last read-ahead: bytes [aheadStart, aheadStart + ahead.length) of the file. */
   private ahead: Uint8Array = new Uint8Array(0);
   private aheadStart = 0;
 
-  private constructor(path: string, handle: fsp.FileHandle, size: number) {
+  private constructor(path: string, handle: fsp.FileHandle, size: number, links: number) {
     this.path = path;
     this.handle = handle;
     this.size = size;
+    this.links = links;
   }
 
   /** @throws TensorcastError IO_ERROR when the file cannot be opened; INVALID_DATA when it is not a regular file. */
@@ -138,7 +141,7 @@ export class RandomAccessFile {
     try {
       const stat = await handle.stat();
       if (!stat.isFile()) throw fileError("INVALID_DATA", path, "is not a regular file");
-      return new RandomAccessFile(path, handle, stat.size);
+      return new RandomAccessFile(path, handle, stat.size, stat.nlink);
     } catch (e) {
       await handle.close();
       throw e instanceof TensorcastError ? e : systemError(path, "read it", e);
