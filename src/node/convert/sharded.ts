@@ -26,6 +26,7 @@ import {
   AtomicOutput, checkOutput, fileError, kindOf, lstatOrNothing, RandomAccessFile, removeStaleTemporaries, sameFile, systemError, temporaryPath,
 } from "../io/file.js";
 import { forgetAtExit, removeAtExit } from "../io/exit-cleanup.js";
+import { dataRuns } from "../io/holes.js";
 import { openTensorFile } from "../io/reader.js";
 import { checkTarget, convertFileOn, defaultJobs, inThreadOnly, type ConvertOptions, type ConvertReport } from "./convert.js";
 import { TaskPool } from "./pool.js";
@@ -147,16 +148,25 @@ export async function checkOutputFolder(outDir: string, inputFolder: string, for
   return replace;
 }
 
-/** Copies `from` to `to` through an AtomicOutput: `to` appears complete or not at all. */
-async function copyAtomically(from: string, to: string, force: boolean, signal?: AbortSignal): Promise<void> {
+/**
+ * Copies `from` to `to` through an AtomicOutput: `to` appears complete or not at all. Blocks of
+ * zeros are not written (holes.ts), so a sparse file stays sparse; `onCopied` gets each chunk's
+ * length as it is done.
+ */
+async function copyAtomically(from: string, to: string, force: boolean, signal?: AbortSignal, onCopied?: (bytes: number) => void): Promise<void> {
   await checkOutput(to, { input: from, force });
   const source = await RandomAccessFile.open(from);
   let out: AtomicOutput | undefined;
   try {
     out = await AtomicOutput.create(to);
+    const buffer = new Uint8Array(Math.min(COPY_CHUNK, source.size));
     for (let at = 0; at < source.size; at += COPY_CHUNK) {
       if (signal?.aborted) throw new Interrupted();
-      await out.write(await source.read(at, Math.min(COPY_CHUNK, source.size - at)), at);
+      const n = Math.min(COPY_CHUNK, source.size - at);
+      const bytes = await source.read(at, n, buffer.subarray(0, n));
+      // finish() sets the size: the blocks left out read back as zeros, and take no space.
+      for (const [start, end] of dataRuns(bytes)) await out.write(bytes.subarray(start, end), at + start);
+      onCopied?.(n);
     }
     await out.finish(source.size);
     if (signal?.aborted) throw new Interrupted();
@@ -166,6 +176,19 @@ async function copyAtomically(from: string, to: string, force: boolean, signal?:
     if (out) await out.abort();
     await source.close();
   }
+}
+
+/** The total size of the files `names` of `folder`. */
+async function sizeOfFiles(folder: string, names: readonly string[]): Promise<number> {
+  let bytes = 0;
+  for (const name of names) {
+    try {
+      bytes += (await fsp.stat(join(folder, name))).size;
+    } catch (e) {
+      throw systemError(join(folder, name), "look at it", e);
+    }
+  }
+  return bytes;
 }
 
 /** Checks the options once, before any file work, as convertFile does for one file. */
@@ -227,6 +250,11 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
     target = building;
   }
 
+  // Progress counts the other files' bytes too: a large one (a 5 GiB file of the folder) is
+  // otherwise minutes of a bar standing at 100 %.
+  const copying = !opts.shard || opts.shard.index === 0 ? c.others : [];
+  const copyBytes = await sizeOfFiles(c.folder, copying);
+  const total = mineBytes + copyBytes;
   const pool = new TaskPool(jobs);
   try {
     const shards: ConvertReport[] = [];
@@ -235,17 +263,18 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
       const names = opts.names?.filter((n) => c.weightMap.get(n) === s);
       const report = await convertFileOn(join(c.folder, s), join(target, s), {
         ...opts, names, inputFormat: "safetensors", outputFormat: "safetensors", force: opts.shard ? force : false,
-        onProgress: opts.onProgress ? (d) => opts.onProgress!(done + d, mineBytes) : undefined,
+        onProgress: opts.onProgress ? (d) => opts.onProgress!(done + d, total) : undefined,
       }, pool);
       done += shardBytes.get(s)!;
       shards.push(report);
     }
     const copied: string[] = [];
-    if (!opts.shard || opts.shard.index === 0) {
-      for (const name of c.others) {
-        await copyAtomically(join(c.folder, name), join(target, name), opts.shard ? force : false, opts.signal);
-        copied.push(name);
-      }
+    for (const name of copying) {
+      await copyAtomically(join(c.folder, name), join(target, name), opts.shard ? force : false, opts.signal, (n) => {
+        done += n;
+        opts.onProgress?.(done, total);
+      });
+      copied.push(name);
     }
     let totalSize: number | undefined;
     if (building) {
