@@ -56,7 +56,10 @@ export interface ConvertOptions {
    * IN itself, directories, devices, FIFOs and sockets are never replaced.
    */
   force?: boolean;
-  /** Worker threads; default: up to the number of cores when there is enough work, else none. */
+  /**
+   * Worker threads at most; default: two when there is enough work, else none. Workers start as
+   * chunks wait for them, never more than there are cores or room under `ulimit -v` (pool.ts).
+   */
   jobs?: number;
   /** Input bytes per chunk (default 4 MiB). */
   chunkBytes?: number;
