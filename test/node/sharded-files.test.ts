@@ -6,6 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { closeSync, existsSync, ftruncateSync, linkSync, mkdirSync, openSync, readdirSync, readSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { convertCheckpoint } from "../../src/node/convert/sharded.js";
@@ -102,4 +103,20 @@ test("a file of the folder with two hard links is left out (it may be a file out
   assert.deepEqual(readdirSync(out).sort(), ["config.json", SHARD, "model.safetensors.index.json"]);
   assert.equal(report.shards.length, 1);
   assert.equal(sha256(join(out, "config.json")), sha256(join(input, "config.json")));
+});
+
+test("process.exit() while a folder is built removes the hidden folder", { timeout: 60_000 }, () => {
+  const input = join(dir, "exit.in");
+  checkpoint(input);
+  const fd = openSync(join(input, "large.dat"), "w");
+  ftruncateSync(fd, 64 << 20);
+  closeSync(fd);
+  const out = join(dir, "exit.out");
+  const script = `
+    import { convertCheckpoint } from ${JSON.stringify(new URL("../../src/node/convert/sharded.js", import.meta.url).href)};
+    await convertCheckpoint(${JSON.stringify(input)}, ${JSON.stringify(out)}, { to: "bfloat16", onProgress: (done) => { if (done > 1 << 20) process.exit(3); } });`;
+  const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" });
+  assert.equal(r.status, 3, r.stderr);
+  assert.ok(!existsSync(out));
+  assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith(".exit.out")), []);
 });
