@@ -119,7 +119,7 @@ export class TaskPool {
     });
     w.on("error", (e) => {
       if (state === "starting") notStarted();
-      else this.fail(new TensorcastError("WORKER_FAILED", `a conversion worker thread failed: ${e.message}`));
+      else if (state === "ready") this.fail(new TensorcastError("WORKER_FAILED", `a conversion worker thread failed: ${e.message}`));
     });
     w.on("exit", (code) => {
       if (state === "starting") notStarted();
