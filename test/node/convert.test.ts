@@ -63,7 +63,8 @@ for (const [to, saturate, threads] of CASES) {
       for (const [jobs, chunkBytes] of runs) {
         const out = join(dir, `mixed.${to}.${saturate}.${jobs}.${chunkBytes}.safetensors`);
         const report = await convertFile(input, out, { to, saturate, jobs, chunkBytes });
-        assert.equal(report.workers, jobs);
+        // Workers start as there is work for them (pool.ts): at least one, at most one per core.
+        assert.ok(report.workers <= Math.min(jobs, availableParallelism()) && report.workers >= Math.min(jobs, 1), `${report.workers} workers for --jobs ${jobs}`);
         outputs.push(readFileSync(out));
         const converted = await tensorsOf(out);
         for (const t of report.tensors) {
@@ -178,7 +179,9 @@ test("the default thread count: none where every conversion is float32 -> bfloat
   const workers = async (to: string, src = big): Promise<number> => (await convertFile(src, join(dir, `big.${to}.safetensors`), { to, force: true })).workers;
   assert.equal(await workers("bfloat16"), 0);
   assert.equal(await workers("float16"), 0);
-  assert.equal(await workers("float8e4m3fn"), Math.min(2, availableParallelism()));
+  // Two chunks: two workers, or one when the first finished its chunk before the second was read.
+  assert.ok([1, Math.min(2, availableParallelism())].includes(await workers("float8e4m3fn")));
+  assert.equal(defaultJobs(8 << 20, undefined, false), Math.min(2, availableParallelism()));
   assert.equal(await workers("bfloat16", input), 0); // the mixed file: below 8 MiB
   assert.equal(defaultJobs(1 << 30, 3, true), 3); // what is asked for wins
   assert.equal(inThreadOnly([[dtype("float32"), dtype("bfloat16")], [dtype("float16"), dtype("bfloat16")]]), false);

@@ -97,3 +97,18 @@ for (const [signal, code] of STOPS) {
     assert.deepEqual(temporaries(dir), []);
   });
 }
+
+test("SIGTERM mid-way with --jobs 64 (workers holding chunks): exit 143, no OUT, no temporary", { skip: !built && "dist/ is not built (npm run build)", timeout: 120_000 }, async () => {
+  if (!existsSync(stopInput)) bigFile(stopInput, 4, 32);
+  const out = join(dir, "mid.jobs64.f8.safetensors");
+  const child = spawn(process.execPath, [BIN, "convert", stopInput, "--to", "float8e4m3fn", "-o", out, "--jobs", "64", "--chunk-size", "256KiB"], { stdio: ["ignore", "ignore", "pipe"] });
+  let err = "";
+  child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  const done = exited(child);
+  await whenWriting(dir, child, 1024 * 1024);
+  child.kill("SIGTERM");
+  assert.deepEqual(await done, { code: 143, signal: null });
+  assert.equal(err, `interrupted by SIGTERM: ${out} was not written (${stopInput} is unchanged)\n`);
+  assert.ok(!existsSync(out));
+  assert.deepEqual(temporaries(dir), []);
+});

@@ -56,7 +56,10 @@ export interface ConvertOptions {
    * IN itself, directories, devices, FIFOs and sockets are never replaced.
    */
   force?: boolean;
-  /** Worker threads; default: up to the number of cores when there is enough work, else none. */
+  /**
+   * Worker threads at most; default: two when there is enough work, else none. Workers start as
+   * chunks wait for them, never more than there are cores or room under `ulimit -v` (pool.ts).
+   */
   jobs?: number;
   /** Input bytes per chunk (default 4 MiB). */
   chunkBytes?: number;
@@ -102,6 +105,7 @@ export interface ConvertReport {
   /** OUT's side file, when initializers were written to one. */
   externalData?: { path: string; location: string; tensors: number; bytes: number; automatic: boolean };
   seconds: number;
+  /** The worker threads that took part (0: the calling thread did the work). */
   workers: number;
 }
 
@@ -262,10 +266,9 @@ export async function convertFileOn(input: string, output: string, opts: Convert
     out = await AtomicOutput.create(output);
 
     const convertBytes = [...targets.keys()].reduce((n, t) => n + t.byteLength, 0);
-    const jobs = shared ? shared.size : defaultJobs(convertBytes, opts.jobs, inThreadOnly([...targets].map(([t, to]) => [t.dtype, to] as const)));
-    if (!shared) pool = new TaskPool(jobs);
+    const active = shared ?? (pool = new TaskPool(defaultJobs(convertBytes, opts.jobs, inThreadOnly([...targets].map(([t, to]) => [t.dtype, to] as const)))));
     const stats = await writePlan(plan, {
-      input, output, out, side, pool: shared ?? pool!, inFlight: 2 * jobs, chunkBytes: opts.chunkBytes ?? DEFAULT_CHUNK_BYTES, saturate,
+      input, output, out, side, pool: active, inFlight: 2 * active.size, chunkBytes: opts.chunkBytes ?? DEFAULT_CHUNK_BYTES, saturate,
       // Copied ranges only occur in models: the bytes around the rewritten initializers.
       source: file.format === "onnx" ? (file as OnnxModelFile).file : undefined, signal: opts.signal, onProgress: opts.onProgress,
     });
@@ -287,7 +290,7 @@ export async function convertFileOn(input: string, output: string, opts: Convert
     });
     return {
       input, output, inputFormat: file.format, outputFormat, to: to.name, saturate, tensors,
-      ...(await filesBytes(file, plan)), seconds: (performance.now() - started) / 1000, workers: jobs,
+      ...(await filesBytes(file, plan)), seconds: (performance.now() - started) / 1000, workers: active.started,
       externalData: plan.external && {
         path: plan.external.path, location: plan.external.location, tensors: plan.external.tensors.length,
         bytes: plan.external.size, automatic: plan.external.automatic,

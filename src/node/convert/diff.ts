@@ -108,7 +108,7 @@ export async function diffFiles(pathA: string, pathB: string, opts: DiffOptions 
     };
     let done = 0;
     const active = pool;
-    await runBounded(items(), Math.max(2, 2 * jobs), async ([ta, tb, s, c]) => {
+    await runBounded(items(), Math.max(2, 2 * active.size), async ([ta, tb, s, c]) => {
       let ra: Uint8Array;
       let rb: Uint8Array;
       try {

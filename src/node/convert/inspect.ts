@@ -75,7 +75,7 @@ export async function inspectFile(path: string, opts: InspectOptions = {}): Prom
         }
       };
       const active = pool;
-      await runBounded(items(), Math.max(2, 2 * jobs), async ([t, s, c]) => {
+      await runBounded(items(), Math.max(2, 2 * active.size), async ([t, s, c]) => {
         try {
           const raw = await t.read(c.start, c.count);
           const n = raw.length;

@@ -165,10 +165,9 @@ export async function convertModelFile(input: string, output: string, opts: Mode
     // Digests: every byte written is read back, as the model written whole once was.
     out = await AtomicOutput.create(output, { digests: true });
     const convertBytes = converted.reduce((n, t) => n + t.source.byteLength, 0);
-    const jobs = defaultJobs(convertBytes, opts.jobs);
-    pool = new TaskPool(jobs);
+    pool = new TaskPool(defaultJobs(convertBytes, opts.jobs));
     const stats = await writePlan(plan, {
-      input, output, out, side, pool, inFlight: 2 * jobs, chunkBytes: opts.chunkBytes ?? DEFAULT_CHUNK_BYTES,
+      input, output, out, side, pool, inFlight: 2 * pool.size, chunkBytes: opts.chunkBytes ?? DEFAULT_CHUNK_BYTES,
       saturate: opts.saturate ?? true, weights: true, signal: opts.signal, onProgress: opts.onProgress,
     });
     await commitPlan(plan, out, side, output, force, opts.signal);
@@ -177,7 +176,7 @@ export async function convertModelFile(input: string, output: string, opts: Mode
     return {
       input, output, inputFormat: "onnx", outputFormat: "onnx", to: to.name, saturate: opts.saturate ?? true,
       tensors: reportTensors(result, converted, plan, stats, to),
-      ...(await filesBytes(file, plan)), seconds: (performance.now() - started) / 1000, workers: jobs,
+      ...(await filesBytes(file, plan)), seconds: (performance.now() - started) / 1000, workers: pool.started,
       externalData: plan.external && {
         path: plan.external.path, location: plan.external.location, tensors: plan.external.tensors.length,
         bytes: plan.external.size, automatic: plan.external.automatic,

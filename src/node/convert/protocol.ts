@@ -31,3 +31,15 @@ export interface Request {
 export type Response =
   | { readonly id: number; readonly result: TaskResult }
   | { readonly id: number; readonly error: { readonly name: string; readonly code?: string; readonly message: string } };
+
+/** What a worker sends once its script has loaded, before any task is sent to it. */
+export interface Ready {
+  readonly ready: true;
+}
+
+/** Every message a worker sends. */
+export type WorkerMessage = Response | Ready;
+
+export function isReady(m: WorkerMessage): m is Ready {
+  return (m as Ready).ready === true;
+}

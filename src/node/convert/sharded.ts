@@ -27,6 +27,8 @@ import {
   AtomicOutput, checkOutput, fileError, kindOf, lstatOrNothing, RandomAccessFile, removeStaleTemporaries, sameFile, systemError, temporaryPath,
 } from "../io/file.js";
 import { checkpointFilesOf, type InputFiles } from "../io/input-files.js";
+import { forgetAtExit, removeAtExit } from "../io/exit-cleanup.js";
+import { dataRuns } from "../io/holes.js";
 import { openTensorFile } from "../io/reader.js";
 import { checkTarget, convertFileOn, defaultJobs, inThreadOnly, type ConvertOptions, type ConvertReport } from "./convert.js";
 import { CONFIG_NAME, retypedConfig, type ConfigReport } from "./checkpoint-config.js";
@@ -157,19 +159,29 @@ export async function checkOutputFolder(outDir: string, inputFolder: string, for
 }
 
 /**
+/**
  * Copies `from` to `to` through an AtomicOutput: `to` appears complete or not at all. With
- * `instead`, those bytes are written in place of `from`'s (a config.json retyped).
+ * `instead`, those bytes are written in place of `from`'s (a config.json retyped). Blocks of zeros
+ * are not written (holes.ts), so a sparse file stays sparse; `onCopied` gets each chunk's length
+ * as it is done.
  */
-async function copyAtomically(from: string, to: string, force: boolean, signal?: AbortSignal, instead?: Uint8Array): Promise<void> {
+async function copyAtomically(
+  from: string, to: string, force: boolean, signal?: AbortSignal, onCopied?: (bytes: number) => void, instead?: Uint8Array,
+): Promise<void> {
   await checkOutput(to, { input: from, force });
   const source = await RandomAccessFile.open(from);
   const size = instead?.length ?? source.size;
   let out: AtomicOutput | undefined;
   try {
     out = await AtomicOutput.create(to);
+    const buffer = new Uint8Array(Math.min(COPY_CHUNK, size));
     for (let at = 0; at < size; at += COPY_CHUNK) {
       if (signal?.aborted) throw new Interrupted();
-      await out.write(instead ? instead.subarray(at, at + COPY_CHUNK) : await source.read(at, Math.min(COPY_CHUNK, size - at)), at);
+      const n = Math.min(COPY_CHUNK, size - at);
+      const bytes = instead ? instead.subarray(at, at + n) : await source.read(at, n, buffer.subarray(0, n));
+      // finish() sets the size: the blocks left out read back as zeros, and take no space.
+      for (const [start, end] of dataRuns(bytes)) await out.write(bytes.subarray(start, end), at + start);
+      onCopied?.(n);
     }
     await out.finish(size);
     if (signal?.aborted) throw new Interrupted();
@@ -179,6 +191,19 @@ async function copyAtomically(from: string, to: string, force: boolean, signal?:
     if (out) await out.abort();
     await source.close();
   }
+}
+
+/** The total size of the files `names` of `folder`. */
+async function sizeOfFiles(folder: string, names: readonly string[]): Promise<number> {
+  let bytes = 0;
+  for (const name of names) {
+    try {
+      bytes += (await fsp.stat(join(folder, name))).size;
+    } catch (e) {
+      throw systemError(join(folder, name), "look at it", e);
+    }
+  }
+  return bytes;
 }
 
 /** Checks the options once, before any file work, as convertFile does for one file. */
@@ -239,9 +264,15 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
     } catch (e) {
       throw systemError(out, `create it (as ${building})`, e);
     }
+    removeAtExit(building, true);
     target = building;
   }
 
+  // Progress counts the other files' bytes too: a large one (a 5 GiB file of the folder) is
+  // otherwise minutes of a bar standing at 100 %.
+  const copying = !opts.shard || opts.shard.index === 0 ? c.others : [];
+  const copyBytes = await sizeOfFiles(c.folder, copying);
+  const total = mineBytes + copyBytes;
   const pool = new TaskPool(jobs);
   try {
     const shards: ConvertReport[] = [];
@@ -250,20 +281,21 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
       const names = opts.names?.filter((n) => c.weightMap.get(n) === s);
       const report = await convertFileOn(join(c.folder, s), join(target, s), {
         ...opts, names, inputFormat: "safetensors", outputFormat: "safetensors", force: opts.shard ? force : false,
-        onProgress: opts.onProgress ? (d) => opts.onProgress!(done + d, mineBytes) : undefined,
+        onProgress: opts.onProgress ? (d) => opts.onProgress!(done + d, total) : undefined,
       }, pool);
       done += shardBytes.get(s)!;
       shards.push(report);
     }
     const copied: string[] = [];
     let config: ConfigReport | undefined;
-    if (!opts.shard || opts.shard.index === 0) {
-      for (const name of c.others) {
-        const retyped = name === CONFIG_NAME ? await retypedConfig(join(c.folder, name), c, opts) : undefined;
-        config = retyped?.report ?? config;
-        await copyAtomically(join(c.folder, name), join(target, name), opts.shard ? force : false, opts.signal, retyped?.bytes);
-        copied.push(name);
-      }
+    for (const name of copying) {
+      const retyped = name === CONFIG_NAME ? await retypedConfig(join(c.folder, name), c, opts) : undefined;
+      config = retyped?.report ?? config;
+      await copyAtomically(join(c.folder, name), join(target, name), opts.shard ? force : false, opts.signal, (n) => {
+        done += n;
+        opts.onProgress?.(done, total);
+      }, retyped?.bytes);
+      copied.push(name);
     }
     let totalSize: number | undefined;
     if (building) {
@@ -271,17 +303,21 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
       // A signal that came while the folder was checked still means "do not write OUTDIR".
       if (opts.signal?.aborted) throw new Interrupted();
       await commitFolder(building, out, replace);
+      forgetAtExit(building);
       building = undefined;
     }
     return {
       input, output: out, indexName: c.indexName, to: dtype(opts.to).name, saturate: opts.saturate ?? true,
       slice: opts.shard, shards, copied, config, skipped: [...c.skipped], totalSize,
       bytesIn: shards.reduce((n, r) => n + r.bytesIn, 0), bytesOut: shards.reduce((n, r) => n + r.bytesOut, 0),
-      seconds: (performance.now() - started) / 1000, workers: jobs,
+      seconds: (performance.now() - started) / 1000, workers: pool.started,
     };
   } finally {
     await pool.close();
-    if (building) await fsp.rm(building, { recursive: true, force: true }).catch(() => undefined);
+    if (building) {
+      await fsp.rm(building, { recursive: true, force: true }).catch(() => undefined);
+      forgetAtExit(building);
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 /** A conversion worker: runs tasks from the pool and sends the results back, transferring bytes. */
 import { parentPort } from "node:worker_threads";
 import { TensorcastError } from "../../index.js";
-import type { Request, Response } from "./protocol.js";
+import type { Ready, Request, Response } from "./protocol.js";
 import { runTask } from "./run-task.js";
 
 const port = parentPort;
@@ -25,6 +25,8 @@ port.on("message", (request: Request) => {
   }
   port.postMessage(response, transfer);
 });
+// The pool sends tasks only after this, so a worker that fails to load loses none.
+port.postMessage({ ready: true } satisfies Ready);
 
 /** Whether a view spans its whole buffer, so the buffer can be transferred without taking more. */
 function isWhole(b: Uint8Array): boolean {

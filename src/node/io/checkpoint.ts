@@ -278,19 +278,32 @@ export async function checkCheckpoint(folder: string, indexName: string, indexPa
   }
   const others: string[] = [];
   const skipped: { name: string; reason: string }[] = [];
+  // A file copied as it is must not be a second name of one outside the folder, which a hard link
+  // can be and no path shows (shards are parsed before use, so theirs do not matter: docs/convert.md).
+  const other = async (name: string): Promise<void> => {
+    let links: number;
+    try {
+      links = (await fsp.stat(join(folder, name))).nlink;
+    } catch (err) {
+      throw systemError(join(folder, name), "look at it", err);
+    }
+    if (links > 1) skipped.push({ name, reason: `${links} hard links: it may be a file outside the folder` });
+    else others.push(name);
+  };
   for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
     if (e.name === indexName || shards.includes(e.name) || e.name.startsWith(".")) continue;
     if (e.isDirectory()) skipped.push({ name: e.name, reason: "a subfolder" });
     else if (OTHER_WEIGHTS.test(e.name)) skipped.push({ name: e.name, reason: "weights the index does not list" });
-    else if (e.isFile()) others.push(e.name);
+    else if (e.isFile()) await other(e.name);
     else if (e.isSymbolicLink()) {
       try {
         await shardPath(folder, e.name, "is a file of the folder");
-        others.push(e.name);
       } catch (err) {
         if (!(err instanceof TensorcastError)) throw err;
         skipped.push({ name: e.name, reason: "a symbolic link out of the folder" });
+        continue;
       }
+      await other(e.name);
     } else skipped.push({ name: e.name, reason: "not a regular file" });
   }
   return { folder, indexName, metadata, shards, weightMap, tensors, dataBytes, others, skipped };

@@ -9,7 +9,11 @@
  * Where the specification leaves room, a path that could reach outside the model's folder is
  * refused rather than cleaned up (onnx's Python loader strips leading "/" and "."; onnxruntime
  * refuses paths that escape): an absolute path, a ".." component, a NUL, or a symbolic link whose
- * target lies outside the folder. Unknown and repeated keys are refused, as onnxruntime does.
+ * target lies outside the folder. A side file with more than one hard link is refused too, as onnx
+ * 1.23 refuses it ("multiple hard links, indicating a potential hardlink attack"): a hard link
+ * inside the folder can be a second name of any file its creator could name, such as one only the
+ * person converting can read, and no path check can tell. Unknown and repeated keys are refused,
+ * as onnxruntime does.
  * A checksum, which neither onnx nor onnxruntime checks, is checked: a file that does not match
  * is refused before any of its bytes are used.
  */
@@ -127,7 +131,8 @@ export class ExternalFiles {
     let file = this.opened.get(location);
     if (!file) {
       const instead = this.redirect?.get(location);
-      file = (instead !== undefined ? Promise.resolve(instead) : this.resolve(location, tensor)).then((path) => RandomAccessFile.open(path));
+      // A redirect is the converter's own temporary side file, created with one link.
+      file = instead !== undefined ? RandomAccessFile.open(instead) : this.resolve(location, tensor).then((path) => this.openSingleLink(path, location, tensor));
       this.opened.set(location, file);
     }
     return file;
@@ -151,6 +156,21 @@ export class ExternalFiles {
     const inside = relative(folder, real);
     if (inside === "" || inside.startsWith(`..${sep}`) || inside === ".." || isAbsolute(inside)) throw refuse(`leads to ${real} through a symbolic link`);
     return path;
+  }
+
+  /** Opens the side file and refuses it when it has more than one hard link (counted on the file opened, not on a path looked at before). */
+  private async openSingleLink(path: string, location: string, tensor: string): Promise<RandomAccessFile> {
+    const file = await RandomAccessFile.open(path);
+    if (file.links > 1) {
+      await file.close();
+      throw fileError(
+        "INVALID_DATA", this.modelPath,
+        `its external data file ${JSON.stringify(location.slice(0, 200))} has ${file.links} hard links; a side file with more than one may be ` +
+          "a second name of a file outside the model's folder, so it is refused, as onnx refuses it (copy the file to give it a single link)",
+        tensor,
+      );
+    }
+    return file;
   }
 
   private check(file: RandomAccessFile, location: string, checksum: string, tensor: string): Promise<void> {

@@ -11,6 +11,7 @@ import { constants, promises as fsp, type Stats } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { TensorcastError, type ErrorCode } from "../../index.js";
 import type { InputFiles } from "./input-files.js";
+import { forgetAtExit, removeAtExit } from "./exit-cleanup.js";
 
 /** A TensorcastError about `file` (and, when given, one of its tensors). */
 export function fileError(code: ErrorCode, file: string, message: string, tensor?: string): TensorcastError {
@@ -114,15 +115,18 @@ const READ_AHEAD = 64 * 1024;
 export class RandomAccessFile {
   readonly path: string;
   readonly size: number;
+  /** Its hard links (st_nlink) when it was opened: ONNX external data is refused above 1 (external-data.ts). */
+  readonly links: number;
   private readonly handle: fsp.FileHandle;
   /** The last read-ahead: bytes [aheadStart, aheadStart + ahead.length) of the file. */
   private ahead: Uint8Array = new Uint8Array(0);
   private aheadStart = 0;
 
-  private constructor(path: string, handle: fsp.FileHandle, size: number) {
+  private constructor(path: string, handle: fsp.FileHandle, size: number, links: number) {
     this.path = path;
     this.handle = handle;
     this.size = size;
+    this.links = links;
   }
 
   /** @throws TensorcastError IO_ERROR when the file cannot be opened; INVALID_DATA when it is not a regular file. */
@@ -139,7 +143,7 @@ export class RandomAccessFile {
     try {
       const stat = await handle.stat();
       if (!stat.isFile()) throw fileError("INVALID_DATA", path, "is not a regular file");
-      return new RandomAccessFile(path, handle, stat.size);
+      return new RandomAccessFile(path, handle, stat.size, stat.nlink);
     } catch (e) {
       await handle.close();
       throw e instanceof TensorcastError ? e : systemError(path, "read it", e);
@@ -315,6 +319,7 @@ export class AtomicOutput {
     } catch (e) {
       throw systemError(path, `create it (as ${temporary})`, e);
     }
+    removeAtExit(temporary);
     return new AtomicOutput(path, temporary, handle, opts.digests === true);
   }
 
@@ -455,6 +460,7 @@ export class AtomicOutput {
       }
       throw systemError(this.path, "finish writing it", e);
     }
+    forgetAtExit(this.temporary);
     try {
       const dir = await fsp.open(dirname(this.path), "r");
       try {
@@ -476,6 +482,7 @@ export class AtomicOutput {
       this.handle = undefined;
     }
     await fsp.unlink(this.temporary).catch(() => undefined);
+    forgetAtExit(this.temporary);
   }
 
   private opened(): fsp.FileHandle {

@@ -122,7 +122,8 @@ Options:
                          only on a terminal, and never in CI); --json still prints the report
   --json                 print the report as JSON
   --jobs N               worker threads (default: 2 for files over 8 MiB, else none;
-                         none for float32 -> bfloat16 / float16, cast in place on this thread)
+                         none for float32 -> bfloat16 / float16, cast in place on this thread);
+                         at most: no more start than chunks, cores and ulimit -v allow
   --chunk-size SIZE      input bytes per chunk (default 4MiB)
   --example              convert the built-in example checkpoint (written to a temporary folder)
   -h, --help             show this help
@@ -420,7 +421,7 @@ export function renderConvertReport(r: ConvertReport): Text {
     `${r.input} -> ${r.output}  (${r.inputFormat} -> ${r.outputFormat}, to ${r.to}, saturate=${r.saturate})\n`,
     table,
     `\n${converted} of ${r.tensors.length} tensors converted; ${formatBytes(r.bytesIn)} -> ${formatBytes(r.bytesOut)} ` +
-    `in ${formatStat(Number(r.seconds.toFixed(2)))} s (${formatBytes(rate)}/s, ${r.workers === 0 ? "1 thread" : `${r.workers} worker threads`})\n` +
+    `in ${formatStat(Number(r.seconds.toFixed(2)))} s (${formatBytes(rate)}/s, ${r.workers === 0 ? "1 thread" : `${r.workers} worker thread${r.workers === 1 ? "" : "s"}`})\n` +
     side,
   );
 }

@@ -1,0 +1,137 @@
+/**
+ * Fuzz class "--jobs under an address-space limit" (issue 24 point 7): seeded random runs of the
+ * real CLI (`convert`, `inspect`, `diff`) with `--jobs` from 0 to 64, chunk sizes from 64 KiB to
+ * 1 MiB (convert), on a one-chunk and a 16-chunk file and one cut short (refused when opened),
+ * under `ulimit -v` from 1.0 to 4.5 GB or none. Every
+ * run must end in exit 0 with the bytes (convert) or the order-independent statistics (inspect,
+ * diff) of a run without workers, or in a clean error (one `error:` line with a code); never in
+ * V8's CodeRange abort (exit 133), another crash, a hang, or a temporary file left behind.
+ *
+ * Environment: TENSORCAST_FUZZ_JOBS cases (default 4 x TENSORCAST_FUZZ_CLI, which defaults to 16).
+ * Needs dist/ (bin/tensorcast.js), as `npm test` builds first.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { convertFile } from "../../src/node/index.js";
+import { random, randomFloat32, ROOT, safetensorsBytes, scratch } from "../node/helpers.js";
+
+const env = (name: string, fallback: number): number => {
+  const v = process.env[name];
+  return v === undefined || v === "" ? fallback : Number(v);
+};
+const CASES = env("TENSORCAST_FUZZ_JOBS", 4 * env("TENSORCAST_FUZZ_CLI", 16));
+const BIN = join(ROOT, "bin", "tensorcast.js");
+const built = existsSync(join(ROOT, "dist", "node", "cli", "main.js"));
+const TIMEOUT_MS = 60_000;
+
+type Outcome = "accepted" | "clean error" | "crash" | "hang" | "temporary left" | "wrong result";
+
+interface Run {
+  readonly command: "convert" | "inspect" | "diff";
+  readonly input: "tiny" | "multi" | "truncated";
+  readonly to: string;
+  readonly jobs: number;
+  readonly chunk: number;
+  /** kB for `ulimit -v`; undefined: none. */
+  readonly limit: number | undefined;
+}
+
+const TARGETS = ["float16", "bfloat16", "float8e4m3fn", "float8e5m2", "float8e4m3fnuz", "float4e2m1"];
+const JOBS = [0, 1, 2, 3, 4, 5, 8, 16, 32, 63, 64];
+
+/** Case `i`: the same run on every machine and every time. */
+export function jobsCase(i: number): Run {
+  const next = random(0x10b5 + i);
+  const pick = <T>(list: readonly T[]): T => list[next() % list.length];
+  const r = next() % 20;
+  return {
+    command: r < 14 ? "convert" : r < 17 ? "inspect" : "diff",
+    input: pick(["tiny", "multi", "multi", "truncated"] as const),
+    to: pick(TARGETS),
+    jobs: next() % 2 === 0 ? pick(JOBS) : next() % 65,
+    chunk: 64 * 1024 * (1 + (next() % 16)),
+    limit: next() % 6 === 0 ? undefined : 1_000_000 + (next() % 3_500_001),
+  };
+}
+
+test(`fuzz: --jobs 0 to 64 under ulimit -v 1.0 to 4.5 GB (${CASES} cases): exit 0 with a run without workers' result, or a clean error; no abort, no temporary`, { skip: !built && "dist/ is not built (npm run build)", timeout: CASES * TIMEOUT_MS }, async () => {
+  const dir = scratch();
+  const inputs = {
+    tiny: join(dir, "tiny.safetensors"),
+    multi: join(dir, "multi.safetensors"),
+    truncated: join(dir, "truncated.safetensors"),
+  };
+  writeFileSync(inputs.tiny, safetensorsBytes([{ name: "w", dtype: "float32", shape: [2], bytes: new Uint8Array(new Float32Array([1.5, -2.5]).buffer) }]));
+  writeFileSync(inputs.multi, safetensorsBytes([
+    { name: "a", dtype: "float32", shape: [256, 1024], bytes: randomFloat32(256 * 1024, 77, 600) },
+    { name: "b", dtype: "float32", shape: [4], bytes: randomFloat32(4, 78) },
+  ]));
+  writeFileSync(inputs.truncated, readFileSync(inputs.multi).subarray(0, 700 * 1024));
+  const references = new Map<string, Buffer>();
+  const reference = async (input: Run["input"], to: string): Promise<Buffer> => {
+    const key = `${input}.${to}`;
+    let bytes = references.get(key);
+    if (!bytes) {
+      const path = join(dir, `reference.${key}.safetensors`);
+      await convertFile(inputs[input], path, { to, jobs: 0 });
+      bytes = readFileSync(path);
+      references.set(key, bytes);
+    }
+    return bytes;
+  };
+  /** The statistics that do not depend on the order chunks are merged in. */
+  const exact = (json: string): unknown =>
+    (JSON.parse(json) as { tensors: { stats?: Record<string, unknown> }[] }).tensors.map((t) => {
+      const s = t.stats ?? {};
+      return ["count", "min", "max", "finite", "nan", "inf", "differing", "maxAbsError"].map((k) => s[k]);
+    });
+  const cli = (args: string[], limit: number | undefined): ReturnType<typeof spawnSync> =>
+    spawnSync("bash", ["-c", `${limit === undefined ? "" : `ulimit -v ${limit} && `}exec "$0" "$@"`, process.execPath, BIN, ...args], {
+      encoding: "utf8", timeout: TIMEOUT_MS,
+    });
+
+  const tally = new Map<Outcome, number>();
+  const failures: string[] = [];
+  let workers = 0;
+  for (let i = 0; i < CASES; i++) {
+    const run = jobsCase(i);
+    const input = inputs[run.input];
+    const out = join(dir, `case${i}.safetensors`);
+    const common = ["--jobs", String(run.jobs), "--json"];
+    const args = run.command === "convert" ? ["convert", input, "--to", run.to, "-o", out, "--chunk-size", String(run.chunk), ...common]
+      : run.command === "inspect" ? ["inspect", input, ...common]
+      : ["diff", input, join(dir, `reference.${run.input === "truncated" ? "multi" : run.input}.${run.to}.safetensors`), ...common];
+    if (run.command === "diff") await reference(run.input === "truncated" ? "multi" : run.input, run.to);
+    const r = cli(args, run.limit);
+    const stderr = String(r.stderr);
+    let outcome: Outcome;
+    if (r.error || r.signal === "SIGTERM") outcome = "hang";
+    else if (r.status === 0 && run.input === "truncated") outcome = "wrong result";
+    else if (r.status === 0) {
+      outcome = "accepted";
+      if (run.command === "convert") {
+        workers = Math.max(workers, (JSON.parse(String(r.stdout)) as { workers: number }).workers);
+        if (!readFileSync(out).equals(await reference(run.input, run.to))) outcome = "wrong result";
+      } else {
+        const alone = cli(args.map((a, k) => (k > 0 && args[k - 1] === "--jobs" ? "0" : a)), undefined);
+        if (JSON.stringify(exact(String(r.stdout))) !== JSON.stringify(exact(String(alone.stdout)))) outcome = "wrong result";
+      }
+    } else if ((r.status === 1 || r.status === 2 || r.status === 74) && /^error: .*\n(Run "tensorcast help.*\n)?$/.test(stderr)) outcome = "clean error";
+    else outcome = "crash";
+    // A crash or a hang is counted as such; its leftover temporary is part of it.
+    if ((outcome === "accepted" || outcome === "clean error") && readdirSync(dir).some((f) => f.endsWith(".tmp"))) outcome = "temporary left";
+    tally.set(outcome, (tally.get(outcome) ?? 0) + 1);
+    if (process.env.TENSORCAST_FUZZ_VERBOSE === "1") console.log(`# case ${i} ${JSON.stringify(run)}: ${outcome} ${stderr.trim().slice(0, 160)}`);
+    if (outcome !== "accepted" && outcome !== "clean error") {
+      failures.push(`case ${i} ${JSON.stringify(run)}: ${outcome} (exit ${r.status ?? r.signal}) ${stderr.trim().split("\n").slice(0, 3).join(" | ").slice(0, 300)}`);
+    }
+    for (const f of readdirSync(dir)) if (f.endsWith(".tmp")) rmSync(join(dir, f), { recursive: true, force: true });
+    rmSync(out, { force: true });
+  }
+  const line = (["accepted", "clean error", "crash", "hang", "temporary left", "wrong result"] as const).map((o) => `${o} ${tally.get(o) ?? 0}`).join(", ");
+  console.log(`# --jobs under ulimit -v: ${CASES} cases: ${line}; at most ${workers} workers started`);
+  assert.deepEqual(failures, []);
+});
