@@ -42,9 +42,10 @@ test("OUT that is the model's external data file is refused, whatever the output
   const { model, data } = await modelWithExternalData(dir);
   mkdirSync(join(dir, "sub"));
   symlinkSync(dir, join(dir, "sub", "up"));
-  linkSync(data, join(dir, "hard.data"));
   symlinkSync("in.data", join(dir, "soft.data"));
-  const aliases = [data, `${dir}/sub/../in.data`, `${dir}//./in.data`, join(dir, "sub", "up", "in.data"), join(dir, "hard.data"), join(dir, "soft.data")];
+  // A hard link to in.data is not among the aliases: it makes in.data a file of two links, which
+  // the input check refuses before OUT is looked at (INVALID_DATA, exit 1; checked below).
+  const aliases = [data, `${dir}/sub/../in.data`, `${dir}//./in.data`, join(dir, "sub", "up", "in.data"), join(dir, "soft.data")];
   const forms: string[][] = [
     [], // whole-model conversion
     ["--initializers", "W"],
@@ -67,6 +68,15 @@ test("OUT that is the model's external data file is refused, whatever the output
     await rejectsCode(convertModelFile(model, out, { to: "float16", force: true }), "OUTPUT_IS_INPUT", /in\.onnx's own external data file in\.data/);
     assert.equal(tree(dir), before);
   }
+  // A hard link to the side file: the input is refused as a whole, nothing is written.
+  linkSync(data, join(dir, "hard.data"));
+  const linked = tree(dir);
+  for (const out of [data, join(dir, "hard.data")]) {
+    const r = await cli(["convert", model, "--to", "float16", "-o", out, "--force"]);
+    assert.equal(r.code, 1, r.err);
+    assert.match(r.err, /has 2 hard links.*\(code INVALID_DATA\)\n$/);
+    assert.equal(tree(dir), linked);
+  }
   // The model itself, through a hard link or a linked folder.
   linkSync(model, join(dir, "hard.onnx"));
   const after = tree(dir);
@@ -81,9 +91,9 @@ test("OUT that is the model's external data file is refused, whatever the output
 test("--external-data naming the input's own side file (or the input) is OUTPUT_IS_INPUT, exit 2, even with --force", async () => {
   const dir = fresh();
   const { model } = await modelWithExternalData(dir);
-  linkSync(join(dir, "in.data"), join(dir, "hard.data"));
+  symlinkSync("in.data", join(dir, "soft.data"));
   const before = tree(dir);
-  for (const side of ["in.data", "./in.data", "hard.data", "in.onnx"]) {
+  for (const side of ["in.data", "./in.data", "soft.data", "in.onnx"]) {
     for (const form of [[], ["--initializers", "W"]]) {
       const r = await cli(["convert", model, "--to", "float16", "-o", join(dir, "out.onnx"), "--external-data", side, "--force", ...form]);
       assert.equal(r.code, 2, `${side}: ${r.err}`);
