@@ -5,8 +5,8 @@
  *
  *   quantize:   q = round_P(round_P(x) / round_P(scale)), then
  *               integer y: clamp(roundHalfEven(q) + zeroPoint, min, max); NaN -> min
- *               float y:   Cast(q + zeroPoint) with `saturate` (a zero point of +/-0 adds nothing,
- *                          so -0 stays -0)
+ *               float y:   Cast(q + zeroPoint) with `saturate`; the sum is IEEE's, so -0 with
+ *                          the (default) zero point +0 gives +0
  *   dequantize: y = Cast((x - zeroPoint) * scale), the exact product rounded once to y's type
  *
  * A NaN result carries the sign of the first NaN operand (x, then the zero point, then the scale);
@@ -107,14 +107,16 @@ export function quantizeLinearKernel(a: QuantizeArgs): void {
           const v = roundHalfEven(q) + (z ? z[g] : 0);
           out[j] = v < min ? min : v > max ? max : v;
         }
-      } else if (q !== q) {
-        const xv = xs[j];
-        writeNaN(outWords, j, xv !== xv ? negativeNaN(xWords, j) : s[g] !== s[g] && negativeNaN(scale.words, g));
       } else {
-        const zv = z ? z[g] : 0;
-        // +/-0 adds nothing: -0 + 0 would be +0 and lose the sign Cast keeps.
-        out[j] = zv === 0 ? q : zv !== zv ? NaN : q + zv;
-        if (zv !== zv) writeNaN(outWords, j, negativeNaN(zp!.words, g));
+        // The formula's IEEE sum, as the official float4e2m1 vector expects: -0 + 0 is +0.
+        const v = q + (z ? z[g] : 0);
+        if (v === v) out[j] = v;
+        else {
+          const xv = xs[j];
+          if (xv !== xv) writeNaN(outWords, j, negativeNaN(xWords, j));
+          else if (z && z[g] !== z[g]) writeNaN(outWords, j, negativeNaN(zp!.words, g));
+          else writeNaN(outWords, j, s[g] !== s[g] && negativeNaN(scale.words, g));
+        }
       }
     }
     encodeExact(out, a.y, yType, start, n, a.saturate);
