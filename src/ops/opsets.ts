@@ -98,9 +98,16 @@ const VERSIONS: Readonly<Record<OperatorName, readonly OperatorVersion[]>> = {
  * @throws TensorcastError INVALID_OPSET below the operator's first version or for a non-integer.
  */
 export function operatorVersion(op: OperatorName, opset: number): OperatorVersion {
-  const versions = Object.hasOwn(VERSIONS, op as PropertyKey) ? VERSIONS[op] : undefined;
+  return newestVersion("operatorVersion", VERSIONS, op, opset);
+}
+
+/** The entry of `table[op]` with the newest `version` at or below `opset`; `fn` names the caller in errors. */
+function newestVersion<T extends { readonly version: number }>(
+  fn: string, table: Readonly<Record<string, readonly T[]>>, op: string, opset: number,
+): T {
+  const versions = Object.hasOwn(table, op as PropertyKey) ? table[op] : undefined;
   if (!versions) {
-    throw new TensorcastError("INVALID_ATTRIBUTE", `operatorVersion knows ${Object.keys(VERSIONS).join(", ")}; got ${typeof op === "string" ? JSON.stringify(op.slice(0, 40)) : typeof op}`);
+    throw new TensorcastError("INVALID_ATTRIBUTE", `${fn} knows ${Object.keys(table).join(", ")}; got ${typeof op === "string" ? JSON.stringify(op.slice(0, 40)) : typeof op}`);
   }
   if (!Number.isInteger(opset) || opset < versions[0].version) {
     throw new TensorcastError(
@@ -209,17 +216,5 @@ const QUANT_VERSIONS: Readonly<Record<QuantizeOperatorName, readonly QuantizeOpe
  * @throws TensorcastError INVALID_OPSET below the operator's first version or for a non-integer.
  */
 export function quantizeOperatorVersion(op: QuantizeOperatorName, opset: number): QuantizeOperatorVersion {
-  const versions = Object.hasOwn(QUANT_VERSIONS, op as PropertyKey) ? QUANT_VERSIONS[op] : undefined;
-  if (!versions) {
-    throw new TensorcastError("INVALID_ATTRIBUTE", `quantizeOperatorVersion knows ${Object.keys(QUANT_VERSIONS).join(", ")}; got ${typeof op === "string" ? JSON.stringify(op.slice(0, 40)) : typeof op}`);
-  }
-  if (!Number.isInteger(opset) || opset < versions[0].version) {
-    throw new TensorcastError(
-      "INVALID_OPSET",
-      `${op} does not exist at opset ${String(opset)}; its versions are ${versions.map((v) => v.version).join(", ")}`,
-    );
-  }
-  let found = versions[0];
-  for (const v of versions) if (v.version <= opset) found = v;
-  return found;
+  return newestVersion("quantizeOperatorVersion", QUANT_VERSIONS, op, opset);
 }

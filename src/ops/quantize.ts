@@ -92,12 +92,7 @@ const ATTRIBUTE: Record<string, string> = { axis: "axis", blockSize: "block_size
  */
 export function quantizeLinear(x: Tensor, scale: Tensor, zeroPoint?: Tensor, opts: QuantizeOptions = {}): Tensor {
   expectOptions(opts, "quantizeLinear", QUANTIZE_OPTIONS, EXPECTED);
-  const version = quantizeOperatorVersion("QuantizeLinear", opts.opset ?? LATEST_OPSET);
-  const name = `QuantizeLinear-${version.version}`;
-  checkAttributes(version, opts);
-  const { layout } = checkOperands(version, x, scale, zeroPoint, opts);
-  checkType(name, "input x", x.dtype, version.inputs);
-  checkType(name, "scale", scale.dtype, version.scales);
+  const { version, name, layout } = checkCommon("QuantizeLinear", x, scale, zeroPoint, opts);
   if (version.scaleIsInputType && scale.dtype !== x.dtype) {
     throw new TensorcastError("UNSUPPORTED_TYPE", `${name}: the scale must have the input's type (both are T1): x is ${x.dtype.name}, the scale ${scale.dtype.name}`);
   }
@@ -124,12 +119,7 @@ export function quantizeLinear(x: Tensor, scale: Tensor, zeroPoint?: Tensor, opt
  */
 export function dequantizeLinear(x: Tensor, scale: Tensor, zeroPoint?: Tensor, opts: DequantizeOptions = {}): Tensor {
   expectOptions(opts, "dequantizeLinear", DEQUANTIZE_OPTIONS, EXPECTED);
-  const version = quantizeOperatorVersion("DequantizeLinear", opts.opset ?? LATEST_OPSET);
-  const name = `DequantizeLinear-${version.version}`;
-  checkAttributes(version, opts);
-  const { layout } = checkOperands(version, x, scale, zeroPoint, opts);
-  checkType(name, "input x", x.dtype, version.inputs);
-  checkType(name, "scale", scale.dtype, version.scales);
+  const { version, name, layout } = checkCommon("DequantizeLinear", x, scale, zeroPoint, opts);
   if (zeroPoint && zeroPoint.dtype !== x.dtype) {
     throw new TensorcastError("UNSUPPORTED_TYPE", `${name}: the zero point must have the input's type: x is ${x.dtype.name}, the zero point ${zeroPoint.dtype.name}`);
   }
@@ -177,6 +167,19 @@ export function dynamicQuantizeLinear(x: Tensor, opts: DynamicQuantizeOptions = 
     y, yType: uint8, layout, precision: "float32", saturate: true,
   });
   return { y: Tensor.fromStorage(y, uint8, x.shape), scale, zeroPoint };
+}
+
+/** The checks both operators make: the version, its attributes, the shapes, x's and the scale's types. */
+function checkCommon(
+  op: "QuantizeLinear" | "DequantizeLinear", x: Tensor, scale: Tensor, zeroPoint: Tensor | undefined, opts: QuantizeOptions | DequantizeOptions,
+): { version: QuantizeOperatorVersion; name: string; layout: QuantLayout } {
+  const version = quantizeOperatorVersion(op, opts.opset ?? LATEST_OPSET);
+  const name = `${op}-${version.version}`;
+  checkAttributes(version, opts);
+  const { layout } = checkOperands(version, x, scale, zeroPoint, opts);
+  checkType(name, "input x", x.dtype, version.inputs);
+  checkType(name, "scale", scale.dtype, version.scales);
+  return { version, name, layout };
 }
 
 function checkAttributes(version: QuantizeOperatorVersion, opts: QuantizeOptions | DequantizeOptions): void {

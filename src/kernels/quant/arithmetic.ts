@@ -86,15 +86,8 @@ export function subStorage(s: Storage, t: DType, start: number, count: number): 
   return a.subarray(start * per, (start + count) * per) as Storage;
 }
 
-const signScratch = new Float64Array(1);
-const signWords = new Uint32Array(signScratch.buffer);
 /** Writes a quiet NaN with the given sign at values[i] (a JS NaN's bits are the engine's choice). */
 export function writeNaN(words: Uint32Array, i: number, negative: boolean): void {
   words[2 * i] = 0;
   words[2 * i + 1] = negative ? 0xfff80000 : 0x7ff80000;
-}
-/** The sign bit of a float64 held in a JS number (for non-NaN values: -0 is negative). */
-export function isNegative(v: number): boolean {
-  signScratch[0] = v;
-  return signWords[1] >>> 31 === 1;
 }

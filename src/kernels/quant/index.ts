@@ -10,7 +10,7 @@ export {
   type PrecisionName, precisionRounder, roundHalfEven, decodeExact, encodeExact, subStorage,
 } from "./arithmetic.js";
 export {
-  CHUNK, type QuantizeArgs, type DequantizeArgs, type Operands, decodeOperands, quantizeLinearKernel, dequantizeLinearKernel,
+  CHUNK, type ScaledArgs, type QuantizeArgs, type DequantizeArgs, type Operands, decodeOperands, quantizeLinearKernel, dequantizeLinearKernel,
 } from "./kernels.js";
 export {
   groupMinMax, groupAbsMax, type DynamicParams, dynamicQuantizeParams, symmetricScale, mxScaleCode, mxElementEmax, e8m0Value,

@@ -19,35 +19,29 @@ import { scaleIndices, type QuantLayout } from "./layout.js";
 /** Elements per block: a multiple of 8, so packed 2-, 4- and 6-bit blocks start on a byte. */
 export const CHUNK = 4096;
 
-export interface QuantizeArgs {
+/** The tensors both kernels take, as storages with their types. */
+export interface ScaledArgs {
   readonly x: Storage;
   readonly xType: DType;
   readonly scale: Storage;
   readonly scaleType: DType;
-  /** Same type as `y`, one per scale; undefined means 0. */
+  /** One per scale; undefined means 0. QuantizeLinear: `y`'s type; DequantizeLinear: `x`'s. */
   readonly zeroPoint?: Storage;
   /** The output, `layout.count` elements of `yType`, zero-filled. */
   readonly y: Storage;
   readonly yType: DType;
   readonly layout: QuantLayout;
+}
+
+export interface QuantizeArgs extends ScaledArgs {
   /** The type the division is rounded to (and both operands first converted to). */
   readonly precision: PrecisionName;
   /** Float8 outputs: Cast's saturate (true: overflow and Inf to +/-max). */
   readonly saturate: boolean;
 }
 
-export interface DequantizeArgs {
-  readonly x: Storage;
-  readonly xType: DType;
-  readonly scale: Storage;
-  readonly scaleType: DType;
-  /** Same type as `x`, one per scale; undefined means 0. */
-  readonly zeroPoint?: Storage;
-  /** The output, `layout.count` elements of `yType` (float32, float16 or bfloat16). */
-  readonly y: Storage;
-  readonly yType: DType;
-  readonly layout: QuantLayout;
-}
+/** DequantizeLinear's arguments: `yType` is float32, float16 or bfloat16. */
+export type DequantizeArgs = ScaledArgs;
 
 /** Per-scale operands decoded once: values and, for NaNs, their sign. */
 export interface Operands {
@@ -81,6 +75,32 @@ function scratch(): Scratch {
   return shared;
 }
 
+/**
+ * The sign of a NaN result: the first NaN operand's (x, then the zero point, then the scale);
+ * positive when the arithmetic made the NaN (0/0, Inf/Inf, 0 * Inf).
+ */
+function nanResultIsNegative(xs: Float64Array, xWords: Uint32Array, j: number, zp: Operands | undefined, scale: Operands, g: number): boolean {
+  const x = xs[j];
+  if (x !== x) return negativeNaN(xWords, j);
+  if (zp && zp.values[g] !== zp.values[g]) return negativeNaN(zp.words, g);
+  return scale.values[g] !== scale.values[g] && negativeNaN(scale.words, g);
+}
+
+/**
+ * Runs `body` on each block of up to CHUNK elements of `a.x`, decoded exactly into the scratch
+ * `xs` with the scale number of each element in `index`, then encodes the block's `out` into `a.y`.
+ */
+function inChunks(a: ScaledArgs, saturate: boolean, body: (n: number, s: Scratch) => void): void {
+  const work = scratch();
+  for (let start = 0; start < a.layout.count; start += CHUNK) {
+    const n = Math.min(CHUNK, a.layout.count - start);
+    decodeExact(a.x, a.xType, start, n, work.xs);
+    scaleIndices(a.layout, start, n, work.index);
+    body(n, work);
+    encodeExact(work.out, a.y, a.yType, start, n, saturate);
+  }
+}
+
 /** QuantizeLinear on storages; see the module comment for the arithmetic. */
 export function quantizeLinearKernel(a: QuantizeArgs): void {
   const { layout, yType } = a;
@@ -93,11 +113,7 @@ export function quantizeLinearKernel(a: QuantizeArgs): void {
   const integer = yType.kind === "int" || yType.kind === "uint";
   const min = yType.min as number;
   const max = yType.max as number;
-  const { xs, xWords, out, outWords, index } = scratch();
-  for (let start = 0; start < layout.count; start += CHUNK) {
-    const n = Math.min(CHUNK, layout.count - start);
-    decodeExact(a.x, a.xType, start, n, xs);
-    scaleIndices(layout, start, n, index);
+  inChunks(a, a.saturate, (n, { xs, xWords, out, outWords, index }) => {
     for (let j = 0; j < n; j++) {
       const g = index[j];
       const q = round(round(xs[j]) / s[g]);
@@ -111,16 +127,10 @@ export function quantizeLinearKernel(a: QuantizeArgs): void {
         // The formula's IEEE sum, as the official float4e2m1 vector expects: -0 + 0 is +0.
         const v = q + (z ? z[g] : 0);
         if (v === v) out[j] = v;
-        else {
-          const xv = xs[j];
-          if (xv !== xv) writeNaN(outWords, j, negativeNaN(xWords, j));
-          else if (z && z[g] !== z[g]) writeNaN(outWords, j, negativeNaN(zp!.words, g));
-          else writeNaN(outWords, j, s[g] !== s[g] && negativeNaN(scale.words, g));
-        }
+        else writeNaN(outWords, j, nanResultIsNegative(xs, xWords, j, zp, scale, g));
       }
     }
-    encodeExact(out, a.y, yType, start, n, a.saturate);
-  }
+  });
 }
 
 /** DequantizeLinear on storages; see the module comment for the arithmetic. */
@@ -130,23 +140,14 @@ export function dequantizeLinearKernel(a: DequantizeArgs): void {
   const s = scale.values;
   const zp = a.zeroPoint ? decodeOperands(a.zeroPoint, a.xType, layout.scaleCount) : undefined;
   const z = zp?.values;
-  const { xs, xWords, out, outWords, index } = scratch();
-  for (let start = 0; start < layout.count; start += CHUNK) {
-    const n = Math.min(CHUNK, layout.count - start);
-    decodeExact(a.x, a.xType, start, n, xs);
-    scaleIndices(layout, start, n, index);
+  inChunks(a, true, (n, { xs, xWords, out, outWords, index }) => {
     for (let j = 0; j < n; j++) {
       const g = index[j];
-      const xv = xs[j];
-      const zv = z ? z[g] : 0;
       // x - 0 keeps -0 (IEEE: -0 - +0 = -0); the product of two float64s is rounded once more by
       // the encoder, innocuously (see arithmetic.ts).
-      const v = (xv - zv) * s[g];
+      const v = (xs[j] - (z ? z[g] : 0)) * s[g];
       if (v === v) out[j] = v;
-      else if (xv !== xv) writeNaN(outWords, j, negativeNaN(xWords, j));
-      else if (zv !== zv) writeNaN(outWords, j, negativeNaN(zp!.words, g));
-      else writeNaN(outWords, j, s[g] !== s[g] && negativeNaN(scale.words, g));
+      else writeNaN(outWords, j, nanResultIsNegative(xs, xWords, j, zp, scale, g));
     }
-    encodeExact(out, a.y, a.yType, start, n, true);
-  }
+  });
 }

@@ -7,7 +7,7 @@ import {
   cast, dequantizeLinear, dtype, LATEST_OPSET, operatorVersion, quantizeLinear, quantizeOperatorVersion, TensorcastError,
   type CastOptions, type DType, type QuantizeOptions, type RoundMode, Tensor,
 } from "../../index.js";
-import { elementCode, formatBinary, formatHex, readElement } from "../../explain/element.js";
+import { elementCode, formatBinary, formatHex, readElement, type Element } from "../../explain/element.js";
 import { changedByStoring, classifyCast, roundingError, storeValue, type CastFlag } from "../../explain/outcome.js";
 import { parseValue, VALUE_SYNTAX, type InputValue } from "../../explain/value.js";
 import { UsageError } from "./usage.js";
@@ -96,23 +96,22 @@ export function castValues(values: readonly string[], request: CastRequest): Cas
     const result = cast(stored, to, options);
     const s = readElement(stored, 0);
     const r = readElement(result, 0);
-    const code = elementCode(result, 0);
-    const [absError, relError] = roundingError(s, r);
-    return {
-      input: input.text,
-      source: s.display,
-      sourceChanged: changedByStoring(input, s),
-      code: formatHex(code, to),
-      binary: formatBinary(code, to),
-      result: r.display,
-      absError,
-      relError,
-      flag: classifyCast(s, r, to),
-    };
+    return row(input, s, result, r, roundingError(s, r), classifyCast(s, r, to));
   });
   return {
     from: from.name, to: to.name, operator: `Cast-${version.version}`, opset,
     saturate: request.saturate ?? true, roundMode, rows,
+  };
+}
+
+/** One row: the source as stored, the code of `coded`'s element 0, the value `r` shown as the result. */
+function row(
+  input: InputValue, s: Element, coded: Tensor, r: Element, [absError, relError]: readonly [number | null, number | null], flag: CastFlag,
+): CastRow {
+  const code = elementCode(coded, 0);
+  return {
+    input: input.text, source: s.display, sourceChanged: changedByStoring(input, s),
+    code: formatHex(code, coded.dtype), binary: formatBinary(code, coded.dtype), result: r.display, absError, relError, flag,
   };
 }
 
@@ -175,22 +174,10 @@ function quantizeValues(values: readonly string[], request: CastRequest, scaleTe
     const qe = readElement(q, 0);
     const back = dequantized(q, scale, zeroPoint, opset);
     const r = back ? readElement(back, 0) : { display: "", value: NaN };
-    const code = elementCode(q, 0);
-    const [absError, relError] = back ? roundingError(s, r) : [null, null];
     // The flag compares the exact quotient plus zero point with the quantized value.
     const ideal = s.value / readElement(scale, 0).value + (zeroPoint ? readElement(zeroPoint, 0).value : 0);
-    return {
-      input: input.text,
-      source: s.display,
-      sourceChanged: changedByStoring(input, s),
-      code: formatHex(code, to),
-      binary: formatBinary(code, to),
-      quantized: qe.display,
-      result: r.display,
-      absError,
-      relError,
-      flag: classifyCast({ display: "", value: ideal }, qe, to),
-    };
+    const flag = classifyCast({ display: "", value: ideal }, qe, to);
+    return { ...row(input, s, q, r, back ? roundingError(s, r) : [null, null], flag), quantized: qe.display };
   });
   return {
     from: from.name, to: to.name, operator: `QuantizeLinear-${version.version}`, opset,
