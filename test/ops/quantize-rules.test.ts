@@ -8,7 +8,7 @@ import {
   QUANTIZELINEAR_VERSIONS, DEQUANTIZELINEAR_VERSIONS, Tensor, dequantizeLinear, dynamicQuantizeLinear, quantizeLinear,
   type DTypeName,
 } from "../../src/index.js";
-import { dynamicQuantizeParams, mxScaleCode, groupAbsMax, blockLayout, scaleIndexOf, axisLayout } from "../../src/kernels/quant/index.js";
+import { dynamicQuantizeParams, rangeParams, mxScaleCode, groupAbsMax, blockLayout, scaleIndexOf, axisLayout } from "../../src/kernels/quant/index.js";
 import { dtype } from "../../src/index.js";
 import { throwsCode } from "../support/assertions.js";
 
@@ -125,6 +125,10 @@ test("DynamicQuantizeLinear: float32 steps; NaN skipped in the range; an all-zer
   const i = dynamicQuantizeLinear(f32([-Infinity, 1]));
   assert.deepEqual([i.y.toValues(), i.scale.toValues(), i.zeroPoint.toValues()], [[0, 0], [Infinity], [0]]);
   assert.deepEqual(dynamicQuantizeParams(-1, 2), { scale: Math.fround(3 / 255), zeroPoint: 85 });
+  // The same rule onto other ranges: uint4 [0, 15] and int8 [-128, 127]; 0 - (-1 / (3/15)) = 5.
+  assert.deepEqual(rangeParams(-1, 2, 0, 15), { scale: Math.fround(3 / 15), zeroPoint: 5 });
+  assert.deepEqual(rangeParams(-1, 2, -128, 127), { scale: Math.fround(3 / 255), zeroPoint: -128 + 85 });
+  assert.deepEqual(rangeParams(0, 0, -8, 7), { scale: 0, zeroPoint: -8 });
   throwsCode(() => dynamicQuantizeLinear(Tensor.fromValues([1], "float16")), "UNSUPPORTED_TYPE", /DynamicQuantizeLinear-11 does not accept float16/);
   throwsCode(() => dynamicQuantizeLinear(f32([1]), { opset: 10 }), "INVALID_OPSET");
 });

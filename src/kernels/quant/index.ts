@@ -13,5 +13,5 @@ export {
   CHUNK, type ScaledArgs, type QuantizeArgs, type DequantizeArgs, type Operands, decodeOperands, quantizeLinearKernel, dequantizeLinearKernel,
 } from "./kernels.js";
 export {
-  groupMinMax, groupAbsMax, type DynamicParams, dynamicQuantizeParams, symmetricScale, mxScaleCode, mxElementEmax, e8m0Value,
+  groupMinMax, groupAbsMax, type DynamicParams, dynamicQuantizeParams, rangeParams, symmetricScale, mxScaleCode, mxElementEmax, e8m0Value,
 } from "./scales.js";

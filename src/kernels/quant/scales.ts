@@ -43,31 +43,40 @@ export function groupAbsMax(x: Storage, xType: DType, layout: QuantLayout, out: 
   for (let g = 0; g < layout.scaleCount; g++) out[g] = Math.max(0, -min[g], out[g]);
 }
 
-/** The scale and zero point DynamicQuantizeLinear-11 computes for one tensor's range. */
+/** A scale (a float32 value) and zero point computed from a range. */
 export interface DynamicParams {
   /** A float32 value. */
   readonly scale: number;
-  /** An integer in [0, 255]. */
+  /** An integer in [qmin, qmax] ([0, 255] for DynamicQuantizeLinear). */
   readonly zeroPoint: number;
 }
 
 /**
  * DynamicQuantizeLinear's scale and zero point for a tensor whose (NaN-free) minimum and maximum
- * are `min` and `max`, in float32 arithmetic step by step as the operator's function body spells
- * it: the range is widened to include 0; scale = (max - min) / 255; the zero point is
- * saturate(roundHalfEven(0 - min / scale)) in [0, 255], NaN giving 0 (QuantizeLinear's NaN rule).
+ * are `min` and `max`: `rangeParams(min, max, 0, 255)`, the operator's function body step by step.
  * An all-zero range gives scale 0 and zero point 0, as the formula says (the reference evaluator
  * gives 1/255, onnxruntime 1). An empty tensor (min = +Inf, max = -Inf) is the range [0, 0].
  *
  * @example dynamicQuantizeParams(-1, 2)   // { scale: 0.0117647061124444, zeroPoint: 85 }
  */
 export function dynamicQuantizeParams(min: number, max: number): DynamicParams {
+  return rangeParams(min, max, 0, 255);
+}
+
+/**
+ * Asymmetric (min / max) quantization parameters onto the integer range [qmin, qmax], in float32
+ * arithmetic as DynamicQuantizeLinear spells it for uint8: the range is widened to include 0;
+ * scale = (max - min) / (qmax - qmin); the zero point is clamp(qmin - min / scale, qmin, qmax)
+ * rounded half to even, NaN (a zero range) giving qmin. `rangeParams(lo, hi, 0, 15)` is the
+ * uint4 block rule of weight-only quantizers.
+ */
+export function rangeParams(min: number, max: number, qmin: number, qmax: number): DynamicParams {
   const lo = Math.fround(Math.min(min, 0));
   const hi = Math.fround(Math.max(max, 0));
-  const scale = Math.fround(Math.fround(hi - lo) / 255);
-  const initial = Math.fround(0 - Math.fround(lo / scale));
-  const clipped = initial < 0 ? 0 : initial > 255 ? 255 : initial;
-  return { scale, zeroPoint: clipped !== clipped ? 0 : roundHalfEven(clipped) };
+  const scale = Math.fround(Math.fround(hi - lo) / (qmax - qmin));
+  const initial = Math.fround(qmin - Math.fround(lo / scale));
+  const clipped = initial < qmin ? qmin : initial > qmax ? qmax : initial;
+  return { scale, zeroPoint: clipped !== clipped ? qmin : roundHalfEven(clipped) };
 }
 
 /**
