@@ -28,8 +28,10 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const DEFAULT_OUT = join(ROOT, "build", "playground");
 export const DEFAULT_PORT = 5173;
 /** The core bundle's budget, minified and gzipped, in bytes: 40 KiB until the onnxruntime and TensorFlow.js
- * interop joined the core (about 2.3 KiB gzipped; a tree-shaking bundler drops it from apps that do not call it). */
-export const CORE_GZIP_BUDGET = 44 * 1024;
+ * interop joined the core (about 2.3 KiB gzipped; a tree-shaking bundler drops it from apps that do not call it),
+ * 44 KiB until QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear did (43.3 -> 47.2 KiB: 3.9 KiB for every
+ * version's rules, the kernels and runModel's three operators). */
+export const CORE_GZIP_BUDGET = 48 * 1024;
 /** What the page targets: every browser with ES2022 (class fields, top-level await, BigInt64Array). */
 const TARGET = "es2022";
 

@@ -49,3 +49,12 @@ export {
   type OrtTypeName, type OrtData, type OrtTensorData, type OrtTensorLike, type OrtTensorConstructor,
 } from "./interop/ort.js";
 export { fromTfjs, toTfjs, TFJS_DTYPES, type TfjsDType, type TfjsTensorLike, type TfjsData } from "./interop/tfjs.js";
+// QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (the arithmetic itself: src/kernels/quant/).
+export {
+  quantizeLinear, dequantizeLinear, dynamicQuantizeLinear,
+  type QuantizeOptions, type DequantizeOptions, type DynamicQuantizeOptions, type DynamicQuantized,
+} from "./ops/quantize.js";
+export {
+  QUANTIZELINEAR_VERSIONS, DEQUANTIZELINEAR_VERSIONS, DYNAMICQUANTIZELINEAR_VERSIONS, quantizeOperatorVersion,
+  type QuantizeOperatorVersion, type QuantizeOperatorName,
+} from "./ops/opsets.js";

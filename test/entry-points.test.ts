@@ -104,6 +104,9 @@ const GOOD: Readonly<Record<string, readonly unknown[]>> = {
   fromOrt: [{ type: "float32", data: new Float32Array(2), dims: [2] }],
   toOrt: [t, class OrtTensor { constructor(readonly type: string, readonly data: unknown, readonly dims: readonly number[]) {} }],
   fromTfjs: [{ dtype: "float32", shape: [2], dataSync: () => new Float32Array(2) }], toTfjs: [t],
+  quantizeLinear: [t, Tensor.fromValues([1], "float32", []), Tensor.fromValues([0], "int8", []), {}],
+  dequantizeLinear: [Tensor.fromValues([1, 2], "int8"), Tensor.fromValues([1], "float32", []), Tensor.fromValues([0], "int8", []), {}],
+  dynamicQuantizeLinear: [t, {}], quantizeOperatorVersion: ["QuantizeLinear", 21],
 };
 
 function exportedFunctions(): [string, (...a: unknown[]) => unknown][] {

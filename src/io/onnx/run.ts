@@ -1,6 +1,7 @@
 /**
  * Runs the graph of a decoded ONNX model, for graphs made of the operators tensorcast implements:
- * Cast, CastLike, Reshape, BitCast and Constant. Nodes run in file order, which ONNX requires to be
+ * Cast, CastLike, Reshape, BitCast, Constant, QuantizeLinear, DequantizeLinear and
+ * DynamicQuantizeLinear. Nodes run in file order, which ONNX requires to be
  * topological; a value used before it is computed is an error, not a silent undefined.
  */
 import { describe as describeValue } from "../../args.js";
@@ -10,12 +11,16 @@ import type { RoundMode } from "../../dtype/minifloat.js";
 import { cast, castLike, type CastOptions } from "../../ops/cast.js";
 import { reshape, type ReshapeOptions } from "../../ops/reshape.js";
 import { bitcast } from "../../ops/bitcast.js";
+import { dequantizeLinear, dynamicQuantizeLinear, quantizeLinear, type QuantizeOptions } from "../../ops/quantize.js";
 import { expectTensor, type Tensor } from "../../tensor.js";
 import { checkModel } from "./model-check.js";
 import { opsetVersion, type OnnxAttribute, type OnnxModel, type OnnxNode } from "./model.js";
 
-/** An operator the runner knows, given the node, its inputs and the model's default-domain opset. */
-type Kernel = (node: OnnxNode, inputs: readonly (Tensor | undefined)[], opset: number) => Tensor;
+/**
+ * An operator the runner knows, given the node, its inputs and the model's default-domain opset;
+ * it returns its output, or its outputs in order.
+ */
+type Kernel = (node: OnnxNode, inputs: readonly (Tensor | undefined)[], opset: number) => Tensor | readonly Tensor[];
 
 const KERNELS = new Map<string, Kernel>([
   ["Cast", (node, [x], opset) => cast(required(node, x, 0), castTo(node, opset), castOptions(node, opset, ["to"]))],
@@ -25,6 +30,15 @@ const KERNELS = new Map<string, Kernel>([
     reshape(required(node, x, 0), reshapeShape(node, shape, opset), reshapeOptions(node, opset))],
   ["BitCast", (node, [x], opset) => bitcast(required(node, x, 0), bitcastTo(node), { semantics: "onnx", opset })],
   ["Constant", (node) => constantValue(node)],
+  ["QuantizeLinear", (node, [x, scale, zeroPoint], opset) =>
+    quantizeLinear(required(node, x, 0), required(node, scale, 1), zeroPoint, quantizeOptions(node, opset))],
+  ["DequantizeLinear", (node, [x, scale, zeroPoint], opset) =>
+    dequantizeLinear(required(node, x, 0), required(node, scale, 1), zeroPoint, quantizeOptions(node, opset))],
+  ["DynamicQuantizeLinear", (node, [x], opset) => {
+    noAttributes(node);
+    const r = dynamicQuantizeLinear(required(node, x, 0), { opset });
+    return [r.y, r.scale, r.zeroPoint];
+  }],
 ]);
 
 /**
@@ -78,7 +92,10 @@ export function runModel(model: OnnxModel, inputs: readonly Tensor[] | Readonly<
       if (!x) throw new TensorcastError("INVALID_DATA", `node ${describe(node)} uses "${name}" before any node computes it`);
       return x;
     });
-    values.set(node.outputs[0], kernel(node, args, opset));
+    const result = kernel(node, args, opset);
+    const outputs = Array.isArray(result) ? result : [result as Tensor];
+    // An output named "" is one the graph does not use (ONNX's optional outputs).
+    node.outputs.forEach((name, k) => name !== "" && k < outputs.length && values.set(name, outputs[k]));
   }
   return g.outputs.map((v) => {
     const y = values.get(v.name);
@@ -177,4 +194,39 @@ function bitcastTo(node: OnnxNode): DType {
   const to = node.attributes.find((a) => a.name === "to");
   if (!to) throw new TensorcastError("INVALID_ATTRIBUTE", `BitCast ${describe(node)} has no \`to\` attribute`);
   return dtype(Number(intAttribute(node, to)));
+}
+
+/**
+ * QuantizeLinear / DequantizeLinear attributes: axis, block_size, saturate (0 or 1), output_dtype
+ * and precision (INT TensorProto.DataType; 0 means "not given", the schema's default). Which of
+ * them a version has is the operator's check; anything else is an error here.
+ */
+function quantizeOptions(node: OnnxNode, opset: number): QuantizeOptions {
+  const opts: QuantizeOptions = { opset };
+  for (const a of node.attributes) {
+    const v = intAttribute(node, a);
+    if (v < BigInt(Number.MIN_SAFE_INTEGER) || v > BigInt(Number.MAX_SAFE_INTEGER)) {
+      throw new TensorcastError("INVALID_ATTRIBUTE", `${node.opType} ${a.name} is out of range: ${v}`);
+    }
+    const n = Number(v);
+    if (a.name === "axis") opts.axis = n;
+    else if (a.name === "block_size") opts.blockSize = n;
+    else if (a.name === "saturate" && node.opType === "QuantizeLinear") {
+      if (n !== 0 && n !== 1) throw new TensorcastError("INVALID_ATTRIBUTE", `${node.opType} saturate must be 0 or 1, got ${v}`);
+      opts.saturate = n === 1;
+    } else if (a.name === "output_dtype") {
+      if (n !== 0) opts.outputDtype = dtype(n);
+    } else if (a.name === "precision" && node.opType === "QuantizeLinear") {
+      if (n !== 0) opts.precision = dtype(n);
+    } else {
+      throw new TensorcastError("INVALID_ATTRIBUTE", `${node.opType} has no attribute ${a.name}`);
+    }
+  }
+  return opts;
+}
+
+function noAttributes(node: OnnxNode): void {
+  if (node.attributes.length > 0) {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `${node.opType} has no attributes; got ${node.attributes.map((a) => a.name).join(", ")}`);
+  }
 }

@@ -4,10 +4,10 @@
  * The judging itself lives in src/explain/, which the playground runs too.
  */
 import {
-  cast, dtype, LATEST_OPSET, operatorVersion, TensorcastError,
-  type CastOptions, type DType, type RoundMode,
+  cast, dequantizeLinear, dtype, LATEST_OPSET, operatorVersion, quantizeLinear, quantizeOperatorVersion, TensorcastError,
+  type CastOptions, type DType, type QuantizeOptions, type RoundMode, Tensor,
 } from "../../index.js";
-import { elementCode, formatBinary, formatHex, readElement } from "../../explain/element.js";
+import { elementCode, formatBinary, formatHex, readElement, type Element } from "../../explain/element.js";
 import { changedByStoring, classifyCast, roundingError, storeValue, type CastFlag } from "../../explain/outcome.js";
 import { parseValue, VALUE_SYNTAX, type InputValue } from "../../explain/value.js";
 import { UsageError } from "./usage.js";
@@ -21,6 +21,12 @@ export interface CastRequest {
   readonly saturate?: boolean;
   readonly roundMode?: RoundMode;
   readonly opset?: number;
+  /** Quantize instead of Cast (QuantizeLinear): the scale, as typed. */
+  readonly scale?: string;
+  /** The scale's type; default the --from type when it is float32, float16 or bfloat16, else float32. */
+  readonly scaleType?: string;
+  /** QuantizeLinear's zero point, as typed (stored in the --to type). Default: none (0). */
+  readonly zeroPoint?: string;
 }
 
 export interface CastRow {
@@ -39,6 +45,11 @@ export interface CastRow {
   readonly absError: number | null;
   readonly relError: number | null;
   readonly flag: CastFlag;
+  /**
+   * Quantize mode: the quantized element's value (`result` is then its dequantized value,
+   * (quantized - zero point) * scale, which the errors compare with the source).
+   */
+  readonly quantized?: string;
 }
 
 export interface CastReport {
@@ -50,6 +61,10 @@ export interface CastReport {
   /** The options in effect (defaults filled in), whether or not the target uses them. */
   readonly saturate: boolean;
   readonly roundMode: RoundMode;
+  /** Quantize mode: the scale and zero point as stored, and the scale's type. */
+  readonly scale?: string;
+  readonly scaleType?: string;
+  readonly zeroPoint?: string;
   readonly rows: readonly CastRow[];
 }
 
@@ -61,6 +76,10 @@ export interface CastReport {
  *         1.5 for int8 or inf for float8e4m3fn).
  */
 export function castValues(values: readonly string[], request: CastRequest): CastReport {
+  if (request.scale !== undefined) return quantizeValues(values, request, request.scale);
+  if (request.zeroPoint !== undefined || request.scaleType !== undefined) {
+    throw new UsageError("--zero-point and --scale-type need --scale (they describe QuantizeLinear)", "cast");
+  }
   const inputs = values.map(parseCliValue);
   const from = resolve(request.from ?? "float64", "from");
   const to = resolve(request.to, "to");
@@ -77,23 +96,22 @@ export function castValues(values: readonly string[], request: CastRequest): Cas
     const result = cast(stored, to, options);
     const s = readElement(stored, 0);
     const r = readElement(result, 0);
-    const code = elementCode(result, 0);
-    const [absError, relError] = roundingError(s, r);
-    return {
-      input: input.text,
-      source: s.display,
-      sourceChanged: changedByStoring(input, s),
-      code: formatHex(code, to),
-      binary: formatBinary(code, to),
-      result: r.display,
-      absError,
-      relError,
-      flag: classifyCast(s, r, to),
-    };
+    return row(input, s, result, r, roundingError(s, r), classifyCast(s, r, to));
   });
   return {
     from: from.name, to: to.name, operator: `Cast-${version.version}`, opset,
     saturate: request.saturate ?? true, roundMode, rows,
+  };
+}
+
+/** One row: the source as stored, the code of `coded`'s element 0, the value `r` shown as the result. */
+function row(
+  input: InputValue, s: Element, coded: Tensor, r: Element, [absError, relError]: readonly [number | null, number | null], flag: CastFlag,
+): CastRow {
+  const code = elementCode(coded, 0);
+  return {
+    input: input.text, source: s.display, sourceChanged: changedByStoring(input, s),
+    code: formatHex(code, coded.dtype), binary: formatBinary(code, coded.dtype), result: r.display, absError, relError, flag,
   };
 }
 
@@ -120,4 +138,60 @@ function parseCliValue(text: string): InputValue {
   const value = parseValue(text);
   if (!value) throw new UsageError(`${JSON.stringify(text)} is not a value cast accepts; expected ${VALUE_SYNTAX}`, "cast");
   return value;
+}
+
+const QUANTIZE_INPUTS = new Set(["float32", "float16", "bfloat16"]);
+
+/**
+ * Quantize mode: each value stored in `from` (default float32), quantized with QuantizeLinear's
+ * rules at the request's opset (the scale and zero point given once for all values), shown with
+ * its code and its dequantized value, whose difference from the source is the rounding error.
+ */
+function quantizeValues(values: readonly string[], request: CastRequest, scaleText: string): CastReport {
+  if (request.roundMode !== undefined) throw new UsageError("--round-mode is a Cast option (e8m0 targets); QuantizeLinear has none", "cast");
+  const inputs = values.map(parseCliValue);
+  const from = resolve(request.from ?? "float32", "from");
+  const to = resolve(request.to, "to");
+  const scaleType = request.scaleType !== undefined
+    ? withContext("--scale-type", () => dtype(/^\d+$/.test(request.scaleType!) ? Number(request.scaleType) : request.scaleType!))
+    : dtype(QUANTIZE_INPUTS.has(from.name) ? from.name : "float32");
+  const scale = withContext(`cannot store --scale ${scaleText} in ${scaleType.name}`, () => storeValue(parseCliValue(scaleText), scaleType));
+  let zeroPoint = request.zeroPoint === undefined ? undefined
+    : withContext(`cannot store --zero-point ${request.zeroPoint} in the --to type ${to.name}`, () => storeValue(parseCliValue(request.zeroPoint!), to));
+  const opset = request.opset ?? LATEST_OPSET;
+  const version = quantizeOperatorVersion("QuantizeLinear", opset);
+  const options: QuantizeOptions = { opset };
+  if (request.saturate !== undefined) options.saturate = request.saturate;
+  // Without a zero point the type comes from output_dtype (21+), or before that from a zero point 0.
+  if (!zeroPoint && to.name !== "uint8") {
+    if (version.attributes.has("output_dtype")) options.outputDtype = to;
+    else zeroPoint = Tensor.zeros(to, []);
+  }
+  const rows = inputs.map((input): CastRow => {
+    const stored = withContext(`cannot store ${input.text} in the --from type ${from.name}`, () => storeValue(input, from));
+    const q = quantizeLinear(stored, scale, zeroPoint, options);
+    const s = readElement(stored, 0);
+    const qe = readElement(q, 0);
+    const back = dequantized(q, scale, zeroPoint, opset);
+    const r = back ? readElement(back, 0) : { display: "", value: NaN };
+    // The flag compares the exact quotient plus zero point with the quantized value.
+    const ideal = s.value / readElement(scale, 0).value + (zeroPoint ? readElement(zeroPoint, 0).value : 0);
+    const flag = classifyCast({ display: "", value: ideal }, qe, to);
+    return { ...row(input, s, q, r, back ? roundingError(s, r) : [null, null], flag), quantized: qe.display };
+  });
+  return {
+    from: from.name, to: to.name, operator: `QuantizeLinear-${version.version}`, opset,
+    saturate: request.saturate ?? true, roundMode: "up",
+    scale: readElement(scale, 0).display, scaleType: scaleType.name,
+    ...(zeroPoint ? { zeroPoint: readElement(zeroPoint, 0).display } : {}),
+    rows,
+  };
+}
+
+/** DequantizeLinear of one quantized element at the same opset, in float32 where the scale cannot be an output type. */
+function dequantized(q: Tensor, scale: Tensor, zeroPoint: Tensor | undefined, opset: number): Tensor | undefined {
+  const version = quantizeOperatorVersion("DequantizeLinear", opset);
+  if (!version.scales.has(scale.dtype.name) || !version.inputs.has(q.dtype.name)) return undefined;
+  const outputDtype = opset >= 23 && !QUANTIZE_INPUTS.has(scale.dtype.name) ? "float32" : undefined;
+  return dequantizeLinear(q, scale, zeroPoint, { opset, ...(outputDtype && { outputDtype }) });
 }

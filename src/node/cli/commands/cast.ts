@@ -21,6 +21,9 @@ const OPTIONS = {
   "no-saturate": { type: "boolean" },
   "round-mode": { type: "string", expects: ROUND_MODES.join(", ") },
   opset: { type: "string", expects: "an opset number such as 19 or 28" },
+  scale: { type: "string", expects: "a number such as 0.05" },
+  "zero-point": { type: "string", expects: "a value of the --to type such as 128" },
+  "scale-type": { type: "string", expects: "float32, float16, bfloat16, int32 or float8e8m0" },
   json: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const satisfies OptionSpecs;
@@ -40,7 +43,11 @@ Options:
   --saturate            float8 / e8m0 targets: clamp out-of-range values to +/-max (the default)
   --no-saturate         float8 / e8m0 targets: out-of-range values become inf or NaN instead
   --round-mode <mode>   e8m0 targets (Cast-24+): ${ROUND_MODES.join(", ")} (default up)
-  --opset <n>           the model opset whose Cast version applies (default: the newest)
+  --opset <n>           the model opset whose Cast (or QuantizeLinear) version applies (default: the newest)
+  --scale <value>       quantize instead: QuantizeLinear(value, scale, zero point) into --to, shown
+                        with its code and its dequantized value (--from defaults to float32)
+  --zero-point <value>  with --scale: the zero point, a value of the --to type (default none: 0)
+  --scale-type <type>   with --scale: the scale's type (default the --from type, or float32)
   --json                print the rows as JSON (values as exact strings such as "-0" or "nan")
   -h, --help            show this help
 
@@ -51,6 +58,7 @@ underflow (became 0), nan (a number became NaN), nan lost (the target has no NaN
 Example:
   tensorcast cast --from float32 --to float8e4m3fn 1.5 448 1000 nan
   tensorcast cast --to float8e5m2 --no-saturate 60000 -inf
+  tensorcast cast --to int8 --scale 0.05 --zero-point 3 1.234 -7 100
 `;
 
 export const castCommand: Command = {
@@ -101,6 +109,9 @@ function toRequest(options: OptionValues<typeof OPTIONS>, values: readonly strin
     ...(saturate !== undefined ? { saturate } : {}),
     ...(roundMode !== undefined ? { roundMode } : {}),
     ...(opset !== undefined ? { opset } : {}),
+    ...(options.scale !== undefined ? { scale: options.scale } : {}),
+    ...(options["zero-point"] !== undefined ? { zeroPoint: options["zero-point"] } : {}),
+    ...(options["scale-type"] !== undefined ? { scaleType: options["scale-type"] } : {}),
   };
 }
 
@@ -111,15 +122,19 @@ export function renderCastReport(report: CastReport): string {
   // Only mention options the target reads; saturate=false next to a float16 target would mislead.
   if (to.format?.overflow === "saturable") notes.push(`saturate=${report.saturate}`);
   if (to.name === "float8e8m0") notes.push(`round_mode=${report.roundMode}`);
+  if (report.scale !== undefined) {
+    notes.unshift(`scale ${report.scale} (${report.scaleType})${report.zeroPoint !== undefined ? `, zero point ${report.zeroPoint}` : ""}`);
+  }
   const heading = `${report.from} -> ${report.to}  (${report.operator}, opset ${report.opset}` +
     `${notes.length > 0 ? `, ${notes.join(", ")}` : ""})\n`;
+  const quantized = report.scale !== undefined;
   const table = renderTable(
     [
       { header: "input", align: "right" },
       { header: report.from, align: "right" },
       { header: "code" },
       { header: binaryHeader(to) },
-      { header: report.to, align: "right" },
+      ...(quantized ? [{ header: report.to, align: "right" as const }, { header: "dequantized", align: "right" as const }] : [{ header: report.to, align: "right" as const }]),
       { header: "abs err", align: "right" },
       { header: "rel err", align: "right" },
       { header: "flag" },
@@ -130,7 +145,7 @@ export function renderCastReport(report: CastReport): string {
       r.sourceChanged ? r.source : "",
       r.code,
       r.binary,
-      r.result,
+      ...(quantized ? [r.quantized ?? "", r.result] : [r.result]),
       formatError(r.absError),
       formatError(r.relError),
       r.flag,
