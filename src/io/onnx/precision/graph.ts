@@ -177,12 +177,12 @@ class Pass {
     }
 
     // 2. What each value's consumers want.
-    const wants = new Map<string, Set<number>>();
+    // Only "float32 and nothing else" matters (convertSource): a bit for float32, one for any other
+    // type, rather than a Set per value.
+    const wants = new Map<string, number>();
     const addWant = (name: string, w: number): void => {
       if (w === 0 || name === "") return;
-      let s = wants.get(name);
-      if (!s) wants.set(name, (s = new Set()));
-      s.add(w);
+      wants.set(name, (wants.get(name) ?? 0) | (w === FLOAT ? 1 : 2));
     };
     for (const info of infos) info.inputs.forEach((name, k) => addWant(name, info.want[k]));
     const ioType = (name: string): number => ((orig.get(name) ?? 0) === FLOAT ? ((main && this.opts.keepIoTypes) || keepAll ? FLOAT : T) : 0);
@@ -200,8 +200,7 @@ class Pass {
       produced.set(name, o === FLOAT ? ioType(name) : o);
     }
     const convertSource = (name: string): boolean => {
-      const w = wants.get(name);
-      return !(w && w.size === 1 && w.has(FLOAT));
+      return wants.get(name) !== 1;
     };
     for (const [name, f] of initNames) {
       const o = orig.get(name) ?? 0;

@@ -70,6 +70,26 @@ export interface PbField {
 }
 
 /**
+ * A field as parse() found it: its payload's place in the message's bytes, a view made only when
+ * read. A million-node graph has several million fields, and a Uint8Array view apiece costs more
+ * than the field itself.
+ */
+class ParsedField implements PbField {
+  msg?: PbMessage;
+  private set_?: Uint8Array;
+
+  constructor(public no: number, public wire: WireType, private readonly buf: Uint8Array, private readonly start: number, private readonly end: number) {}
+
+  get data(): Uint8Array {
+    return this.set_ ?? this.buf.subarray(this.start, this.end);
+  }
+
+  set data(bytes: Uint8Array) {
+    this.set_ = bytes;
+  }
+}
+
+/**
  * UTF-8 bytes of a string (the core has no TextEncoder in its lib types).
  * @example utf8Bytes("é")  // Uint8Array [0xc3, 0xa9]
  */
@@ -100,7 +120,7 @@ export class PbMessage {
     let runEnd = -1;
     const flush = (): void => {
       if (runStart < 0) return;
-      fields.push({ no: RAW_RUN, wire: WIRE_LEN, data: r.buf.subarray(runStart, runEnd) });
+      fields.push(new ParsedField(RAW_RUN, WIRE_LEN, r.buf, runStart, runEnd));
       runStart = -1;
     };
     for (;;) {
@@ -108,7 +128,7 @@ export class PbMessage {
       const no = r.next();
       if (no === 0) break;
       const wire = r.wireType;
-      let data: Uint8Array;
+      let start: number;
       if (wire === WIRE_LEN) {
         const n = r.length();
         const lacks = inert?.unlessSet[no];
@@ -119,9 +139,9 @@ export class PbMessage {
           runEnd = r.pos;
           continue;
         }
-        data = r.buf.subarray(r.pos - n, r.pos);
+        start = r.pos - n;
       } else {
-        const start = r.pos;
+        start = r.pos;
         r.skip();
         // Groups are not part of ONNX (the validator refuses them): never folded into a run.
         if (inert && wire !== WIRE_START_GROUP && !inert.reads.has(no)) {
@@ -129,10 +149,9 @@ export class PbMessage {
           runEnd = r.pos;
           continue;
         }
-        data = r.buf.subarray(start, r.pos);
       }
       flush();
-      fields.push({ no, wire, data });
+      fields.push(new ParsedField(no, wire, r.buf, start, r.pos));
     }
     flush();
     return new PbMessage(fields, context, depth);
