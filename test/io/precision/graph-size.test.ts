@@ -12,7 +12,7 @@ import { after, describe, it } from "node:test";
 import { pathToFileURL } from "node:url";
 import { convertModelPrecision } from "../../../src/io/onnx/precision/model.js";
 import { bodiesOf, withNodes } from "../../../src/io/onnx/precision/graph.js";
-import { PbMessage, RAW_RUN, type PbField } from "../../../src/io/onnx/precision/pb.js";
+import { MAX_NODE_VALUES, PbMessage, RAW_RUN, type PbField } from "../../../src/io/onnx/precision/pb.js";
 import { TensorcastError } from "../../../src/errors.js";
 import { cast } from "../../../src/ops/cast.js";
 import { Tensor } from "../../../src/tensor.js";
@@ -158,6 +158,17 @@ describe("memory proportional to what changes: floods of untouched fields are ke
     const node = graphOf(attributeFlood(1_000_000)).sub(1, "NodeProto")!;
     assert.ok(node.fields.length <= 4, `${node.fields.length} fields`);
     assert.equal(node.all(5).length, 0);
+  });
+
+  it("a node with more than 1,000,000 inputs and outputs is NOT_IMPLEMENTED, naming the limit; 1,000,000 convert", () => {
+    const wide = (n: number): Uint8Array => {
+      const node = nodeProto("Relu", ["x"], ["y"]).repeat(Uint8Array.of(1 * 8 + 2, 0), n - 2);
+      return modelOf(new Bytes().len(1, node).len(2, "wide").len(11, valueInfo("x")).len(12, valueInfo("y")));
+    };
+    assert.throws(() => convertModelPrecision(wide(MAX_NODE_VALUES + 1), { to: "float16" }), (e: unknown) =>
+      e instanceof TensorcastError && e.code === "NOT_IMPLEMENTED" && e.message.includes(`more than ${MAX_NODE_VALUES} inputs and outputs`));
+    assert.equal(MAX_NODE_VALUES, 1_000_000);
+    assert.equal(graphOf(convertModelPrecision(wide(MAX_NODE_VALUES), { to: "float16" }).bytes).sub(1, "NodeProto")!.all(1).length, MAX_NODE_VALUES - 1);
   });
 
   it("a value_info or attribute with a name still parses as a field of its own", () => {
