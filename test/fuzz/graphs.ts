@@ -6,7 +6,7 @@
  * class is the same model on every run. Heavy variants (the sizes from the issue) come once each.
  */
 import { Rng } from "../support/rng.js";
-import { Bytes, chainModel, floatTensorOf, graphAttr, modelOf, nodeProto, valueInfo } from "../support/big-graphs.js";
+import { Bytes, chainModel, floatTensorOf, graphAttr, ifModel, modelOf, nodeProto, valueInfo } from "../support/big-graphs.js";
 
 export type GraphClass = "node flood" | "field flood" | "shadowed names";
 export const GRAPH_CLASSES: readonly GraphClass[] = ["node flood", "field flood", "shadowed names"];
@@ -23,7 +23,7 @@ export interface GraphCase {
 
 const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[rng.below(xs.length)];
 const TARGETS: readonly (readonly [string, readonly string[]])[] = [
-  ["float16", []], ["float16", ["--keep-io-types"]], ["bfloat16", ["--weights-only"]], ["float16", ["--weights-only"]], ["float8e4m3fn", []], ["int4", []],
+  ["float16", []], ["float16", ["--keep-io-types"]], ["bfloat16", []], ["bfloat16", ["--weights-only"]], ["float16", ["--weights-only"]], ["float8e4m3fn", []], ["int4", []],
 ];
 
 /** x -> Sum(x, x, ... n times) -> y: one node with n inputs. */
@@ -90,15 +90,7 @@ function shadowed(rng: Rng, depth: number): [Uint8Array, string] {
   };
   const then = graph("a", 1, "x");
   const other = graph("b", 1, "x");
-  const g = new Bytes()
-    .len(1, nodeProto("If", ["c"], ["z"], "if", [graphAttr("then_branch", then), graphAttr("else_branch", other)]))
-    .len(1, nodeProto("Add", ["z", "w"], ["y"], "add"))
-    .len(2, "main")
-    .len(5, floatTensorOf("w", [2], [0.25, -1]))
-    .len(11, valueInfo("c", 9, []))
-    .len(11, valueInfo("x"))
-    .len(12, valueInfo("y"));
-  return [modelOf(g), `If nested ${depth} deep, w held by main and ${held - 1} bodies (${holds.join(" ") || "none"})`];
+  return [ifModel(then, other, floatTensorOf("w", [2], [0.25, -1])), `If nested ${depth} deep, w held by main and ${held - 1} bodies (${holds.join(" ") || "none"})`];
 }
 
 /** Case `index` of class `cls` (light sizes). */

@@ -147,11 +147,19 @@ export function shadowedIfModel(weights: (values: number[]) => number[] = (v) =>
     new Bytes().len(1, nodeProto(op, [from, "w"], [`${name}_out`], `${name}_op`)).len(2, name).len(5, floatTensor("w", [2], values)).len(12, valueInfo(`${name}_out`));
   const thenBranch = body("then", "Add", [1.5, -2.25], leaf("then_t", "Mul", [3, 0.5], "t0"));
   const elseBranch = body("else", "Mul", [0.1, 7]);
+  return ifModel(thenBranch, elseBranch, floatTensor("w", [2], [0.25, -1]));
+}
+
+/**
+ * y = If(c, then, else) + w, the main graph holding `w`: inputs c (bool []) and x (float32 [2]),
+ * output y (float32 [2]).
+ */
+export function ifModel(thenBranch: Bytes, elseBranch: Bytes, w: Bytes): Uint8Array {
   const g = new Bytes()
     .len(1, nodeProto("If", ["c"], ["z"], "if", [graphAttr("then_branch", thenBranch), graphAttr("else_branch", elseBranch)]))
     .len(1, nodeProto("Add", ["z", "w"], ["y"], "add"))
-    .len(2, "shadowed")
-    .len(5, floatTensor("w", [2], [0.25, -1]))
+    .len(2, "main")
+    .len(5, w)
     .len(11, valueInfo("c", 9, []))
     .len(11, valueInfo("x"))
     .len(12, valueInfo("y"));

@@ -10,7 +10,7 @@ import { validateMessage } from "../validate.js";
 import { bodiesOf, convertGraphPrecision, DEFAULT_BLOCKED_OPS, type KeptNode } from "./graph.js";
 import { PbMessage, utf8Bytes } from "./pb.js";
 import type { ConvertedTensor, ExternalTensorHook } from "./tensors.js";
-import { storeWeights } from "./weights.js";
+import { storeWeights, unshadow } from "./weights.js";
 
 export { DEFAULT_BLOCKED_OPS, type KeptNode } from "./graph.js";
 export type { ConvertedTensor, ExternalTensorHook } from "./tensors.js";
@@ -119,6 +119,7 @@ export function convertModelPrecision(bytes: Uint8Array, opts: PrecisionOptions)
   }
   const graph = model.sub(7, "GraphProto");
   if (!graph) throw new TensorcastError("INVALID_DATA", "ModelProto has no graph");
+  unshadow(graph);
   if (weightsOnly) {
     result.castsInserted = storeWeights(graph, { to, saturate, external: opts.external }, result.tensors, result.opsetAfter);
   } else {

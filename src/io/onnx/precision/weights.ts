@@ -1,7 +1,8 @@
 /**
  * Weights-only conversion: each float32 initializer stored in a smaller type, read back through a
  * Cast to float32 placed in the graph that holds it (a body's initializers are not visible
- * outside it).
+ * outside it). Also `unshadow`, which both modes run first: a body initializer named like a value
+ * of an enclosing graph is renamed.
  *
  * Names. The stored tensor and the Cast node get names fresh across the whole model. The Cast's
  * output keeps the initializer's name, so that nothing reading it changes, except in a body whose
@@ -74,6 +75,33 @@ function namesDefinedBy(g: PbMessage): Set<string> {
   for (const v of g.subs(11, "ValueInfoProto")) names.add(v.string(1));
   for (const n of g.subs(1, "NodeProto")) for (const s of n.strings(2)) if (s !== "") names.add(s);
   return names;
+}
+
+/**
+ * Renames every body initializer named like a value an enclosing graph defines to a fresh name,
+ * with the body's reads of it. onnx allows the shadowing, but once the pass gives the two values
+ * different types, onnx's type inference (1.12) gives the body's reads the outer value's type and
+ * refuses the model: unshadowed, every read says which tensor it means.
+ * @example unshadow(graph)  // an If branch's own `w` becomes `w_1`, and its nodes read `w_1`
+ */
+export function unshadow(graph: PbMessage): void {
+  let names: UniqueNames | undefined;
+  const walk = (g: PbMessage, outer: ReadonlySet<string>): void => {
+    const renames = new Map<string, string>();
+    for (const t of g.subs(5, "TensorProto")) {
+      const name = t.string(8);
+      if (!outer.has(name)) continue;
+      names ??= new UniqueNames(graph);
+      const fresh = names.fresh(name);
+      t.setString(8, fresh);
+      renames.set(name, fresh);
+    }
+    if (renames.size > 0) renameReads(g, renames);
+    const here = new Set(outer);
+    for (const name of namesDefinedBy(g)) here.add(name);
+    for (const n of g.subs(1, "NodeProto")) for (const body of bodiesOf(n)) walk(body, here);
+  };
+  walk(graph, new Set());
 }
 
 /**
