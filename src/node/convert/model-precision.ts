@@ -134,7 +134,6 @@ export async function convertModelFile(input: string, output: string, opts: Mode
       (t) => t.dtype.kind !== "string" && (t.storage === "external" || ((t.storage === "raw" || t.inPlace) && t.byteLength >= STREAM_FROM)),
     );
     const skeleton = await skeletonOf(file, new Set(streamed));
-    refuseNestedExternal(skeleton, input);
     const converted: StreamedTensor[] = [];
     const external: ExternalTensorHook = (tensor, label, _kind, before) => {
       const source = placeholderOf(tensor, file);
@@ -146,6 +145,7 @@ export async function convertModelFile(input: string, output: string, opts: Mode
     };
     let result: PrecisionResult;
     try {
+      refuseNestedExternal(skeleton, input);
       result = convertModelPrecision(skeleton, {
         to, saturate: opts.saturate, keepIoTypes: opts.keepIoTypes, weightsOnly: opts.weightsOnly, blockOps: opts.blockOps, external,
       });

@@ -13,7 +13,8 @@
  * `scales`, say) stay float32.
  */
 import { TensorcastError } from "../../../errors.js";
-import { PbMessage, type PbField } from "./pb.js";
+import { decodeUtf8 } from "../wire.js";
+import { PbMessage, utf8Bytes, type PbField } from "./pb.js";
 import { allowedBy, schemaAt, slotOf } from "./schema-types.js";
 import { convertTensorField, type ConvertedTensor, type TensorCastOptions } from "./tensors.js";
 
@@ -89,6 +90,8 @@ interface NodeInfo {
  */
 export class UniqueNames {
   private readonly names = new Set<string>();
+  /** Per base, the next suffix to try: a base freshened n times costs n tries, not n^2 / 2. */
+  private readonly next = new Map<string, number>();
 
   constructor(g: PbMessage) {
     this.collect(g);
@@ -108,9 +111,16 @@ export class UniqueNames {
   /** `base`, or `base_1`, `base_2`, ... : the first not yet used, now taken. */
   fresh(base: string): string {
     let n = base;
-    for (let k = 1; this.names.has(n); k++) n = `${base}_${k}`;
+    let k = this.next.get(base) ?? 1;
+    for (; this.names.has(n); k++) n = `${base}_${k}`;
+    this.next.set(base, k);
     this.names.add(n);
     return n;
+  }
+
+  /** Whether `name` is taken. */
+  has(name: string): boolean {
+    return this.names.has(name);
   }
 }
 
@@ -143,9 +153,11 @@ class Pass {
     const inputs = g.subs(11, "ValueInfoProto");
     const outputs = g.subs(12, "ValueInfoProto");
     const valueInfo = g.subs(13, "ValueInfoProto");
-    for (const v of [...valueInfo, ...inputs, ...outputs]) {
-      const e = elemTypeOf(v);
-      if (e !== 0) declared.set(v.string(1), e);
+    for (const list of [valueInfo, inputs, outputs]) {
+      for (const v of list) {
+        const e = elemTypeOf(v);
+        if (e !== 0) declared.set(v.string(1), e);
+      }
     }
     const initFields = g.all(5);
     const initNames = new Map<string, PbField>();
@@ -165,12 +177,12 @@ class Pass {
     }
 
     // 2. What each value's consumers want.
-    const wants = new Map<string, Set<number>>();
+    // Only "float32 and nothing else" matters (convertSource): a bit for float32, one for any other
+    // type, rather than a Set per value.
+    const wants = new Map<string, number>();
     const addWant = (name: string, w: number): void => {
       if (w === 0 || name === "") return;
-      let s = wants.get(name);
-      if (!s) wants.set(name, (s = new Set()));
-      s.add(w);
+      wants.set(name, (wants.get(name) ?? 0) | (w === FLOAT ? 1 : 2));
     };
     for (const info of infos) info.inputs.forEach((name, k) => addWant(name, info.want[k]));
     const ioType = (name: string): number => ((orig.get(name) ?? 0) === FLOAT ? ((main && this.opts.keepIoTypes) || keepAll ? FLOAT : T) : 0);
@@ -188,8 +200,7 @@ class Pass {
       produced.set(name, o === FLOAT ? ioType(name) : o);
     }
     const convertSource = (name: string): boolean => {
-      const w = wants.get(name);
-      return !(w && w.size === 1 && w.has(FLOAT));
+      return wants.get(name) !== 1;
     };
     for (const [name, f] of initNames) {
       const o = orig.get(name) ?? 0;
@@ -229,21 +240,29 @@ class Pass {
     // 4. Outputs whose producer disagrees with the type they are declared with: the producer's
     //    value is renamed and a Cast writes the output's name.
     const tail: PbMessage[] = [];
+    const renames = new Map<string, string>();
     for (const v of outputs) {
       const name = v.string(1);
       const w = ioType(name);
       const p = produced.get(name) ?? 0;
       if (w !== 0 && p !== 0 && p !== w && !inputNames.has(name)) {
         const renamed = this.fresh(`${name}__${typeLabel(p)}`);
-        this.rename(g, name, renamed);
-        for (const info of infos) info.outputs = info.outputs.map((s) => (s === name ? renamed : s));
-        for (const info of infos) info.inputs = info.inputs.map((s) => (s === name ? renamed : s));
+        renames.set(name, renamed);
         produced.set(renamed, p);
         tail.push(castNode(this.fresh(`${name}__cast`), renamed, name, w, this.opset));
         if (this.opset < 6) g.addMessage(13, typedValue(renamed, p));
         this.report.castsInserted++;
       }
       if (w !== 0) setElemType(v, w);
+    }
+    // All renames in one walk: one per output would cost outputs x nodes.
+    if (renames.size > 0) {
+      this.rename(g, renames);
+      const to = (s: string): string => renames.get(s) ?? s;
+      for (const info of infos) {
+        info.outputs = info.outputs.map(to);
+        info.inputs = info.inputs.map(to);
+      }
     }
     for (const v of inputs) {
       const p = produced.get(v.string(1)) ?? 0;
@@ -261,6 +280,7 @@ class Pass {
     const casts = new Map<string, string>();
     const nodes: PbField[] = [];
     for (const info of infos) {
+      let inputFields: PbField[] | undefined;
       info.inputs.forEach((name, k) => {
         const w = info.want[k];
         const p = produced.get(name) ?? 0;
@@ -276,7 +296,8 @@ class Pass {
           this.report.castsInserted++;
         }
         info.inputs[k] = castName;
-        info.node.setStringAt(1, k, castName);
+        inputFields ??= info.node.all(1);
+        inputFields[k].data = utf8Bytes(castName);
       });
       if (info.kept && !info.source) this.report.kept.push({ graph: graphName, name: info.node.string(3), opType: info.opType, reason: keptReason(info) });
       if (CONTAINERS.has(info.opType)) {
@@ -287,11 +308,7 @@ class Pass {
       nodes.push(info.field);
     }
     for (const c of tail) nodes.push(fieldOf(c));
-    // Nodes go back in their place among the graph's other fields.
-    const first = g.fields.findIndex((f) => f.no === 1);
-    const rest = g.fields.filter((f) => f.no !== 1);
-    rest.splice(first < 0 ? 0 : Math.min(first, rest.length), 0, ...nodes);
-    g.fields = rest;
+    g.fields = withNodes(g.fields, nodes);
   }
 
   /** Original output types of `node` and whether it computes in the target type. */
@@ -465,22 +482,36 @@ class Pass {
     }
   }
 
-  /** Renames value `from` to `to` wherever graph `g` and its bodies define or read it. */
-  rename(g: PbMessage, from: string, to: string): void {
+  /** Renames values (`from` -> `to` in `renames`) wherever graph `g` and its bodies define or read them. */
+  rename(g: PbMessage, renames: ReadonlyMap<string, string>): void {
     for (const n of g.subs(1, "NodeProto")) {
-      n.strings(1).forEach((s, k) => s === from && n.setStringAt(1, k, to));
-      n.strings(2).forEach((s, k) => s === from && n.setStringAt(2, k, to));
-      for (const body of bodiesOf(n)) this.renameReads(body, from, to);
+      renameStrings(n, 1, renames);
+      renameStrings(n, 2, renames);
+      for (const body of bodiesOf(n)) this.renameReads(body, renames);
     }
-    for (const t of g.subs(5, "TensorProto")) if (t.string(8) === from) t.setString(8, to);
+    for (const t of g.subs(5, "TensorProto")) {
+      const to = renames.get(t.string(8));
+      if (to !== undefined) t.setString(8, to);
+    }
   }
 
-  private renameReads(g: PbMessage, from: string, to: string): void {
+  private renameReads(g: PbMessage, renames: ReadonlyMap<string, string>): void {
     for (const n of g.subs(1, "NodeProto")) {
-      n.strings(1).forEach((s, k) => s === from && n.setStringAt(1, k, to));
-      for (const body of bodiesOf(n)) this.renameReads(body, from, to);
+      renameStrings(n, 1, renames);
+      for (const body of bodiesOf(n)) this.renameReads(body, renames);
     }
-    for (const v of g.subs(12, "ValueInfoProto")) if (v.string(1) === from) v.setString(1, to);
+    for (const v of g.subs(12, "ValueInfoProto")) {
+      const to = renames.get(v.string(1));
+      if (to !== undefined) v.setString(1, to);
+    }
+  }
+}
+
+/** Renames the occurrences of string field `no` (a node's inputs or outputs) found in `renames`. */
+export function renameStrings(n: PbMessage, no: number, renames: ReadonlyMap<string, string>): void {
+  for (const f of n.all(no)) {
+    const to = renames.get(decodeUtf8(f.data, `${n.context}: field ${no}`));
+    if (to !== undefined) f.data = utf8Bytes(to);
   }
 }
 
@@ -532,7 +563,33 @@ export function castNode(name: string, input: string, output: string, to: number
 export function bodiesOf(node: PbMessage): PbMessage[] {
   const out: PbMessage[] = [];
   for (const a of node.subs(5, "AttributeProto")) {
-    out.push(...a.subs(6, "GraphProto"), ...a.subs(11, "GraphProto"));
+    for (const g of a.subs(6, "GraphProto")) out.push(g);
+    for (const g of a.subs(11, "GraphProto")) out.push(g);
+  }
+  return out;
+}
+
+/**
+ * A graph's fields with its nodes replaced by `nodes`, placed where the first node was (at the
+ * start when there was none). A loop, not a spread into splice: a spread passes every node as an
+ * argument, which overflows the call stack past about 100,000 nodes.
+ */
+export function withNodes(fields: readonly PbField[], nodes: readonly PbField[]): PbField[] {
+  const out: PbField[] = [];
+  let placed = false;
+  const place = (): void => {
+    for (const n of nodes) out.push(n);
+    placed = true;
+  };
+  for (const f of fields) {
+    if (f.no !== 1) out.push(f);
+    else if (!placed) place();
+  }
+  if (!placed) {
+    // No node before: at the start, as protobuf writers order fields by number.
+    const tail = out.splice(0, out.length);
+    place();
+    for (const f of tail) out.push(f);
   }
   return out;
 }

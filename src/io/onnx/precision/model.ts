@@ -7,9 +7,10 @@ import { expectBytes, expectObject, expectOptions } from "../../../args.js";
 import { TensorcastError } from "../../../errors.js";
 import { dtype, type DType, type DTypeLike } from "../../../dtype/table.js";
 import { validateMessage } from "../validate.js";
-import { bodiesOf, castNode, convertGraphPrecision, DEFAULT_BLOCKED_OPS, UniqueNames, type KeptNode } from "./graph.js";
-import { PbMessage, utf8Bytes, type PbField } from "./pb.js";
-import { convertTensorField, type ConvertedTensor, type ExternalTensorHook, type TensorCastOptions } from "./tensors.js";
+import { bodiesOf, convertGraphPrecision, DEFAULT_BLOCKED_OPS, type KeptNode } from "./graph.js";
+import { PbMessage, utf8Bytes } from "./pb.js";
+import type { ConvertedTensor, ExternalTensorHook } from "./tensors.js";
+import { storeWeights, unshadow } from "./weights.js";
 
 export { DEFAULT_BLOCKED_OPS, type KeptNode } from "./graph.js";
 export type { ConvertedTensor, ExternalTensorHook } from "./tensors.js";
@@ -128,6 +129,7 @@ export function convertModelPrecision(bytes: Uint8Array, opts: PrecisionOptions)
   }
   const graph = model.sub(7, "GraphProto");
   if (!graph) throw new TensorcastError("INVALID_DATA", "ModelProto has no graph");
+  unshadow(graph);
   if (weightsOnly) {
     result.castsInserted = storeWeights(graph, { to, saturate, external: opts.external }, result.tensors, result.opsetAfter);
   } else {
@@ -140,38 +142,6 @@ export function convertModelPrecision(bytes: Uint8Array, opts: PrecisionOptions)
   }
   result.bytes = model.encode(bytes.length + 4096);
   return result;
-}
-
-/**
- * Weights only: each float32 initializer stored as `to`, read back through a Cast to float32. The
- * bodies of If / Loop / Scan nodes get the same treatment, each Cast inside the body that holds
- * the initializer (a body's initializers are not visible outside it). New names are fresh across
- * the whole model, so none shadows a value of an enclosing graph.
- */
-function storeWeights(graph: PbMessage, opts: TensorCastOptions, out: ConvertedTensor[], opset: number): number {
-  const names = new UniqueNames(graph);
-  const store = (g: PbMessage): number => {
-    let count = 0;
-    for (const n of g.subs(1, "NodeProto")) for (const body of bodiesOf(n)) count += store(body);
-    const inputs = new Set(g.subs(11, "ValueInfoProto").map((v) => v.string(1)));
-    const casts: PbField[] = [];
-    for (const f of g.all(5)) {
-      const t = g.message(f, "TensorProto");
-      const name = t.string(8);
-      // An initializer that is also an input is a default the caller may replace with float32 data.
-      if (t.int(2) !== 1 || inputs.has(name)) continue;
-      const converted = convertTensorField(f, opts, name, "initializer", out);
-      if (!converted) continue;
-      const stored = names.fresh(`${name}__${opts.to.name}`);
-      converted.setString(8, stored);
-      f.msg = converted;
-      casts.push({ no: 1, wire: 2, data: new Uint8Array(0), msg: castNode(names.fresh(`${name}__cast`), stored, name, 1, opset) });
-    }
-    const first = g.fields.findIndex((f) => f.no === 1);
-    g.fields.splice(first < 0 ? 0 : first, 0, ...casts);
-    return count + casts.length;
-  };
-  return store(graph);
 }
 
 function raiseOpset(model: PbMessage, main: PbMessage, from: number, to: number): void {

@@ -6,8 +6,66 @@
  * asked for; the pass edits those and `encode` re-serialises them.
  */
 import { TensorcastError } from "../../../errors.js";
-import { WireReader, WIRE_FIXED32, WIRE_FIXED64, WIRE_LEN, WIRE_VARINT, decodeUtf8, type WireType } from "../wire.js";
+import { WireReader, WIRE_FIXED32, WIRE_FIXED64, WIRE_LEN, WIRE_START_GROUP, WIRE_VARINT, decodeUtf8, varintAt, type VarintWords, type WireType } from "../wire.js";
 import { WireWriter } from "../wire-writer.js";
+
+/**
+ * The field number of a run of fields kept as their bytes (tags included): the fields of a message
+ * the pass never reads. No real field has number 0, so `all(n)` never returns a run.
+ */
+export const RAW_RUN = 0;
+
+/**
+ * Per message type, the fields the precision pass (graph.ts, model.ts, weights.ts and the Node
+ * converter) reads or edits; every other field is inert and kept as bytes. `unlessSet[n]`: field
+ * n is inert all the same when its payload sets none of these fields (non-empty): a value_info
+ * with neither name nor type, an attribute with no name, graph or tensor, which no lookup can find.
+ * TensorProto is absent: tensors are decoded whole.
+ */
+const INERT: Readonly<Record<string, { reads: ReadonlySet<number>; unlessSet: Readonly<Record<number, readonly number[]>> }>> = {
+  ModelProto: { reads: new Set([1, 7, 8]), unlessSet: {} },
+  GraphProto: { reads: new Set([1, 2, 5, 11, 12, 13, 15]), unlessSet: { 13: [1, 2] } },
+  NodeProto: { reads: new Set([1, 2, 3, 4, 5, 7]), unlessSet: { 5: [1, 5, 6, 10, 11] } },
+  AttributeProto: { reads: new Set([1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 20]), unlessSet: {} },
+  ValueInfoProto: { reads: new Set([1, 2]), unlessSet: {} },
+  TypeProto: { reads: new Set([1]), unlessSet: {} },
+};
+
+/**
+ * The most inputs plus outputs one node may have. Each is a value the pass types and may cast, a
+ * few hundred bytes of memory; a node of 10,000,000 empty inputs (20 MB of file) would take
+ * gigabytes. No operator comes near: the widest real ones (Concat, Sum) take a few thousand.
+ */
+export const MAX_NODE_VALUES = 1_000_000;
+
+const words: VarintWords = { lo: 0, hi: 0 };
+
+/**
+ * Whether the message in `buf[start, end)` sets none of `wanted` (with a non-empty payload); false
+ * too when it is malformed or holds a group, so that the ordinary parse meets (and reports) it.
+ * Allocates nothing: it runs once per entry of a flood.
+ */
+function payloadLacks(buf: Uint8Array, start: number, end: number, wanted: readonly number[]): boolean {
+  let pos = start;
+  while (pos < end) {
+    pos = varintAt(buf, pos, end, words);
+    if (pos < 0 || words.hi !== 0) return false;
+    const no = words.lo >>> 3;
+    const wire = words.lo & 7;
+    if (wire === WIRE_LEN) {
+      pos = varintAt(buf, pos, end, words);
+      if (pos < 0 || words.hi !== 0 || words.lo > end - pos) return false;
+      if (words.lo > 0 && wanted.includes(no)) return false;
+      pos += words.lo;
+    } else if (wanted.includes(no)) return false;
+    else if (wire === WIRE_VARINT) pos = varintAt(buf, pos, end, words);
+    else if (wire === WIRE_FIXED64) pos += 8;
+    else if (wire === WIRE_FIXED32) pos += 4;
+    else return false;
+    if (pos < 0 || pos > end) return false;
+  }
+  return true;
+}
 
 /** One field occurrence. `data`: a varint's or fixed value's encoded bytes, or a length-delimited payload. */
 export interface PbField {
@@ -16,6 +74,26 @@ export interface PbField {
   data: Uint8Array;
   /** The payload parsed as a message, once asked for; `encode` writes this instead of `data`. */
   msg?: PbMessage;
+}
+
+/**
+ * A field as parse() found it: its payload's place in the message's bytes, a view made only when
+ * read. A million-node graph has several million fields, and a Uint8Array view apiece costs more
+ * than the field itself.
+ */
+class ParsedField implements PbField {
+  msg?: PbMessage;
+  private set_?: Uint8Array;
+
+  constructor(public no: number, public wire: WireType, private readonly buf: Uint8Array, private readonly start: number, private readonly end: number) {}
+
+  get data(): Uint8Array {
+    return this.set_ ?? this.buf.subarray(this.start, this.end);
+  }
+
+  set data(bytes: Uint8Array) {
+    this.set_ = bytes;
+  }
 }
 
 /**
@@ -35,23 +113,58 @@ export class PbMessage {
   constructor(public fields: PbField[] = [], readonly context = "message", readonly depth = 0) {}
 
   /**
-   * Splits `bytes` into fields without looking inside any of them.
-   * @throws TensorcastError INVALID_DATA for malformed protobuf.
+   * Splits `bytes` into fields without looking inside any of them. Runs of fields the precision
+   * pass never reads (see INERT) become one RAW_RUN field holding their bytes: a flood of millions
+   * of empty value_info entries or attributes costs one object, not one per entry.
+   * @throws TensorcastError INVALID_DATA for malformed protobuf, or nesting deeper than 100 messages.
    */
   static parse(bytes: Uint8Array, context: string, depth = 0): PbMessage {
     if (depth > 100) throw new TensorcastError("INVALID_DATA", `${context}: nested deeper than 100 messages`);
     const r = new WireReader(bytes, context);
+    const inert = INERT[context];
     const fields: PbField[] = [];
-    for (let no = r.next(); no !== 0; no = r.next()) {
+    let values = context === "NodeProto" ? 0 : -Infinity;
+    let runStart = -1;
+    let runEnd = -1;
+    const flush = (): void => {
+      if (runStart < 0) return;
+      fields.push(new ParsedField(RAW_RUN, WIRE_LEN, r.buf, runStart, runEnd));
+      runStart = -1;
+    };
+    for (;;) {
+      const at = r.pos;
+      const no = r.next();
+      if (no === 0) break;
       const wire = r.wireType;
+      let start: number;
       if (wire === WIRE_LEN) {
-        fields.push({ no, wire, data: r.bytes() });
-        continue;
+        const n = r.length();
+        const lacks = inert?.unlessSet[no];
+        const skip = inert !== undefined && (!inert.reads.has(no) || (lacks !== undefined && payloadLacks(r.buf, r.pos, r.pos + n, lacks)));
+        r.pos += n;
+        if (skip) {
+          if (runStart < 0) runStart = at;
+          runEnd = r.pos;
+          continue;
+        }
+        start = r.pos - n;
+      } else {
+        start = r.pos;
+        r.skip();
+        // Groups are not part of ONNX (the validator refuses them): never folded into a run.
+        if (inert && wire !== WIRE_START_GROUP && !inert.reads.has(no)) {
+          if (runStart < 0) runStart = at;
+          runEnd = r.pos;
+          continue;
+        }
       }
-      const start = r.pos;
-      r.skip();
-      fields.push({ no, wire, data: r.buf.subarray(start, r.pos) });
+      if ((no === 1 || no === 2) && ++values > MAX_NODE_VALUES) {
+        throw new TensorcastError("NOT_IMPLEMENTED", `${context}: a node with more than ${MAX_NODE_VALUES} inputs and outputs; tensorcast converts nodes of up to ${MAX_NODE_VALUES}`);
+      }
+      flush();
+      fields.push(new ParsedField(no, wire, r.buf, start, r.pos));
     }
+    flush();
     return new PbMessage(fields, context, depth);
   }
 
@@ -192,7 +305,8 @@ export class PbMessage {
   /** Writes the fields into `w` (no enclosing tag). */
   writeTo(w: WireWriter): void {
     for (const f of this.fields) {
-      if (f.wire === WIRE_LEN) {
+      if (f.no === RAW_RUN) w.raw(f.data);
+      else if (f.wire === WIRE_LEN) {
         if (f.msg) {
           w.fork(f.no);
           f.msg.writeTo(w);
