@@ -25,9 +25,11 @@ import type { DType, Storage } from "../../dtype/table.js";
 import { u8View } from "../fast/views.js";
 import {
   extendHighS16, extendHighS8, extendHighU8, extendLowS16, extendLowS8, extendLowU8, f32x4Add, f32x4ConvertS, f32x4Div,
-  f32x4Mul, f32x4Ne, f32x4Nearest, f32x4Pmax, f32x4Pmin, f32x4Sub, get, i32, i32Add, i32Eqz, i32Sub, load, moduleBytes, narrowS, narrowS8,
-  narrowU8, relaxedTruncS, select, set, store, truncSatS, whileNot, type Code, type Func,
+  f32x4Mul, f32x4Ne, f32x4Nearest, f32x4Pmax, f32x4Pmin, f32x4Sub, get, i32, load, moduleBytes, narrowS, narrowS8,
+  narrowU8, relaxedTruncS, select, set, store, truncSatS, type Code, type Func,
 } from "../wasm/encoder.js";
+import { loop } from "../wasm/kernels.js";
+import type { DequantizeArgs, QuantizeArgs } from "./kernels.js";
 import type { QuantLayout } from "./layout.js";
 
 /** Elements per chunk (a multiple of 16): 64 KiB of float32 in or out. */
@@ -58,15 +60,6 @@ const prologue: Code[] = [
   set(S, load(i32(PARAMS), 0)), set(Z, load(i32(PARAMS), 16)), set(M, load(i32(PARAMS), 32)),
   set(HI, load(i32(PARAMS), 48)), set(LO, load(i32(PARAMS), 64)),
 ];
-
-function loop(body: Code[], srcStep: number, dstStep: number): Code {
-  return whileNot(i32Eqz(get(GROUPS)), [
-    ...body.flat(),
-    ...set(SRC, i32Add(get(SRC), i32(srcStep))),
-    ...set(DST, i32Add(get(DST), i32(dstStep))),
-    ...set(GROUPS, i32Sub(get(GROUPS), i32(1))),
-  ]);
-}
 
 /**
  * 16 float32 (64 bytes) -> 16 int8 or uint8 per group. With `relaxed`, the truncation is relaxed
@@ -208,45 +201,16 @@ function is8bit(t: DType): "int8" | "uint8" | undefined {
   return t.name === "int8" || t.name === "uint8" ? t.name : undefined;
 }
 
-/** The arguments of quantizeSimd / dequantizeSimd: the reference kernels' (kernels.ts). */
-export interface SimdArgs {
-  readonly x: Storage;
-  readonly xType: DType;
-  readonly scale: Storage;
-  readonly scaleType: DType;
-  readonly zeroPoint?: Storage;
-  readonly y: Storage;
-  readonly yType: DType;
-  readonly layout: QuantLayout;
-  readonly precision?: string;
-}
-
 /**
  * QuantizeLinear float32 -> int8 / uint8 (float32 scales, float32 division) by SIMD, bit for bit
  * the reference's; false, nothing written, where it does not apply.
  * @example if (!quantizeSimd(a)) quantizeLinearKernel(a)
  */
-export function quantizeSimd(a: SimdArgs): boolean {
+export function quantizeSimd(a: QuantizeArgs): boolean {
   const kind = is8bit(a.yType);
   if (!enabled || !kind || a.xType.name !== "float32" || a.scaleType.name !== "float32" || a.precision !== "float32") return false;
   const w = instance();
-  if (!w) return false;
-  const x = u8View(a.x);
-  const y = u8View(a.y);
-  const scales = a.scale as Float32Array;
-  const zps = a.zeroPoint as Int8Array | Uint8Array | undefined;
-  const kernel = kind === "int8" ? w.q_i8 : w.q_u8;
-  const mem = w.bytes;
-  return forRuns(a.layout, (start, length, g) => {
-    w.params.fill(scales[g], 0, 4);
-    w.params.fill(zps ? zps[g] : 0, 4, 8);
-    for (let at = start; at < start + length; at += CHUNK) {
-      const n = Math.min(CHUNK, start + length - at);
-      mem.set(x.subarray(4 * at, 4 * (at + n)), IN);
-      kernel(IN, OUT, Math.ceil(n / 16)); // a last partial group converts stale lanes, never copied out
-      y.set(mem.subarray(OUT, OUT + n), at);
-    }
-  });
+  return w !== null && stream(w, kind === "int8" ? w.q_i8 : w.q_u8, a, 4, 1);
 }
 
 /**
@@ -254,26 +218,33 @@ export function quantizeSimd(a: SimdArgs): boolean {
  * reference's; false, nothing written, where it does not apply.
  * @example if (!dequantizeSimd(a)) dequantizeLinearKernel(a)
  */
-export function dequantizeSimd(a: SimdArgs): boolean {
+export function dequantizeSimd(a: DequantizeArgs): boolean {
   const kind = is8bit(a.xType);
   if (!enabled || !kind || a.yType.name !== "float32" || a.scaleType.name !== "float32") return false;
   const scales = a.scale as Float32Array;
   for (let g = 0; g < a.layout.scaleCount; g++) if (!Number.isFinite(scales[g])) return false;
   const w = instance();
-  if (!w) return false;
+  return w !== null && stream(w, kind === "int8" ? w.dq_i8 : w.dq_u8, a, 1, 4);
+}
+
+/**
+ * Runs `kernel` over every run of `a.x` sharing a scale (forRuns), a chunk at a time through the
+ * module's memory: `inSize` / `outSize` bytes per element in and out.
+ */
+function stream(w: Loaded, kernel: Kernel, a: QuantizeArgs | DequantizeArgs, inSize: number, outSize: number): boolean {
   const x = u8View(a.x);
   const y = u8View(a.y);
+  const scales = a.scale as Float32Array;
   const zps = a.zeroPoint as Int8Array | Uint8Array | undefined;
-  const kernel = kind === "int8" ? w.dq_i8 : w.dq_u8;
   const mem = w.bytes;
   return forRuns(a.layout, (start, length, g) => {
     w.params.fill(scales[g], 0, 4);
     w.params.fill(zps ? zps[g] : 0, 4, 8);
     for (let at = start; at < start + length; at += CHUNK) {
       const n = Math.min(CHUNK, start + length - at);
-      mem.set(x.subarray(at, at + n), IN);
-      kernel(IN, OUT, Math.ceil(n / 16));
-      y.set(mem.subarray(OUT, OUT + 4 * n), 4 * at);
+      mem.set(x.subarray(inSize * at, inSize * (at + n)), IN);
+      kernel(IN, OUT, Math.ceil(n / 16)); // a last partial group converts stale lanes, never copied out
+      y.set(mem.subarray(OUT, OUT + outSize * n), outSize * at);
     }
   });
 }
