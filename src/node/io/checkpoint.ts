@@ -19,6 +19,7 @@ import { promises as fsp } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
 import { TensorcastError } from "../../index.js";
 import { fileError, RandomAccessFile, systemError } from "./file.js";
+import { parseJsonFile } from "./json.js";
 import { NameIndex } from "./nameIndex.js";
 import { openTensorFile, type OpenOptions } from "./reader.js";
 import type { FileTensor, TensorFile } from "./tensors.js";
@@ -184,12 +185,7 @@ async function readIndexJson(path: string): Promise<{ metadata: Record<string, u
   } finally {
     await file.close();
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (e) {
-    throw fileError("INVALID_DATA", path, `is not valid JSON: ${(e as Error).message}`);
-  }
+  const json = parseJsonFile(text, path);
   const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
   if (!isObject(json)) throw fileError("INVALID_DATA", path, "is not a JSON object with a weight_map");
   const map = json.weight_map;
