@@ -5,7 +5,7 @@
  */
 import { TensorcastError } from "../errors.js";
 import { dtype, type DType, type DTypeLike, type DTypeName, type Storage, type StorageOf } from "../dtype/table.js";
-import { storageLength, Tensor, TYPED_ARRAYS, type TypedArrayCtor } from "../tensor.js";
+import { expectStorage, storageLength, Tensor, TYPED_ARRAYS, type TypedArrayCtor } from "../tensor.js";
 
 /** Whose rules: TensorFlow's `tf.bitcast`, or ONNX BitCast-26. */
 export type BitcastSemantics = "tensorflow" | "onnx";
@@ -84,6 +84,7 @@ export function bitcast<N extends DTypeName>(x: Tensor, to: DTypeLike<N>, opts: 
   if (!(x instanceof Tensor)) {
     throw new TensorcastError("INVALID_DATA", `bitcast expects a Tensor as input, got ${typeof x}`);
   }
+  expectStorage(x, "bitcast's input");
   const target = dtype(to);
   const shape = semantics === "onnx" ? onnxShape(x, target) : tensorflowShape(x, target);
   const size = shape.reduce((a, b) => a * b, 1);

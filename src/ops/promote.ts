@@ -5,7 +5,7 @@
  */
 import { TensorcastError, type ErrorCode } from "../errors.js";
 import { dtype, type DType, type DTypeLike, type DTypeName } from "../dtype/table.js";
-import { Tensor } from "../tensor.js";
+import { expectStorage, Tensor } from "../tensor.js";
 import { cast } from "./cast.js";
 
 /** Every OpenVINO element type name (`ov::element::Type::get_known_types()`, 2025). */
@@ -155,6 +155,7 @@ export function convertPromoteTypes(a: Tensor, b: Tensor, opts: ConvertPromoteOp
     if (!(x instanceof Tensor)) {
       throw new TensorcastError("INVALID_DATA", `convertPromoteTypes expects a Tensor as ${role} input, got ${typeof x}`);
     }
+    expectStorage(x, `convertPromoteTypes' ${role} input`);
   }
   if (typeof opts !== "object" || opts === null) checkOptions(opts);
   if ("aRank" in opts || "bRank" in opts) {

@@ -4,7 +4,7 @@
  */
 import { TensorcastError } from "../errors.js";
 import type { DTypeName, StorageOf } from "../dtype/table.js";
-import { shapeSize, Tensor } from "../tensor.js";
+import { expectStorage, shapeSize, Tensor } from "../tensor.js";
 import { operatorVersion, RESHAPE_VERSIONS, type OperatorVersion } from "./opsets.js";
 
 /**
@@ -81,6 +81,7 @@ export function reshape<N extends DTypeName>(x: Tensor<N>, shape: ShapeLike, opt
   if (!(x instanceof Tensor)) {
     throw new TensorcastError("INVALID_DATA", `${name} expects a Tensor as input, got ${typeof x}`);
   }
+  expectStorage(x, `${name}'s input`);
   if (!version.types.has(x.dtype.name)) {
     throw new TensorcastError(
       "UNSUPPORTED_TYPE",
@@ -105,6 +106,7 @@ export function reshape<N extends DTypeName>(x: Tensor<N>, shape: ShapeLike, opt
 function requestedShape(shape: ShapeLike, version: OperatorVersion): { dims: number[]; text: string } {
   const name = `Reshape-${version.version}`;
   if (shape instanceof Tensor) {
+    expectStorage(shape, `${name}'s shape`);
     if (version.version < 5) {
       throw new TensorcastError(
         "INVALID_ATTRIBUTE",

@@ -21,7 +21,7 @@ import { dtype, type DType, type DTypeLike, type DTypeName, type StorageOf } fro
 import { TensorcastError } from "../errors.js";
 import { convert } from "../kernels/convert.js";
 import { cast, castInto, checkCastInto, prepareOutput, type CastOptions, type Resolved } from "../ops/cast.js";
-import { allocateStorage, shapeSize, storageLength, Tensor, TYPED_ARRAYS } from "../tensor.js";
+import { allocateStorage, expectStorage, shapeSize, storageLength, Tensor, TYPED_ARRAYS } from "../tensor.js";
 import { CastPool, type WorkerHost } from "./pool.js";
 import { convertResident, viewOf, type NumericStorage } from "./range.js";
 import { sharedResidentOf, type WasmMemory } from "../kernels/wasm/resident.js";
@@ -85,6 +85,7 @@ export async function castAsyncOn<N extends DTypeName>(host: WorkerHost, x: Tens
   const { threads, minElements, callerConverts, castOpts } = splitOptions(host, opts);
   if (!(x instanceof Tensor) || threads < 2 || x.size < Math.max(minElements, 2 * ALIGN) || !host.hasWorkers()) return cast(x, to, castOpts);
 
+  expectStorage(x, "castAsync's input");
   // Every check cast makes depends on the types and options only: run them on an empty tensor.
   const target = cast(Tensor.zeros(x.dtype, [0]), to, castOpts).dtype;
   const from: DType = x.dtype;
