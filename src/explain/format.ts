@@ -4,9 +4,12 @@
  * which identifies it uniquely); long errors are cut to 3 significant digits, since they are there
  * to be read, not compared.
  */
+import { describe } from "../args.js";
+import { TensorcastError } from "../errors.js";
 
 /** A value spelled with nan, inf, -inf and -0 by name, everything else exactly. */
 export function formatNumber(x: number, negativeNaN = false): string {
+  if (typeof x !== "number") throw new TensorcastError("INVALID_DATA", `formatNumber takes a number, got ${describe(x)}`);
   if (x !== x) return negativeNaN ? "-nan" : "nan";
   if (x === Infinity) return "inf";
   if (x === -Infinity) return "-inf";

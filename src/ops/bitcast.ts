@@ -3,6 +3,7 @@
  * TensorFlow's `tf.bitcast` (the default) and ONNX BitCast-26. Both read the bytes as
  * little-endian on every platform and share the input's memory wherever the bytes allow.
  */
+import { describe } from "../args.js";
 import { TensorcastError } from "../errors.js";
 import { dtype, type DType, type DTypeLike, type DTypeName, type Storage, type StorageOf } from "../dtype/table.js";
 import { expectStorage, storageLength, Tensor, TYPED_ARRAYS, type TypedArrayCtor } from "../tensor.js";
@@ -206,7 +207,7 @@ function readLittleEndian(bytes: DataView, i: number, into: UnsignedView): void 
 
 function checkOptions(opts: BitcastOptions): BitcastSemantics {
   if (typeof opts !== "object" || opts === null) {
-    throw new TensorcastError("INVALID_ATTRIBUTE", `options must be an object, got ${String(opts)}`);
+    throw new TensorcastError("INVALID_ATTRIBUTE", `options must be an object, got ${describe(opts)}`);
   }
   for (const key of Object.keys(opts)) {
     if (!OPTION_KEYS.has(key)) {

@@ -1,6 +1,7 @@
 /**
  * Cast and CastLike: check the operator version's rules, then run the conversion kernel.
  */
+import { describe } from "../args.js";
 import { TensorcastError } from "../errors.js";
 import type { RoundMode } from "../dtype/minifloat.js";
 import { dtype, type DType, type DTypeLike, type DTypeName, type Storage, type StorageOf } from "../dtype/table.js";
@@ -210,7 +211,7 @@ function saturateInfinities(data: Storage, t: DType, resolved: Resolved): void {
 
 function checkOptions(opts: CastOptions): number {
   if (typeof opts !== "object" || opts === null) {
-    throw new TensorcastError("INVALID_ATTRIBUTE", `options must be an object, got ${String(opts)}`);
+    throw new TensorcastError("INVALID_ATTRIBUTE", `options must be an object, got ${describe(opts)}`);
   }
   for (const key of Object.keys(opts)) {
     if (!OPTION_KEYS.has(key)) {

@@ -3,6 +3,7 @@
  * (onnx/defs/tensor/old.cc and defs.cc). A model's opset selects the newest operator version at or
  * below it: opset 20 runs Cast-19.
  */
+import { describe } from "../args.js";
 import { TensorcastError } from "../errors.js";
 import type { DTypeName } from "../dtype/table.js";
 
@@ -98,14 +99,14 @@ const VERSIONS: Readonly<Record<OperatorName, readonly OperatorVersion[]>> = {
  * @throws TensorcastError INVALID_OPSET below the operator's first version or for a non-integer.
  */
 export function operatorVersion(op: OperatorName, opset: number): OperatorVersion {
-  const versions = Object.hasOwn(VERSIONS, op as PropertyKey) ? VERSIONS[op] : undefined;
+  const versions = typeof op === "string" && Object.hasOwn(VERSIONS, op) ? VERSIONS[op] : undefined;
   if (!versions) {
     throw new TensorcastError("INVALID_ATTRIBUTE", `operatorVersion knows ${Object.keys(VERSIONS).join(", ")}; got ${typeof op === "string" ? JSON.stringify(op.slice(0, 40)) : typeof op}`);
   }
   if (!Number.isInteger(opset) || opset < versions[0].version) {
     throw new TensorcastError(
       "INVALID_OPSET",
-      `${op} does not exist at opset ${String(opset)}; its versions are ${versions.map((v) => v.version).join(", ")}`,
+      `${op} does not exist at opset ${describe(opset)}; its versions are ${versions.map((v) => v.version).join(", ")}`,
     );
   }
   let found = versions[0];

@@ -134,7 +134,8 @@ function requestedShape(shape: ShapeLike, version: OperatorVersion): { dims: num
       `${name} expects shape as an array of numbers or bigints or an int64 tensor, got ${describe(shape)}`,
     );
   }
-  return { dims: shape.map(toDimension), text: `[${shape.map(String).join(", ")}]` };
+  // describe(), not String(): an entry may be anything (an object without toString, an array nested 100,000 deep).
+  return { dims: shape.map(toDimension), text: `[${shape.map((d) => (typeof d === "number" || typeof d === "bigint" ? String(d) : describe(d))).join(", ")}]` };
 }
 
 /** A number or bigint entry as a number; NaN when it is not a safe integer. */
@@ -210,7 +211,7 @@ function resolveShape(x: Tensor, requested: readonly number[], text: string, all
 
 function checkOptions(opts: ReshapeOptions): number {
   if (typeof opts !== "object" || opts === null) {
-    throw new TensorcastError("INVALID_ATTRIBUTE", `options must be an object, got ${String(opts)}`);
+    throw new TensorcastError("INVALID_ATTRIBUTE", `options must be an object, got ${describe(opts)}`);
   }
   for (const key of Object.keys(opts)) {
     if (!OPTION_KEYS.has(key)) {

@@ -18,6 +18,7 @@
  * message per worker.
  */
 import { dtype, type DType, type DTypeLike, type DTypeName, type StorageOf } from "../dtype/table.js";
+import { describe } from "../args.js";
 import { TensorcastError } from "../errors.js";
 import { convert } from "../kernels/convert.js";
 import { cast, castInto, checkCastInto, prepareOutput, type CastOptions, type Resolved } from "../ops/cast.js";
@@ -333,13 +334,13 @@ function alignUp(n: number): number {
 
 function checkFlag(name: string, value: unknown): boolean | undefined {
   if (value === undefined || typeof value === "boolean") return value;
-  throw new TensorcastError("INVALID_ATTRIBUTE", `${name} must be true or false, got ${String(value)}`);
+  throw new TensorcastError("INVALID_ATTRIBUTE", `${name} must be true or false, got ${describe(value)}`);
 }
 
 function checkCount(name: string, value: unknown, min: number): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
-    throw new TensorcastError("INVALID_ATTRIBUTE", `${name} must be an integer >= ${min}, got ${String(value)}`);
+    throw new TensorcastError("INVALID_ATTRIBUTE", `${name} must be an integer >= ${min}, got ${describe(value)}`);
   }
   return value;
 }

@@ -10,7 +10,9 @@ import {
 import { elementCode, formatBinary, formatHex, readElement } from "../../explain/element.js";
 import { changedByStoring, classifyCast, roundingError, storeValue, type CastFlag } from "../../explain/outcome.js";
 import { parseValue, VALUE_SYNTAX, type InputValue } from "../../explain/value.js";
-import { UsageError } from "./usage.js";
+import { describe, expectObject } from "../../args.js";
+import { expectStrings } from "../args.js";
+import { quoteBounded } from "../io/safetensorsJson.js";
 
 export type { CastFlag };
 
@@ -56,11 +58,13 @@ export interface CastReport {
 /**
  * Stores each value in `from` with `Tensor.fromValues` (round to nearest even), then casts it to
  * `to` with the request's options, one value at a time so each row stands alone.
- * @throws UsageError for a value that is not a number; TensorcastError for anything the library
+ * @throws TensorcastError PARSE_ERROR for a value that is not a number; others for anything the library
  *         rejects (unknown type, type not in the opset's Cast, a value `from` cannot hold such as
  *         1.5 for int8 or inf for float8e4m3fn).
  */
 export function castValues(values: readonly string[], request: CastRequest): CastReport {
+  expectStrings(values, "castValues' values");
+  expectObject(request, "castValues' request", "INVALID_ATTRIBUTE");
   const inputs = values.map(parseCliValue);
   const from = resolve(request.from ?? "float64", "from");
   const to = resolve(request.to, "to");
@@ -102,6 +106,7 @@ export function castValues(values: readonly string[], request: CastRequest): Cas
  * option named it.
  */
 function resolve(name: string, option: "from" | "to"): DType {
+  if (typeof name !== "string") throw new TensorcastError("INVALID_ATTRIBUTE", `castValues' request.${option} must be a type name, got ${describe(name)}`);
   return withContext(`--${option}`, () => dtype(/^\d+$/.test(name) ? Number(name) : name));
 }
 
@@ -118,6 +123,11 @@ function withContext<T>(context: string, f: () => T): T {
 /** @throws UsageError for anything that is not a decimal literal or a special name. */
 function parseCliValue(text: string): InputValue {
   const value = parseValue(text);
-  if (!value) throw new UsageError(`${JSON.stringify(text)} is not a value cast accepts; expected ${VALUE_SYNTAX}`, "cast");
+  if (!value) throw new TensorcastError("PARSE_ERROR", notAValue(text));
   return value;
+}
+
+/** The message for a command-line value that is not one `cast` accepts. */
+export function notAValue(text: string): string {
+  return `${quoteBounded(text)} is not a value cast accepts; expected ${VALUE_SYNTAX}`;
 }
