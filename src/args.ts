@@ -22,7 +22,8 @@ function describeValue(x: unknown): string {
   if (x === null) return "null";
   if (x === undefined) return "undefined";
   if (typeof x === "string") return x.length > 40 ? `a string of ${x.length} characters` : JSON.stringify(x);
-  if (typeof x === "number" || typeof x === "boolean") return String(x);
+  if (typeof x === "number") return exactNumber(x);
+  if (typeof x === "boolean") return String(x);
   if (typeof x === "bigint") return `${x}n`;
   if (typeof x === "symbol" || typeof x === "function") return `a ${typeof x}`;
   // A short array of plain values is spelled out ([1, 2], a complex pair); anything else is counted,
@@ -34,6 +35,16 @@ function describeValue(x: unknown): string {
   if (ArrayBuffer.isView(x) && isDetached(x.buffer)) return `a ${x.constructor.name} over a detached ArrayBuffer`;
   const name = (x as object).constructor?.name;
   return `a ${typeof name === "string" && name.length <= 40 ? name : "object"}`;
+}
+
+/**
+ * `x` in decimal, exactly: an integer from 2^53 to 1e21 as its digits (String() would give the
+ * shortest round-trip form, 2^62 as 4611686018427388000, which is a different integer); other
+ * numbers as String() writes them.
+ * @example exactNumber(2 ** 62) // "4611686018427387904"
+ */
+export function exactNumber(x: number): string {
+  return Number.isInteger(x) && Math.abs(x) >= 2 ** 53 && Math.abs(x) < 1e21 ? BigInt(x).toString() : String(x);
 }
 
 /** `x` must be a non-null object (not an array). */

@@ -51,7 +51,7 @@ export function shapeSize(shape: readonly number[]): number {
 
 /** A shape for a message: at most 16 dimensions spelled out, each bounded. */
 export function shapeText(shape: readonly unknown[]): string {
-  const dims = shape.slice(0, 16).map((d) => (typeof d === "number" ? String(d) : describe(d)));
+  const dims = shape.slice(0, 16).map((d) => describe(d));
   return `[${dims.join(", ")}${shape.length > 16 ? `, ... (${shape.length} dimensions)` : ""}]`;
 }
 

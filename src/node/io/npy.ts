@@ -333,7 +333,7 @@ export function encodeNpyHeader(t: DType, shape: readonly number[], file = "outp
 
 // ---- the Python literals of a header ----------------------------------------------------------
 
-type Literal = string | number | boolean | null | Literal[] | Map<string, Literal>;
+type Literal = string | number | bigint | boolean | null | Literal[] | Map<string, Literal>;
 
 function describeLiteral(v: unknown): string {
   if (v instanceof Map) return `{${[...v].map(([k, x]) => `'${k}': ${describeLiteral(x)}`).join(", ")}}`;
@@ -421,8 +421,9 @@ function parseLiteral(text: string, file: string): Literal {
     if (word === "True") return true;
     if (word === "False") return false;
     if (word === "None") return null;
+    // Past 2^53 a bigint, so that a message quotes the integer the file holds, not Infinity or a neighbour.
     const n = Number(word.replace(/[lL]$/, ""));
-    return Number.isSafeInteger(n) ? n : Infinity;
+    return Number.isSafeInteger(n) ? n : BigInt(word.replace(/[lL]$/, ""));
   };
   const v = value();
   space();
