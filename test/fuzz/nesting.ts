@@ -7,7 +7,7 @@
  * must be accepted or refused cleanly (nesting.test.ts runs them through the CLI and the library).
  */
 import { W, groups, nestedIfs } from "../support/protobuf.js";
-import { randomFloat32, safetensorsBytes } from "../node/helpers.js";
+import { random as mulberry32, randomFloat32, safetensorsBytes } from "../node/helpers.js";
 
 /** One case: files to write into a fresh folder, and what to run on them. */
 export interface NestingCase {
@@ -26,18 +26,6 @@ export interface NestingCase {
 }
 
 export type NestingClass = "index.json" | "safetensors header" | "npy header" | "onnx subgraphs" | "onnx types" | "pb groups";
-
-/** A small deterministic generator of depths (mulberry32). */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** `n` brackets deep, arrays or objects or mixed, as JSON text. */
 function nestedJson(n: number, how: "arrays" | "objects" | "mixed"): string {
@@ -156,11 +144,11 @@ function pbCase(n: number): NestingCase {
 /**
  * Every nesting case: the fixed depths around each limit, then `random` more per class at depths
  * drawn from [1, 4 x the limit] (seeded, so case N is the same file on every run).
- * @example nestingCases(2).filter((c) => c.kind === "index.json").length // 14
+ * @example nestingCases(5).filter((c) => c.kind === "index.json").length // 14
  */
 export function nestingCases(random: number): NestingCase[] {
-  const r = rng(24);
-  const depth = (limit: number): number => 1 + Math.floor(r() * 4 * limit);
+  const r = mulberry32(24);
+  const depth = (limit: number): number => 1 + Math.floor((r() / 2 ** 32) * 4 * limit);
   const hows = ["arrays", "objects", "mixed"] as const;
   const out: NestingCase[] = [];
   for (const d of [125, 126, 200_000]) for (const where of ["metadata", "extra key"] as const) out.push(indexCase(d - (where === "metadata" ? 0 : -1), where, "arrays"));
