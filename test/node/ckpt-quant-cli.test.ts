@@ -252,3 +252,13 @@ test("config.json: quantization_config appended and removed surgically", () => {
   assert.throws(() => quantizedConfigText(q, "fp8", [128, 128], []), /already has a quantization_config/);
   assert.equal(unquantizedConfigText('{"quantization_config": {"x": [1, {"y": "}"}]}, "a": 1}'), '{"a": 1}');
 });
+
+test("quantize refuses a file already quantized (its weight_scale_inv / _blocks names), naming the tensor", async () => {
+  const fixtures = join(ROOT, "test", "fixtures", "ckpt-quant");
+  for (const [file, name] of [["fp8.safetensors", "a.weight_scale_inv"], ["mxfp4.safetensors", "experts.down_proj_blocks"]]) {
+    const r = await cli(["quantize", join(fixtures, file), "--mode", "fp8", "-o", join(dir, `re-${file}`)]);
+    assert.equal(r.code, 1, file);
+    assert.match(r.err, new RegExp(`already quantized \\(it holds ${name.replace(".", "\\.")}`));
+    assert.ok(!readdirSync(dir).includes(`re-${file}`));
+  }
+});
