@@ -262,3 +262,27 @@ test("quantize refuses a file already quantized (its weight_scale_inv / _blocks 
     assert.ok(!readdirSync(dir).includes(`re-${file}`));
   }
 });
+
+test("inspect shows a quantized tensor as one logical tensor; diff SRC QDIR compares its dequantized values", async () => {
+  const out = join(dir, "llama-inspect");
+  assert.equal((await cli(["quantize", LLAMA, "--mode", "fp8", "-o", out, "-q"])).code, 0);
+  const r = await cli(["inspect", out, "--json"]);
+  assert.equal(r.code, 0, r.err);
+  const rows = JSON.parse(r.out).tensors as { name: string; dtype: string; shape: number[]; quantized?: string }[];
+  assert.deepEqual(rows.map((x) => x.name).sort(), [
+    "lm_head.weight", "model.embed_tokens.weight", "model.layers.0.input_layernorm.weight", "model.layers.0.mlp.down_proj.weight",
+    "model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.odd_proj.weight", "model.layers.0.self_attn.q_proj.weight", "model.norm.weight",
+  ]);
+  const q = rows.find((x) => x.name === "model.layers.0.mlp.down_proj.weight")!;
+  assert.deepEqual([q.dtype, q.shape, q.quantized], ["bfloat16", [256, 384], "fp8 128x128 (float8e4m3fn + weight_scale_inv float32 [2, 3])"]);
+  assert.equal(rows.find((x) => x.name === "lm_head.weight")!.quantized, undefined);
+  const d = await cli(["diff", LLAMA, out, "--json"]);
+  const report = JSON.parse(d.out);
+  const rowsD = report.tensors ?? report.rows ?? report;
+  const text = JSON.stringify(rowsD);
+  assert.match(text, /model\.layers\.0\.mlp\.down_proj\.weight/);
+  assert.doesNotMatch(text, /weight_scale_inv/);
+  const plain = await cli(["diff", LLAMA, out]);
+  assert.match(plain.out, /model\.layers\.0\.mlp\.down_proj\.weight\s+bfloat16\s+\[256, 384\]/);
+  assert.match(plain.out, /5 of 8 common tensors identical/);
+});

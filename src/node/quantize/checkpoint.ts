@@ -21,7 +21,7 @@ import { AtomicOutput, checkOutput, fileError, systemError, temporaryPath } from
 import { forgetAtExit, removeAtExit } from "../io/exit-cleanup.js";
 import { openTensorFile } from "../io/reader.js";
 import { encodeSafetensorsHeader } from "../io/safetensors.js";
-import { rawByteLength, type FileTensor, type TensorInfo } from "../io/tensors.js";
+import { rawByteLength, type FileTensor, type TensorFile, type TensorInfo } from "../io/tensors.js";
 import { checkOutputFolder, commitFolder, copyAtomically, indexCheckpoint } from "../convert/sharded.js";
 
 /** The schemes `quantize` writes. */
@@ -471,4 +471,46 @@ export async function dequantizeCheckpoint(input: string, output: string, to: DT
       forgetAtExit(building);
     }
   }
+}
+
+/** How a logical tensor is stored: "fp8 128x128 (float8e4m3fn + weight_scale_inv float32 [2, 3])". */
+export function describeLogical(l: LogicalTensor): string {
+  const [w, s] = l.parts;
+  if (l.scheme === "mxfp4") return `mxfp4 1x32 (${w.name.slice(l.name.length + 1)} uint8 [${w.shape.join(", ")}] + scales e8m0 [${s.shape.join(", ")}])`;
+  const block = `${w.shape[0] / s.shape[0]}x${w.shape[1] / s.shape[1]}`;
+  return `${l.scheme} ${block} (float8e4m3fn + weight_scale_inv ${s.dtype.name} [${s.shape.join(", ")}])`;
+}
+
+/**
+ * `file` with each quantized pair shown as one logical tensor of type `typeOf(name)` (its
+ * dequantized values, as transformers loads them), for `inspect` and `diff`. A logical tensor is
+ * dequantized whole on its first read and kept until another is read. `quantized` maps each
+ * logical name to describeLogical's text.
+ */
+export function dequantizedView(file: TensorFile, typeOf: (name: string) => DType): { file: TensorFile; quantized: Map<string, string> } {
+  const logical = logicalTensors(file.tensors);
+  const quantized = new Map<string, string>();
+  if (logical.length === 0) return { file, quantized };
+  const partOf = new Map<string, LogicalTensor>();
+  for (const l of logical) for (const p of l.parts) partOf.set(p.name, l);
+  let cached: { name: string; bytes: Uint8Array } | undefined;
+  const tensors: FileTensor[] = [];
+  for (const t of file.tensors) {
+    const l = partOf.get(t.name);
+    if (!l) tensors.push(t);
+    else if (l.parts[0] === t) {
+      const to = typeOf(l.name);
+      const i = info(l.name, to, l.shape);
+      quantized.set(l.name, describeLogical(l));
+      tensors.push({
+        ...i,
+        async read(start: number, count: number): Promise<Uint8Array> {
+          if (cached?.name !== l.name) cached = { name: l.name, bytes: await dequantizeLogical(l, to) };
+          const per = to.bits / 8;
+          return cached.bytes.subarray(start * per, (start + count) * per);
+        },
+      });
+    }
+  }
+  return { file: { path: file.path, format: file.format, size: file.size, tensors, metadata: file.metadata, close: () => file.close() }, quantized };
 }
