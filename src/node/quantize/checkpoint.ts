@@ -241,8 +241,36 @@ export async function quantizeCheckpoint(input: string, output: string, opts: Qu
   if (configText !== undefined && /"quantization_config"\s*:/.test(configText)) {
     throw fileError("INVALID_ATTRIBUTE", join(c.folder, "config.json"), "has a quantization_config: the checkpoint is already quantized; dequantize it first with convert --to bfloat16");
   }
-  const replace = await checkOutputFolder(output, c.folder, opts.force ?? false);
-  const building = temporaryPath(output.replace(/\/+$/, ""));
+  let bytesIn = 0;
+  let bytesOut = 0;
+  const shapes = new Map(c.tensors.flat().map((t) => [t.name, t.shape] as const));
+  const built = await buildFolder(c, output, opts.force ?? false, async (building) => {
+    for (const s of c.shards) {
+      const r = await quantizeShard(join(c.folder, s), join(building, s), opts, tensors);
+      bytesIn += r.bytesIn;
+      bytesOut += r.bytesOut;
+    }
+  }, async (name) => (name === "config.json" && configText !== undefined
+    ? new TextEncoder().encode(quantizedConfigText(configText, opts.mode, block, keptModules(tensors, shapes)))
+    : undefined));
+  return {
+    input, output, mode: opts.mode, block: opts.mode === "mxfp4" ? undefined : block, tensors, copied: built.copied, config: configText !== undefined,
+    bytesIn, bytesOut, totalSize: built.totalSize, seconds: (performance.now() - started) / 1000,
+  };
+}
+
+/**
+ * Builds a checkpoint folder as `convert DIR` does: `fill(building)` writes the shards into a hidden
+ * temporary folder beside `output`; then `copy(name)` gives each other file of the input (bytes to
+ * write instead, or undefined to copy it as it is), the index is written with the exact total_size
+ * read back from the shards, and the folder is renamed to `output`. Nothing is left on failure.
+ */
+async function buildFolder(
+  c: Checkpoint, output: string, force: boolean, fill: (building: string) => Promise<void>, copy: (name: string) => Promise<Uint8Array | undefined>,
+): Promise<{ copied: string[]; totalSize: number }> {
+  const replace = await checkOutputFolder(output, c.folder, force);
+  const out = output.replace(/\/+$/, "");
+  const building = temporaryPath(out);
   try {
     await fsp.mkdir(building);
   } catch (e) {
@@ -251,30 +279,17 @@ export async function quantizeCheckpoint(input: string, output: string, opts: Qu
   removeAtExit(building, true);
   let done = false;
   try {
-    let bytesIn = 0;
-    let bytesOut = 0;
-    for (const s of c.shards) {
-      const r = await quantizeShard(join(c.folder, s), join(building, s), opts, tensors);
-      bytesIn += r.bytesIn;
-      bytesOut += r.bytesOut;
-    }
-    const shapes = new Map(c.tensors.flat().map((t) => [t.name, t.shape] as const));
+    await fill(building);
     const copied: string[] = [];
     for (const name of c.others) {
-      const instead = name === "config.json" && configText !== undefined
-        ? new TextEncoder().encode(quantizedConfigText(configText, opts.mode, block, keptModules(tensors, shapes)))
-        : undefined;
-      await copyAtomically(join(c.folder, name), join(building, name), false, undefined, undefined, instead);
+      await copyAtomically(join(c.folder, name), join(building, name), false, undefined, undefined, await copy(name));
       copied.push(name);
     }
     const index = await indexCheckpoint(building, { name: c.indexName });
-    await commitFolder(building, output.replace(/\/+$/, ""), replace);
+    await commitFolder(building, out, replace);
     forgetAtExit(building);
     done = true;
-    return {
-      input, output, mode: opts.mode, block: opts.mode === "mxfp4" ? undefined : block, tensors, copied, config: configText !== undefined,
-      bytesIn, bytesOut, totalSize: index.totalSize, seconds: (performance.now() - started) / 1000,
-    };
+    return { copied, totalSize: index.totalSize };
   } finally {
     if (!done) {
       await fsp.rm(building, { recursive: true, force: true }).catch(() => undefined);
@@ -436,41 +451,16 @@ export async function dequantizeCheckpoint(input: string, output: string, to: DT
   const dir = (await fsp.stat(input)).isDirectory() || input.endsWith(".index.json");
   if (!dir) return dequantizeFile(input, output, to, force);
   const c = await readCheckpoint(input);
-  const replace = await checkOutputFolder(output, c.folder, force);
-  const out = output.replace(/\/+$/, "");
-  const building = temporaryPath(out);
-  try {
-    await fsp.mkdir(building);
-  } catch (e) {
-    throw systemError(output, `create it (as ${building})`, e);
-  }
-  removeAtExit(building, true);
-  let done = false;
-  try {
-    const dequantized: string[] = [];
-    const kept: string[] = [];
+  const dequantized: string[] = [];
+  const kept: string[] = [];
+  const built = await buildFolder(c, output, force, async (building) => {
     for (const s of c.shards) {
       const r = await dequantizeFile(join(c.folder, s), join(building, s), to);
       dequantized.push(...r.dequantized);
       kept.push(...r.kept);
     }
-    for (const name of c.others) {
-      const instead = name === "config.json"
-        ? new TextEncoder().encode(unquantizedConfigText(await fsp.readFile(join(c.folder, name), "utf8")))
-        : undefined;
-      await copyAtomically(join(c.folder, name), join(building, name), false, undefined, undefined, instead);
-    }
-    const index = await indexCheckpoint(building, { name: c.indexName });
-    await commitFolder(building, out, replace);
-    forgetAtExit(building);
-    done = true;
-    return { dequantized, kept, totalSize: index.totalSize };
-  } finally {
-    if (!done) {
-      await fsp.rm(building, { recursive: true, force: true }).catch(() => undefined);
-      forgetAtExit(building);
-    }
-  }
+  }, async (name) => (name === "config.json" ? new TextEncoder().encode(unquantizedConfigText(await fsp.readFile(join(c.folder, name), "utf8"))) : undefined));
+  return { dequantized, kept, totalSize: built.totalSize };
 }
 
 /** How a logical tensor is stored: "fp8 128x128 (float8e4m3fn + weight_scale_inv float32 [2, 3])". */
