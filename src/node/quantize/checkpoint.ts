@@ -73,7 +73,6 @@ const RUN = 4 * 1024 * 1024;
 export const QUANTIZED_NAME = /(\.weight_scale_inv|_scale_inv|_blocks|_scales)$/;
 
 interface Plan {
-  readonly source: FileTensor;
   readonly outputs: TensorInfo[];
   readonly kind: "copy" | "fp8" | "mxfp4";
   readonly reason?: string;
@@ -85,8 +84,8 @@ function info(name: string, t: DType, shape: readonly number[]): TensorInfo {
 }
 
 /** Which tensors are quantized, and why the others are kept. */
-function planTensor(t: FileTensor, opts: QuantizeOptions): Plan {
-  const keep = (reason: string): Plan => ({ source: t, outputs: [info(t.name, t.dtype, t.shape)], kind: "copy", reason });
+function planTensor(t: Pick<TensorInfo, "name" | "dtype" | "shape">, opts: QuantizeOptions): Plan {
+  const keep = (reason: string): Plan => ({ outputs: [info(t.name, t.dtype, t.shape)], kind: "copy", reason });
   if (opts.only && !opts.only.test(t.name)) return keep("not matched by --only");
   if (opts.skip?.test(t.name)) return keep("matched by --skip");
   if (opts.mode === "mxfp4") {
@@ -99,7 +98,7 @@ function planTensor(t: FileTensor, opts: QuantizeOptions): Plan {
     const [e, inDim, outDim] = t.shape;
     const g = inDim / 32;
     return {
-      source: t, kind: "mxfp4",
+      kind: "mxfp4",
       outputs: [info(`${t.name}_blocks`, dtype("uint8"), [e, outDim, g, 16]), info(`${t.name}_scales`, dtype("uint8"), [e, outDim, g])],
     };
   }
@@ -112,7 +111,7 @@ function planTensor(t: FileTensor, opts: QuantizeOptions): Plan {
   const [rows, cols] = t.shape;
   const scaleType = opts.mode === "fp8-ue8m0" ? dtype("float8e8m0") : dtype("float32");
   return {
-    source: t, kind: "fp8",
+    kind: "fp8",
     outputs: [info(t.name, dtype("float8e4m3fn"), t.shape), info(`${t.name}_scale_inv`, scaleType, [rows / block[0], cols / block[1]])],
   };
 }
@@ -127,7 +126,7 @@ async function quantizeShard(inPath: string, outPath: string, opts: QuantizeOpti
         throw fileError("INVALID_ATTRIBUTE", inPath, `is already quantized (it holds ${t.name}, ${t.dtype.name}); dequantize it first with convert --to bfloat16`, t.name);
       }
     }
-    const plans = file.tensors.map((t) => planTensor(t, opts));
+    const plans = file.tensors.map((t) => ({ ...planTensor(t, opts), source: t }));
     const header = encodeSafetensorsHeader(plans.flatMap((p) => p.outputs), file.metadata, outPath);
     out = await AtomicOutput.create(outPath);
     await out.write(header, 0);
@@ -209,10 +208,13 @@ export function quantizedConfigText(text: string, mode: QuantizeMode, block: rea
   return `${before}${empty ? "" : ","}\n  "quantization_config": ${JSON.stringify(q)}\n${text.slice(end)}`;
 }
 
-/** Module names (a weight's name without `.weight`) of the 2-D weights kept in their type. */
-function keptModules(report: readonly QuantizedTensor[], shapes: ReadonlyMap<string, readonly number[]>): string[] {
-  return report
-    .filter((t) => t.action === "kept" && t.name.endsWith(".weight") && shapes.get(t.name)?.length === 2)
+/**
+ * Module names (a weight's name without `.weight`) of the 2-D weights that stay in their type, from
+ * the shards' headers alone (so that any slice of `--shard K/N` writes the same config.json).
+ */
+function keptModules(c: Checkpoint, opts: QuantizeOptions): string[] {
+  return c.tensors.flat()
+    .filter((t) => t.name.endsWith(".weight") && t.shape.length === 2 && planTensor({ name: t.name, dtype: dtype(t.dtype), shape: t.shape }, opts).kind === "copy")
     .map((t) => t.name.slice(0, -".weight".length));
 }
 
@@ -243,7 +245,6 @@ export async function quantizeCheckpoint(input: string, output: string, opts: Qu
   }
   let bytesIn = 0;
   let bytesOut = 0;
-  const shapes = new Map(c.tensors.flat().map((t) => [t.name, t.shape] as const));
   const built = await buildFolder(c, output, opts.force ?? false, async (building) => {
     for (const s of c.shards) {
       const r = await quantizeShard(join(c.folder, s), join(building, s), opts, tensors);
@@ -251,7 +252,7 @@ export async function quantizeCheckpoint(input: string, output: string, opts: Qu
       bytesOut += r.bytesOut;
     }
   }, async (name) => (name === "config.json" && configText !== undefined
-    ? new TextEncoder().encode(quantizedConfigText(configText, opts.mode, block, keptModules(tensors, shapes)))
+    ? new TextEncoder().encode(quantizedConfigText(configText, opts.mode, block, keptModules(c, opts)))
     : undefined));
   return {
     input, output, mode: opts.mode, block: opts.mode === "mxfp4" ? undefined : block, tensors, copied: built.copied, config: configText !== undefined,
