@@ -286,3 +286,20 @@ test("inspect shows a quantized tensor as one logical tensor; diff SRC QDIR comp
   assert.match(plain.out, /model\.layers\.0\.mlp\.down_proj\.weight\s+bfloat16\s+\[256, 384\]/);
   assert.match(plain.out, /5 of 8 common tensors identical/);
 });
+
+test("quantize --shard K/N: two slices into one folder, then index, equal the whole-folder run file for file", async () => {
+  const whole = join(dir, "llama-whole");
+  const sliced = join(dir, "llama-sliced");
+  assert.equal((await cli(["quantize", LLAMA, "--mode", "fp8", "-o", whole, "-q"])).code, 0);
+  for (const k of ["1/2", "0/2"]) {
+    const r = await cli(["quantize", LLAMA, "--mode", "fp8", "-o", sliced, "--shard", k, "-q"]);
+    assert.equal(r.code, 0, r.err);
+  }
+  assert.ok(!readdirSync(sliced).some((n) => n.endsWith(".index.json")), "no index from a slice");
+  assert.equal((await cli(["index", sliced, "-q"])).code, 0);
+  assert.deepEqual(readdirSync(sliced).sort(), readdirSync(whole).sort());
+  for (const name of readdirSync(whole)) assert.deepEqual(readFileSync(join(sliced, name)), readFileSync(join(whole, name)), name);
+  const bad = await cli(["quantize", join(ROOT, "test", "fixtures", "ckpt-quant", "source.safetensors"), "--mode", "fp8", "-o", join(dir, "x.safetensors"), "--shard", "0/2"]);
+  assert.equal(bad.code, 2);
+  assert.match(bad.err, /--shard slices a sharded checkpoint/);
+});

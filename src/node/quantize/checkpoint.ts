@@ -17,12 +17,12 @@ import {
   fp8BlockDequantize, fp8BlockRefusal, fp8QuantizeBand, mxfp4Dequantize, mxfp4Quantize, mxfp4Refusal, type Fp8ScaleFormat,
 } from "../../kernels/quant/index.js";
 import { readCheckpoint, type Checkpoint } from "../io/checkpoint.js";
-import { AtomicOutput, checkOutput, fileError, systemError, temporaryPath } from "../io/file.js";
+import { AtomicOutput, checkOutput, fileError, sameFile, systemError, temporaryPath } from "../io/file.js";
 import { forgetAtExit, removeAtExit } from "../io/exit-cleanup.js";
 import { openTensorFile } from "../io/reader.js";
 import { encodeSafetensorsHeader } from "../io/safetensors.js";
 import { rawByteLength, type FileTensor, type TensorFile, type TensorInfo } from "../io/tensors.js";
-import { checkOutputFolder, commitFolder, copyAtomically, indexCheckpoint } from "../convert/sharded.js";
+import { checkOutputFolder, commitFolder, copyAtomically, indexCheckpoint, sliceShards, type ShardSlice } from "../convert/sharded.js";
 
 /** The schemes `quantize` writes. */
 export type QuantizeMode = "fp8" | "fp8-ue8m0" | "mxfp4";
@@ -37,6 +37,8 @@ export interface QuantizeOptions {
   /** Tensors whose name matches are kept. */
   skip?: RegExp;
   force?: boolean;
+  /** Only slice K of N of a sharded checkpoint's shards, into a shared OUT, and no index (then `tensorcast index OUT`). */
+  shard?: ShardSlice;
 }
 
 /** What happened to one tensor of the input. */
@@ -117,7 +119,7 @@ function planTensor(t: Pick<TensorInfo, "name" | "dtype" | "shape">, opts: Quant
 }
 
 /** Writes one shard: the planned header, then each tensor streamed. */
-async function quantizeShard(inPath: string, outPath: string, opts: QuantizeOptions, report: QuantizedTensor[]): Promise<{ bytesIn: number; bytesOut: number }> {
+async function quantizeShard(inPath: string, outPath: string, opts: QuantizeOptions, report: QuantizedTensor[], force = false): Promise<{ bytesIn: number; bytesOut: number }> {
   const file = await openTensorFile(inPath, { format: "safetensors" });
   let out: AtomicOutput | undefined;
   try {
@@ -170,7 +172,7 @@ async function quantizeShard(inPath: string, outPath: string, opts: QuantizeOpti
       }
     }
     await out.finish(at);
-    await out.commit(false);
+    await out.commit(force);
     out = undefined;
     return { bytesIn, bytesOut: at };
   } finally {
@@ -234,6 +236,7 @@ export async function quantizeCheckpoint(input: string, output: string, opts: Qu
     throw systemError(input, "read it", e);
   }
   if (!stat.isDirectory() && !input.endsWith(".index.json")) {
+    if (opts.shard) throw fileError("INVALID_ATTRIBUTE", input, "is a file; --shard slices a sharded checkpoint (a folder or its .index.json)");
     await checkOutput(output, { input, force: opts.force });
     const r = await quantizeShard(input, output, opts, tensors);
     return { input, output, mode: opts.mode, block: opts.mode === "mxfp4" ? undefined : block, tensors, copied: [], config: false, ...r, seconds: (performance.now() - started) / 1000 };
@@ -245,15 +248,37 @@ export async function quantizeCheckpoint(input: string, output: string, opts: Qu
   }
   let bytesIn = 0;
   let bytesOut = 0;
+  const config = async (name: string): Promise<Uint8Array | undefined> => (name === "config.json" && configText !== undefined
+    ? new TextEncoder().encode(quantizedConfigText(configText, opts.mode, block, keptModules(c, opts)))
+    : undefined);
+  if (opts.shard) {
+    // As convert --shard K/N: this slice's shards straight into the shared OUT, slice 0 also the other files, no index.
+    const out = output.replace(/\/+$/, "");
+    if (await sameFile(out, c.folder)) throw fileError("OUTPUT_IS_INPUT", out, "is the input folder; tensorcast never writes into its input");
+    await fsp.mkdir(out).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== "EEXIST") throw systemError(out, "create it", e);
+    });
+    const force = opts.force ?? false;
+    for (const s of sliceShards(c.shards, opts.shard)) {
+      await checkOutput(join(out, s), { input: join(c.folder, s), force });
+      const r = await quantizeShard(join(c.folder, s), join(out, s), opts, tensors, force);
+      bytesIn += r.bytesIn;
+      bytesOut += r.bytesOut;
+    }
+    const copied = opts.shard.index === 0 ? [...c.others] : [];
+    for (const name of copied) await copyAtomically(join(c.folder, name), join(out, name), force, undefined, undefined, await config(name));
+    return {
+      input, output, mode: opts.mode, block: opts.mode === "mxfp4" ? undefined : block, tensors, copied, config: copied.includes("config.json"),
+      bytesIn, bytesOut, seconds: (performance.now() - started) / 1000,
+    };
+  }
   const built = await buildFolder(c, output, opts.force ?? false, async (building) => {
     for (const s of c.shards) {
       const r = await quantizeShard(join(c.folder, s), join(building, s), opts, tensors);
       bytesIn += r.bytesIn;
       bytesOut += r.bytesOut;
     }
-  }, async (name) => (name === "config.json" && configText !== undefined
-    ? new TextEncoder().encode(quantizedConfigText(configText, opts.mode, block, keptModules(c, opts)))
-    : undefined));
+  }, config);
   return {
     input, output, mode: opts.mode, block: opts.mode === "mxfp4" ? undefined : block, tensors, copied: built.copied, config: configText !== undefined,
     bytesIn, bytesOut, totalSize: built.totalSize, seconds: (performance.now() - started) / 1000,

@@ -5,6 +5,7 @@
  */
 import { TensorcastError } from "../../../index.js";
 import { regexOption } from "../../convert/options.js";
+import { parseShardSlice } from "../../convert/sharded.js";
 import { QUANTIZE_MODES, quantizeCheckpoint, type QuantizeMode } from "../../quantize/checkpoint.js";
 import { formatBytes } from "../../io/tensors.js";
 import { parseCommandArgs, type OptionSpecs } from "../args.js";
@@ -19,6 +20,7 @@ const OPTIONS = {
   block: { type: "string", expects: "RxC, such as 128x128" },
   only: { type: "string", expects: "a regular expression over tensor names" },
   skip: { type: "string", expects: "a regular expression over tensor names" },
+  shard: { type: "string", expects: "K/N: slice K (from 0) of N of a sharded checkpoint's shards" },
   force: { type: "boolean", short: "f" },
   quiet: { type: "boolean", short: "q" },
   json: { type: "boolean" },
@@ -46,6 +48,8 @@ Options:
   --block RxC      the FP8 tile (default 128x128)
   --only REGEX     quantize only tensors whose name matches
   --skip REGEX     keep tensors whose name matches
+  --shard K/N      only slice K (from 0) of N of the shards, into a shared OUT (slice 0 also copies
+                   the other files); then tensorcast index OUT writes the index
   -f, --force      replace an existing output
   -q, --quiet      print nothing but errors
   --json           print the report as JSON
@@ -79,6 +83,7 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
   try {
     report = await quantizeCheckpoint(positionals[0], o.output, {
       mode, block, only: regexOption(o.only, "--only", "quantize"), skip: regexOption(o.skip, "--skip", "quantize"), force: o.force === true,
+      shard: o.shard === undefined ? undefined : parseShardSlice(o.shard),
     });
   } catch (e) {
     if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE" && !/already quantized|quantization_config/.test(e.message)) throw new UsageError(e.message, "quantize");
