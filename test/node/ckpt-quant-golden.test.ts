@@ -186,10 +186,13 @@ test("fp8: an all-zero block has scale 1 (weight_scale_inv 1, ue8m0 code 127) an
   assert.deepEqual([...ue.scaleInv], [127, 127 - 9]); // 1; 1 / 896 -> 2^ceil(log2(1 / 896)) = 2^-9
   const nan = new Array<number>(128 * 128).fill(0.25);
   nan[5] = NaN;
-  const qn = fp8BlockQuantize(f32Bytes(nan), dtype("float32"), [128, 128]);
+  const nanBytes = f32Bytes(nan);
+  new Uint32Array(nanBytes.buffer)[6] = 0xffc00000; // a negative NaN: its sign is kept, as torch's cast keeps it
+  const qn = fp8BlockQuantize(nanBytes, dtype("float32"), [128, 128]);
   assert.deepEqual([...new Float32Array(qn.scaleInv.slice().buffer)], [1]);
   assert.equal(qn.weight[0], 0x28); // 0.25 * 1
-  assert.equal(qn.weight[5] & 0x7f, 0x7f);
+  assert.equal(qn.weight[5], 0x7f);
+  assert.equal(qn.weight[6], 0xff);
 });
 
 test("mxfp4: -0 keeps its sign (code 8), an all-zero block has exponent code 0, a NaN block 0xFF", () => {
