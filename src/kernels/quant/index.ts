@@ -4,7 +4,7 @@
  * (src/ops/quantize.ts) and the model and checkpoint quantizers build on these.
  */
 export {
-  type QuantLayout, tensorLayout, axisLayout, blockLayout, blockedScaleShape, scaleIndices, scaleIndexOf,
+  type QuantLayout, tensorLayout, axisLayout, blockLayout, blockedScaleShape, scaleIndices, scaleIndexOf, rowBandLayout,
 } from "./layout.js";
 export {
   type PrecisionName, precisionRounder, roundHalfEven, decodeExact, encodeExact, subStorage,
@@ -14,4 +14,9 @@ export {
 } from "./kernels.js";
 export {
   groupMinMax, groupAbsMax, type DynamicParams, dynamicQuantizeParams, rangeParams, symmetricScale, mxScaleCode, mxElementEmax, e8m0Value,
+  fp8BlockScale, fp8InverseScale, ue8m0InverseScaleCode,
 } from "./scales.js";
+export {
+  type Fp8ScaleFormat, type Fp8Quantized, type Mxfp4Quantized, FP8_MAX, MX_BLOCK, storageOfBytes, transposeMatrices,
+  fp8BlockRefusal, fp8QuantizeBand, fp8BlockQuantize, checkScales, fp8BlockDequantize, mxfp4Refusal, mxfp4Quantize, mxfp4Dequantize,
+} from "./checkpoint.js";

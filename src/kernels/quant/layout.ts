@@ -102,3 +102,16 @@ export function scaleIndexOf(layout: QuantLayout, index: number): number {
   const o = (rest - j) / layout.axisLength;
   return o * layout.strideOuter + Math.floor(j / layout.blockSize) * layout.strideBlock + k * layout.strideInner;
 }
+
+/**
+ * A band of `rows` rows of a [rows, cols] matrix that share one row of scales, one per block of
+ * `blockCols` columns (the last possibly partial): element (r, c) uses scale floor(c / blockCols).
+ * A 2-D block grid (FP8 checkpoints' 128x128 tiles) is a sequence of such bands.
+ */
+export function rowBandLayout(rows: number, cols: number, blockCols: number): QuantLayout {
+  const blocks = Math.ceil(cols / blockCols);
+  return {
+    count: rows * cols, outer: rows, axisLength: cols, inner: 1, blockSize: blockCols,
+    strideOuter: 0, strideBlock: 1, strideInner: 0, scaleCount: blocks,
+  };
+}

@@ -13,9 +13,11 @@ import { scaleIndices, type QuantLayout } from "./layout.js";
  * The smallest and largest value of each scale group of `x` (type `xType`, any numeric type but
  * the 64-bit integers), written to min[g] / max[g] for g < layout.scaleCount. NaN elements are
  * skipped (onnxruntime's DynamicQuantizeLinear does the same); a group with no other element gets
- * min = +Inf, max = -Inf. Infinities count.
+ * min = +Inf, max = -Inf. Infinities count. `nanGroups`, when given, gets 1 at each group holding a NaN.
  */
-export function groupMinMax(x: Storage, xType: DType, layout: QuantLayout, min: Float64Array, max: Float64Array): void {
+export function groupMinMax(
+  x: Storage, xType: DType, layout: QuantLayout, min: Float64Array, max: Float64Array, nanGroups?: Uint8Array,
+): void {
   min.fill(Infinity, 0, layout.scaleCount);
   max.fill(-Infinity, 0, layout.scaleCount);
   const values = new Float64Array(Math.min(CHUNK, layout.count));
@@ -29,18 +31,21 @@ export function groupMinMax(x: Storage, xType: DType, layout: QuantLayout, min: 
       const g = index[j];
       if (v < min[g]) min[g] = v;
       if (v > max[g]) max[g] = v;
+      if (nanGroups && v !== v) nanGroups[g] = 1;
     }
   }
 }
 
 /**
  * The largest magnitude of each scale group (amax), NaN elements skipped; 0 for a group of only
- * NaN (or no) elements. +/-Inf gives Inf.
+ * NaN (or no) elements. +/-Inf gives Inf. With `propagateNaN`, a group holding a NaN gets NaN, as
+ * torch's amax (the checkpoint quantizers' reference) and the MX spec's scale rule want.
  */
-export function groupAbsMax(x: Storage, xType: DType, layout: QuantLayout, out: Float64Array): void {
+export function groupAbsMax(x: Storage, xType: DType, layout: QuantLayout, out: Float64Array, propagateNaN = false): void {
   const min = new Float64Array(layout.scaleCount);
-  groupMinMax(x, xType, layout, min, out);
-  for (let g = 0; g < layout.scaleCount; g++) out[g] = Math.max(0, -min[g], out[g]);
+  const nan = propagateNaN ? new Uint8Array(layout.scaleCount) : undefined;
+  groupMinMax(x, xType, layout, min, out, nan);
+  for (let g = 0; g < layout.scaleCount; g++) out[g] = nan?.[g] ? NaN : Math.max(0, -min[g], out[g]);
 }
 
 /** A scale (a float32 value) and zero point computed from a range. */
@@ -112,4 +117,37 @@ export function mxElementEmax(t: DType): number {
 /** The value of a float8e8m0 code (0xFF: NaN). */
 export function e8m0Value(code: number): number {
   return code === 0xff ? NaN : pow2(code - 127);
+}
+
+/**
+ * The FP8 block scale of transformers' FineGrainedFP8 (and DeepSeek-V3's `weight_scale_inv`
+ * convention): qmax / amax in float32 as torch evaluates `qmax / tensor`, which is
+ * `tensor.reciprocal() * qmax`: the reciprocal rounded to float32, times qmax, rounded again. That
+ * differs from the correctly rounded quotient by an ulp for some amax (2 of the 6 tiles of the golden
+ * a.weight), and the weight's ties then fall the other way: the golden files follow torch. 1 for an
+ * all-zero block and, as torch.where(amax > 0, ...) has it, for a block whose amax is NaN; an Inf
+ * amax gives 0.
+ * The weight is then the float32 product w * scale, clamped to +/-qmax and cast; the stored
+ * inverse is `fp8InverseScale(scale)`.
+ */
+export function fp8BlockScale(amax: number, qmax: number): number {
+  return amax > 0 ? Math.fround(Math.fround(1 / amax) * qmax) : 1;
+}
+
+/** `weight_scale_inv`: 1 / scale rounded to float32 (1 / 0 is Inf). */
+export function fp8InverseScale(scale: number): number {
+  return Math.fround(1 / scale);
+}
+
+/**
+ * The "ue8m0" form of an inverse scale: 2^ceil(log2(inv)) as a float8e8m0 code, with the log taken
+ * in float32 as transformers does (torch.log2 on float32, after clamping inv to float32's smallest
+ * normal 2^-126). So an inverse within half a float32 ulp of log2 above a power of two rounds
+ * down to it, not up; the cast then saturates the block's largest element to 448. NaN or Inf
+ * inverses give 0xFF.
+ */
+export function ue8m0InverseScaleCode(inv: number): number {
+  if (inv !== inv || inv === Infinity) return 0xff;
+  const clamped = Math.max(inv, pow2(-126));
+  return Math.ceil(Math.fround(Math.log2(clamped))) + 127;
 }

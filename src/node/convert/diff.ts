@@ -4,10 +4,13 @@
  * and relative error, and the largest error in units of the coarser type's ULP.
  */
 import { availableParallelism } from "node:os";
-import type { DTypeName } from "../../index.js";
+import { dtype, type DTypeName } from "../../index.js";
 import type { NpyOptions } from "../io/npy.js";
 import { NameIndex } from "../io/nameIndex.js";
 import { openTensorSource } from "../io/checkpoint.js";
+import { dequantizedView } from "../quantize/checkpoint.js";
+
+const FLOAT_TYPES = new Set(["float32", "float16", "bfloat16"]);
 import type { FileFormat, FileTensor, TensorFile } from "../io/tensors.js";
 import { emptyDiffStats, hasValues, mergeDiffStats, type DiffStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
@@ -84,6 +87,9 @@ export async function diffFiles(pathA: string, pathB: string, opts: DiffOptions 
   let pool: TaskPool | undefined;
   try {
     b = await openTensorSource(pathB, { format: opts.formatB, npy: opts.npy });
+    // A quantized B (FP8 blocks, MXFP4 experts) is compared through its dequantized values, in A's type.
+    const typesA = new Map(a.tensors.map((t) => [t.name, t.dtype] as const));
+    b = dequantizedView(b, (name) => (FLOAT_TYPES.has(typesA.get(name)?.name ?? "") ? typesA.get(name)! : dtype("bfloat16"))).file;
     const { matched, onlyA, onlyB } = pairs(a, b);
     const rows: TensorDiff[] = [];
     const work: [FileTensor, FileTensor, DiffStats][] = [];

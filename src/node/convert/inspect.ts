@@ -3,9 +3,10 @@
  * to) value statistics computed by streaming every tensor through the worker pool.
  */
 import { availableParallelism } from "node:os";
-import type { DTypeName } from "../../index.js";
+import { dtype, type DTypeName } from "../../index.js";
 import type { NpyOptions } from "../io/npy.js";
 import { openTensorSource } from "../io/checkpoint.js";
+import { dequantizedView } from "../quantize/checkpoint.js";
 import type { FileFormat, FileTensor } from "../io/tensors.js";
 import { emptyValueStats, hasValues, mergeValueStats, type ValueStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
@@ -30,6 +31,8 @@ export interface TensorSummary {
   shape: readonly number[];
   elements: number;
   bytes: number;
+  /** For a quantized tensor shown as one: its scheme, block and stored parts (dtype and bytes are the dequantized bfloat16's). */
+  quantized?: string;
   /** Absent when statistics were not asked for or the type has none (string, complex). */
   stats?: ValueStats & { mean: number | null };
 }
@@ -51,7 +54,9 @@ const NO_VALUES: Readonly<ValueStats> = emptyValueStats();
 export async function inspectFile(path: string, opts: InspectOptions = {}): Promise<InspectReport> {
   expectPath(path, "inspectFile's path");
   expectOptionsObject(opts, "inspectFile");
-  const file = await openTensorSource(path, { format: opts.format, npy: opts.npy });
+  // A quantized tensor (FP8 blocks, MXFP4 experts) is listed once, with its dequantized (bfloat16) values.
+  const view = dequantizedView(await openTensorSource(path, { format: opts.format, npy: opts.npy }), () => dtype("bfloat16"));
+  const file = view.file;
   let pool: TaskPool | undefined;
   try {
     const wanted = opts.stats ?? true;
@@ -96,7 +101,7 @@ export async function inspectFile(path: string, opts: InspectOptions = {}): Prom
       file: path, format: file.format, size: file.size,
       metadata: file.metadata ? { ...file.metadata } : undefined,
       tensors: file.tensors.map((t, i) => ({
-        name: t.name, dtype: t.dtype.name, shape: t.shape, elements: t.size, bytes: t.byteLength,
+        name: t.name, dtype: t.dtype.name, shape: t.shape, elements: t.size, bytes: t.byteLength, quantized: view.quantized.get(t.name),
         stats: wanted && hasValues(t.dtype) ? withMean(stats[i] ?? NO_VALUES) : undefined,
       })),
     };

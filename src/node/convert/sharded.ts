@@ -172,7 +172,7 @@ export async function checkOutputFolder(outDir: string, inputFolder: string, for
  * are not written (holes.ts), so a sparse file stays sparse; `onCopied` gets each chunk's length
  * as it is done.
  */
-async function copyAtomically(
+export async function copyAtomically(
   from: string, to: string, force: boolean, signal?: AbortSignal, onCopied?: (bytes: number) => void, instead?: Uint8Array,
 ): Promise<void> {
   await checkOutput(to, { input: from, force });
@@ -351,7 +351,7 @@ async function makeSharedFolder(out: string): Promise<void> {
  * existing OUTDIR (checked by checkOutputFolder) is moved aside first and removed once the new one
  * is in place, or moved back if that fails.
  */
-async function commitFolder(building: string, out: string, replace: boolean): Promise<void> {
+export async function commitFolder(building: string, out: string, replace: boolean): Promise<void> {
   let aside: string | undefined;
   try {
     if (replace) {

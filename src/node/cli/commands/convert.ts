@@ -18,6 +18,7 @@ import { Interrupted } from "../../convert/schedule.js";
 import { sideFilePath } from "../../io/external-data.js";
 import { checkOutputFolder, convertCheckpoint, parseShardSlice, type CheckpointConvertOptions, type CheckpointReport, type ShardSlice } from "../../convert/sharded.js";
 import { isCheckpointPath, locateIndex } from "../../io/checkpoint.js";
+import { dequantizeCheckpoint, isQuantized } from "../../quantize/checkpoint.js";
 import { checkOutput } from "../../io/file.js";
 import { formatOfPath } from "../../io/reader.js";
 import { formatBytes } from "../../io/tensors.js";
@@ -198,6 +199,12 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     input = positionals[0];
     if (o.output === undefined) throw new UsageError("convert needs an output file: -o OUT", "convert");
     output = o.output;
+    // A quantized checkpoint (FP8 blocks, MXFP4 experts) comes back dequantized (issue 27).
+    if (await isQuantized(input)) {
+      const r = await dequantizeCheckpoint(input, output, to, o.force === true);
+      if (!o.quiet) io.stdout.write(`${output}: ${r.dequantized.length} quantized tensors dequantized to ${to.name}, ${r.kept.length} copied\n`);
+      return EXIT_OK;
+    }
     if (await isCheckpointPath(input)) return runCheckpoint(input, output, o, io, {
       to, saturate: !o["no-saturate"], only, skip, names, includeIntegers: o["include-int"] === true,
       force: o.force === true, jobs, chunkBytes,

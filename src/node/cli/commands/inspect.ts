@@ -77,7 +77,7 @@ export function renderInspectReport(r: InspectReport): Text {
   ];
   const row = (t: TensorSummary): string[] => {
     const s = t.stats;
-    const base = [t.name, t.dtype, `[${t.shape.join(", ")}]`, String(t.bytes)];
+    const base = [t.name, t.quantized ? `${t.dtype} from ${t.quantized}` : t.dtype, `[${t.shape.join(", ")}]`, String(t.bytes)];
     if (!withStats) return base;
     return [...base, formatStat(s?.min), formatStat(s?.max), formatStat(s?.mean), s ? String(s.nan) : "-", s ? String(s.inf) : "-"];
   };

@@ -1,0 +1,112 @@
+/**
+ * `tensorcast quantize IN --mode fp8|fp8-ue8m0|mxfp4 -o OUT`: a safetensors file or a sharded
+ * checkpoint quantized in the layouts Hugging Face loaders read (src/node/quantize/checkpoint.ts),
+ * with a summary of the tensors quantized and of those kept and why.
+ */
+import { TensorcastError } from "../../../index.js";
+import { regexOption } from "../../convert/options.js";
+import { parseShardSlice } from "../../convert/sharded.js";
+import { QUANTIZE_MODES, quantizeCheckpoint, type QuantizeMode } from "../../quantize/checkpoint.js";
+import { formatBytes } from "../../io/tensors.js";
+import { parseCommandArgs, type OptionSpecs } from "../args.js";
+import type { Command } from "../command.js";
+import { jsonText, writeText } from "../format.js";
+import type { CliIO } from "../io.js";
+import { EXIT_OK, UsageError } from "../usage.js";
+
+const OPTIONS = {
+  mode: { type: "string", expects: QUANTIZE_MODES.join(", ") },
+  output: { type: "string", short: "o", expects: "the output file or folder" },
+  block: { type: "string", expects: "RxC, such as 128x128" },
+  only: { type: "string", expects: "a regular expression over tensor names" },
+  skip: { type: "string", expects: "a regular expression over tensor names" },
+  shard: { type: "string", expects: "K/N: slice K (from 0) of N of a sharded checkpoint's shards" },
+  force: { type: "boolean", short: "f" },
+  quiet: { type: "boolean", short: "q" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const satisfies OptionSpecs;
+
+const HELP = `Usage: tensorcast quantize IN --mode fp8|fp8-ue8m0|mxfp4 -o OUT [options]
+
+Quantizes a safetensors file or a sharded checkpoint (its folder or index) in the layouts
+Hugging Face loaders read, bit for bit as transformers 5.18 computes them:
+  fp8        2-D Linear weights in RxC tiles (128x128): X.weight float8e4m3fn (w * 448 / amax,
+             saturated) and X.weight_scale_inv float32 [rows/R, cols/C] (FineGrainedFP8, DeepSeek-V3)
+  fp8-ue8m0  the same with power-of-two inverse scales stored as float8e8m0
+  mxfp4      MoE experts (*.experts.gate_up_proj / down_proj, [experts, in, out]) as gpt-oss stores
+             them: X_blocks uint8 [experts, out, in/32, 16] and X_scales uint8 [experts, out, in/32]
+             (OCP MX v1.0: e8m0 exponent per 32 inputs, float4e2m1 elements, low nibble first)
+Embeddings, lm_head and norms are kept, and so is a weight whose shape is not a multiple of the
+block (as transformers leaves it); the summary lists every tensor kept and why. A folder gets a new
+index with the exact total_size, its other files copied and config.json a quantization_config.
+An input already quantized is refused. The way back: tensorcast convert OUT --to bfloat16 -o DIR.
+
+Options:
+  --mode MODE      fp8, fp8-ue8m0 or mxfp4
+  -o, --output OUT the output file (for a file) or folder (for a checkpoint)
+  --block RxC      the FP8 tile (default 128x128)
+  --only REGEX     quantize only tensors whose name matches
+  --skip REGEX     keep tensors whose name matches
+  --shard K/N      only slice K (from 0) of N of the shards, into a shared OUT (slice 0 also copies
+                   the other files); then tensorcast index OUT writes the index
+  -f, --force      replace an existing output
+  -q, --quiet      print nothing but errors
+  --json           print the report as JSON
+  -h, --help       show this help
+`;
+
+function blockOption(value: string | undefined): [number, number] | undefined {
+  if (value === undefined) return undefined;
+  const m = /^(\d+)x(\d+)$/.exec(value);
+  const r = m ? Number(m[1]) : 0;
+  const c = m ? Number(m[2]) : 0;
+  if (!m || r < 1 || c < 1 || r > 65536 || c > 65536) throw new UsageError(`--block ${JSON.stringify(value)} is not RxC with R and C from 1 to 65536, such as 128x128`, "quantize");
+  return [r, c];
+}
+
+async function run(args: readonly string[], io: CliIO): Promise<number> {
+  const { options: o, positionals } = parseCommandArgs("quantize", args, OPTIONS);
+  if (o.help) {
+    io.stdout.write(HELP);
+    return EXIT_OK;
+  }
+  if (positionals.length !== 1) throw new UsageError(`quantize takes one input; got ${positionals.length} arguments`, "quantize");
+  if (o.mode === undefined || !(QUANTIZE_MODES as readonly string[]).includes(o.mode)) {
+    throw new UsageError(`--mode ${o.mode === undefined ? "is missing" : JSON.stringify(o.mode) + " is not a mode"}; the modes are ${QUANTIZE_MODES.join(", ")}`, "quantize");
+  }
+  if (o.output === undefined) throw new UsageError("-o OUT is missing", "quantize");
+  const mode = o.mode as QuantizeMode;
+  const block = blockOption(o.block);
+  if (block && mode === "mxfp4") throw new UsageError("--block is for fp8 modes; mxfp4 blocks are 32 inputs", "quantize");
+  let report;
+  try {
+    report = await quantizeCheckpoint(positionals[0], o.output, {
+      mode, block, only: regexOption(o.only, "--only", "quantize"), skip: regexOption(o.skip, "--skip", "quantize"), force: o.force === true,
+      shard: o.shard === undefined ? undefined : parseShardSlice(o.shard),
+    });
+  } catch (e) {
+    if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE" && !/already quantized|quantization_config/.test(e.message)) throw new UsageError(e.message, "quantize");
+    throw e;
+  }
+  if (o.json) writeText(io.stdout, jsonText(report));
+  else if (!o.quiet) {
+    const q = report.tensors.filter((t) => t.action === "quantized");
+    const kept = report.tensors.filter((t) => t.action === "kept");
+    const lines = [
+      `${report.output}: ${mode}${report.block ? ` ${report.block[0]}x${report.block[1]}` : ""}, ${q.length} tensors quantized, ${kept.length} kept; ${formatBytes(report.bytesIn)} -> ${formatBytes(report.bytesOut)}${report.totalSize !== undefined ? `, total_size ${report.totalSize}` : ""}`,
+      ...q.map((t) => `  quantized ${t.name} -> ${t.written.join(", ")}`),
+      ...kept.map((t) => `  kept      ${t.name}: ${t.reason}`),
+    ];
+    if (report.config) lines.push("  config.json: quantization_config added");
+    io.stdout.write(lines.join("\n") + "\n");
+  }
+  return EXIT_OK;
+}
+
+export const quantizeCommand: Command = {
+  name: "quantize",
+  summary: "quantize a checkpoint to FP8 blocks or MXFP4 experts, as Hugging Face loaders read them",
+  help: HELP,
+  run,
+};

@@ -1,0 +1,546 @@
+/**
+ * `quantizeCheckpoint(IN, OUT, { mode })`: a safetensors file or a sharded checkpoint folder
+ * quantized to FP8 blocks (transformers' FineGrainedFP8 layout) or MXFP4 experts (gpt-oss' layout),
+ * and `dequantizeTensors`, the way back, used by `convert QDIR --to T`.
+ *
+ * Streaming: an FP8 weight is read, quantized and written one band of R rows at a time, MXFP4
+ * experts one expert at a time, every other tensor in 4 MiB runs; each output shard's header is
+ * planned first (every output size is known from the shapes), so nothing holds a shard in memory.
+ * A folder is built as `convert DIR` builds one (sharded.ts): in a hidden temporary folder, other
+ * files copied (config.json with its quantization_config, see quantizedConfigText), an index with
+ * the exact total_size read back from the shards, then renamed to OUT.
+ */
+import { promises as fsp } from "node:fs";
+import { join } from "node:path";
+import { dtype, TensorcastError, type DType } from "../../index.js";
+import {
+  fp8BlockDequantize, fp8BlockRefusal, fp8QuantizeBand, mxfp4Dequantize, mxfp4Quantize, mxfp4Refusal, type Fp8ScaleFormat,
+} from "../../kernels/quant/index.js";
+import { readCheckpoint, type Checkpoint } from "../io/checkpoint.js";
+import { AtomicOutput, checkOutput, fileError, sameFile, systemError, temporaryPath } from "../io/file.js";
+import { forgetAtExit, removeAtExit } from "../io/exit-cleanup.js";
+import { parseJsonFile } from "../io/json.js";
+import { openTensorFile } from "../io/reader.js";
+import { encodeSafetensorsHeader } from "../io/safetensors.js";
+import { rawByteLength, type FileTensor, type TensorFile, type TensorInfo } from "../io/tensors.js";
+import { checkOutputFolder, commitFolder, copyAtomically, indexCheckpoint, sliceShards, type ShardSlice } from "../convert/sharded.js";
+
+/** The schemes `quantize` writes. */
+export type QuantizeMode = "fp8" | "fp8-ue8m0" | "mxfp4";
+export const QUANTIZE_MODES: readonly QuantizeMode[] = ["fp8", "fp8-ue8m0", "mxfp4"];
+
+export interface QuantizeOptions {
+  mode: QuantizeMode;
+  /** FP8 tile, rows x columns (default 128 x 128). */
+  block?: readonly [number, number];
+  /** Only tensors whose name matches are candidates. */
+  only?: RegExp;
+  /** Tensors whose name matches are kept. */
+  skip?: RegExp;
+  force?: boolean;
+  /** Only slice K of N of a sharded checkpoint's shards, into a shared OUT, and no index (then `tensorcast index OUT`). */
+  shard?: ShardSlice;
+}
+
+/** What happened to one tensor of the input. */
+export interface QuantizedTensor {
+  name: string;
+  /** "quantized" with the names written, or "kept" with the reason. */
+  action: "quantized" | "kept";
+  reason?: string;
+  written: string[];
+}
+
+export interface QuantizeReport {
+  input: string;
+  output: string;
+  mode: QuantizeMode;
+  block?: readonly [number, number];
+  tensors: QuantizedTensor[];
+  copied: string[];
+  /** Whether config.json got a quantization_config. */
+  config: boolean;
+  bytesIn: number;
+  bytesOut: number;
+  totalSize?: number;
+  seconds: number;
+}
+
+/** Embeddings, the output head and norms: never quantized by default (transformers leaves them). */
+const DEFAULT_KEPT = /(^|\.)(embed_tokens|embeddings?|wte|wpe|lm_head|[a-z_]*norm[a-z_]*)(\.|$)/i;
+const FLOAT_SOURCES = new Set(["float32", "float16", "bfloat16"]);
+const EXPERTS = /(^|\.)experts\.(gate_up_proj|down_proj)$/;
+const RUN = 4 * 1024 * 1024;
+
+/** Names that only a quantized checkpoint has. */
+export const QUANTIZED_NAME = /(\.weight_scale_inv|_scale_inv|_blocks|_scales)$/;
+
+interface Plan {
+  readonly outputs: TensorInfo[];
+  readonly kind: "copy" | "fp8" | "mxfp4";
+  readonly reason?: string;
+}
+
+function info(name: string, t: DType, shape: readonly number[]): TensorInfo {
+  const size = shape.reduce((a, b) => a * b, 1);
+  return { name, dtype: t, shape, size, byteLength: rawByteLength(t, size) };
+}
+
+/** Which tensors are quantized, and why the others are kept. */
+function planTensor(t: Pick<TensorInfo, "name" | "dtype" | "shape">, opts: QuantizeOptions): Plan {
+  const keep = (reason: string): Plan => ({ outputs: [info(t.name, t.dtype, t.shape)], kind: "copy", reason });
+  if (opts.only && !opts.only.test(t.name)) return keep("not matched by --only");
+  if (opts.skip?.test(t.name)) return keep("matched by --skip");
+  if (opts.mode === "mxfp4") {
+    if (!EXPERTS.test(t.name)) {
+      return keep(t.shape.length === 2 ? "dense weight: transformers' Mxfp4 loader reads MXFP4 only for MoE experts (gpt-oss)" : "not MoE experts");
+    }
+    if (!FLOAT_SOURCES.has(t.dtype.name)) return keep(`type ${t.dtype.name} (float32, float16 or bfloat16 are quantized)`);
+    const refusal = mxfp4Refusal(t.shape);
+    if (refusal) return keep(refusal);
+    const [e, inDim, outDim] = t.shape;
+    const g = inDim / 32;
+    return {
+      kind: "mxfp4",
+      outputs: [info(`${t.name}_blocks`, dtype("uint8"), [e, outDim, g, 16]), info(`${t.name}_scales`, dtype("uint8"), [e, outDim, g])],
+    };
+  }
+  if (!t.name.endsWith(".weight")) return keep("not a .weight");
+  if (DEFAULT_KEPT.test(t.name.slice(0, -".weight".length))) return keep("embedding, lm_head or norm (kept by default)");
+  if (!FLOAT_SOURCES.has(t.dtype.name)) return keep(`type ${t.dtype.name} (float32, float16 or bfloat16 are quantized)`);
+  const block = opts.block ?? [128, 128];
+  const refusal = fp8BlockRefusal(t.shape, block);
+  if (refusal) return keep(refusal);
+  const [rows, cols] = t.shape;
+  const scaleType = opts.mode === "fp8-ue8m0" ? dtype("float8e8m0") : dtype("float32");
+  return {
+    kind: "fp8",
+    outputs: [info(t.name, dtype("float8e4m3fn"), t.shape), info(`${t.name}_scale_inv`, scaleType, [rows / block[0], cols / block[1]])],
+  };
+}
+
+/** Writes one shard: the planned header, then each tensor streamed. */
+async function quantizeShard(inPath: string, outPath: string, opts: QuantizeOptions, report: QuantizedTensor[], force = false): Promise<{ bytesIn: number; bytesOut: number }> {
+  const file = await openTensorFile(inPath, { format: "safetensors" });
+  let out: AtomicOutput | undefined;
+  try {
+    for (const t of file.tensors) {
+      if (QUANTIZED_NAME.test(t.name) || t.dtype.name.startsWith("float8")) {
+        throw fileError("INVALID_ATTRIBUTE", inPath, `is already quantized (it holds ${t.name}, ${t.dtype.name}); dequantize it first with convert --to bfloat16`, t.name);
+      }
+    }
+    const plans = file.tensors.map((t) => ({ ...planTensor(t, opts), source: t }));
+    const header = encodeSafetensorsHeader(plans.flatMap((p) => p.outputs), file.metadata, outPath);
+    out = await AtomicOutput.create(outPath);
+    await out.write(header, 0);
+    let at = header.length;
+    let bytesIn = 0;
+    for (const p of plans) {
+      const t = p.source;
+      bytesIn += t.byteLength;
+      if (p.kind === "copy") {
+        const per = Math.max(8, Math.floor(RUN / Math.max(1, t.byteLength / Math.max(1, t.size))) & ~7);
+        for (let start = 0; start < t.size; start += per) {
+          const bytes = await t.read(start, Math.min(per, t.size - start));
+          await out.write(bytes, at);
+          at += bytes.length;
+        }
+        report.push({ name: t.name, action: "kept", reason: p.reason, written: [t.name] });
+      } else if (p.kind === "fp8") {
+        const [rows, cols] = t.shape;
+        const [br, bc] = opts.block ?? [128, 128];
+        const format: Fp8ScaleFormat = opts.mode === "fp8-ue8m0" ? "ue8m0" : "float32";
+        let scaleAt = at + rows * cols;
+        for (let r = 0; r < rows; r += br) {
+          const band = fp8QuantizeBand(await t.read(r * cols, br * cols), t.dtype, br, cols, bc, format);
+          await out.write(band.weight, at + r * cols);
+          await out.write(band.scaleInv, scaleAt);
+          scaleAt += band.scaleInv.length;
+        }
+        at = scaleAt;
+        report.push({ name: t.name, action: "quantized", written: p.outputs.map((o) => o.name) });
+      } else {
+        const [experts, inDim, outDim] = t.shape;
+        const perExpert = inDim * outDim;
+        const blocksBytes = (experts * perExpert) / 2;
+        for (let e = 0; e < experts; e++) {
+          const q = mxfp4Quantize(await t.read(e * perExpert, perExpert), t.dtype, [1, inDim, outDim]);
+          await out.write(q.blocks, at + e * q.blocks.length);
+          await out.write(q.scales, at + blocksBytes + e * q.scales.length);
+        }
+        at += blocksBytes + (experts * perExpert) / 32;
+        report.push({ name: t.name, action: "quantized", written: p.outputs.map((o) => o.name) });
+      }
+    }
+    await out.finish(at);
+    await out.commit(force);
+    out = undefined;
+    return { bytesIn, bytesOut: at };
+  } finally {
+    if (out) await out.abort();
+    await file.close();
+  }
+}
+
+/**
+ * config.json's text with `"quantization_config": {...}` added as the top-level object's last
+ * key, every other byte kept. FP8: quant_method fp8, weight_block_size, activation_scheme dynamic
+ * (+ scale_fmt ue8m0) and the kept Linear modules as modules_to_not_convert (transformers would
+ * otherwise expect a weight_scale_inv for them); MXFP4: quant_method mxfp4 and
+ * modules_to_not_convert.
+ * @throws TensorcastError INVALID_DATA when the text is not a JSON object; INVALID_ATTRIBUTE when it
+ * already has a quantization_config.
+ */
+export function quantizedConfigText(text: string, mode: QuantizeMode, block: readonly [number, number], keptModules: readonly string[]): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    throw new TensorcastError("INVALID_DATA", `config.json is not JSON: ${(e as Error).message}`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new TensorcastError("INVALID_DATA", "config.json is not a JSON object");
+  if ("quantization_config" in parsed) {
+    throw new TensorcastError("INVALID_ATTRIBUTE", "config.json already has a quantization_config: the checkpoint is quantized; dequantize it first with convert --to bfloat16");
+  }
+  const q: Record<string, unknown> = mode === "mxfp4"
+    ? { quant_method: "mxfp4", modules_to_not_convert: keptModules }
+    : { quant_method: "fp8", weight_block_size: [...block], activation_scheme: "dynamic", ...(mode === "fp8-ue8m0" ? { scale_fmt: "ue8m0" } : {}), modules_to_not_convert: keptModules };
+  const end = text.lastIndexOf("}");
+  const before = text.slice(0, end).replace(/\s*$/, "");
+  const empty = before.endsWith("{");
+  return `${before}${empty ? "" : ","}\n  "quantization_config": ${JSON.stringify(q)}\n${text.slice(end)}`;
+}
+
+/**
+ * Module names (a weight's name without `.weight`) of the 2-D weights that stay in their type, from
+ * the shards' headers alone (so that any slice of `--shard K/N` writes the same config.json).
+ */
+function keptModules(c: Checkpoint, opts: QuantizeOptions): string[] {
+  return c.tensors.flat()
+    .filter((t) => t.name.endsWith(".weight") && t.shape.length === 2 && planTensor({ name: t.name, dtype: dtype(t.dtype), shape: t.shape }, opts).kind === "copy")
+    .map((t) => t.name.slice(0, -".weight".length));
+}
+
+/**
+ * Quantizes `input` (a .safetensors file, or a sharded checkpoint's folder or index) into `output`
+ * (a file, or a folder); see the file comment.
+ * @throws TensorcastError INVALID_ATTRIBUTE for an input already quantized or a refused output.
+ */
+export async function quantizeCheckpoint(input: string, output: string, opts: QuantizeOptions): Promise<QuantizeReport> {
+  const started = performance.now();
+  const block = opts.block ?? [128, 128];
+  const tensors: QuantizedTensor[] = [];
+  let stat;
+  try {
+    stat = await fsp.stat(input);
+  } catch (e) {
+    throw systemError(input, "read it", e);
+  }
+  if (!stat.isDirectory() && !input.endsWith(".index.json")) {
+    if (opts.shard) throw fileError("INVALID_ATTRIBUTE", input, "is a file; --shard slices a sharded checkpoint (a folder or its .index.json)");
+    await checkOutput(output, { input, force: opts.force });
+    const r = await quantizeShard(input, output, opts, tensors);
+    return { input, output, mode: opts.mode, block: opts.mode === "mxfp4" ? undefined : block, tensors, copied: [], config: false, ...r, seconds: (performance.now() - started) / 1000 };
+  }
+  const c: Checkpoint = await readCheckpoint(input);
+  const configText = c.others.includes("config.json") ? await fsp.readFile(join(c.folder, "config.json"), "utf8") : undefined;
+  if (configText !== undefined && /"quantization_config"\s*:/.test(configText)) {
+    throw fileError("INVALID_ATTRIBUTE", join(c.folder, "config.json"), "has a quantization_config: the checkpoint is already quantized; dequantize it first with convert --to bfloat16");
+  }
+  let bytesIn = 0;
+  let bytesOut = 0;
+  const config = async (name: string): Promise<Uint8Array | undefined> => (name === "config.json" && configText !== undefined
+    ? new TextEncoder().encode(quantizedConfigText(configText, opts.mode, block, keptModules(c, opts)))
+    : undefined);
+  if (opts.shard) {
+    // As convert --shard K/N: this slice's shards straight into the shared OUT, slice 0 also the other files, no index.
+    const out = output.replace(/\/+$/, "");
+    if (await sameFile(out, c.folder)) throw fileError("OUTPUT_IS_INPUT", out, "is the input folder; tensorcast never writes into its input");
+    await fsp.mkdir(out).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== "EEXIST") throw systemError(out, "create it", e);
+    });
+    const force = opts.force ?? false;
+    for (const s of sliceShards(c.shards, opts.shard)) {
+      await checkOutput(join(out, s), { input: join(c.folder, s), force });
+      const r = await quantizeShard(join(c.folder, s), join(out, s), opts, tensors, force);
+      bytesIn += r.bytesIn;
+      bytesOut += r.bytesOut;
+    }
+    const copied = opts.shard.index === 0 ? [...c.others] : [];
+    for (const name of copied) await copyAtomically(join(c.folder, name), join(out, name), force, undefined, undefined, await config(name));
+    return {
+      input, output, mode: opts.mode, block: opts.mode === "mxfp4" ? undefined : block, tensors, copied, config: copied.includes("config.json"),
+      bytesIn, bytesOut, seconds: (performance.now() - started) / 1000,
+    };
+  }
+  const built = await buildFolder(c, output, opts.force ?? false, async (building) => {
+    for (const s of c.shards) {
+      const r = await quantizeShard(join(c.folder, s), join(building, s), opts, tensors);
+      bytesIn += r.bytesIn;
+      bytesOut += r.bytesOut;
+    }
+  }, config);
+  return {
+    input, output, mode: opts.mode, block: opts.mode === "mxfp4" ? undefined : block, tensors, copied: built.copied, config: configText !== undefined,
+    bytesIn, bytesOut, totalSize: built.totalSize, seconds: (performance.now() - started) / 1000,
+  };
+}
+
+/**
+ * Builds a checkpoint folder as `convert DIR` does: `fill(building)` writes the shards into a hidden
+ * temporary folder beside `output`; then `copy(name)` gives each other file of the input (bytes to
+ * write instead, or undefined to copy it as it is), the index is written with the exact total_size
+ * read back from the shards, and the folder is renamed to `output`. Nothing is left on failure.
+ */
+async function buildFolder(
+  c: Checkpoint, output: string, force: boolean, fill: (building: string) => Promise<void>, copy: (name: string) => Promise<Uint8Array | undefined>,
+): Promise<{ copied: string[]; totalSize: number }> {
+  const replace = await checkOutputFolder(output, c.folder, force);
+  const out = output.replace(/\/+$/, "");
+  const building = temporaryPath(out);
+  try {
+    await fsp.mkdir(building);
+  } catch (e) {
+    throw systemError(output, `create it (as ${building})`, e);
+  }
+  removeAtExit(building, true);
+  let done = false;
+  try {
+    await fill(building);
+    const copied: string[] = [];
+    for (const name of c.others) {
+      await copyAtomically(join(c.folder, name), join(building, name), false, undefined, undefined, await copy(name));
+      copied.push(name);
+    }
+    const index = await indexCheckpoint(building, { name: c.indexName });
+    await commitFolder(building, out, replace);
+    forgetAtExit(building);
+    done = true;
+    return { copied, totalSize: index.totalSize };
+  } finally {
+    if (!done) {
+      await fsp.rm(building, { recursive: true, force: true }).catch(() => undefined);
+      forgetAtExit(building);
+    }
+  }
+}
+
+/** A quantized tensor's parts as a file holds them, and the logical tensor they make. */
+export interface LogicalTensor {
+  readonly name: string;
+  readonly scheme: "fp8" | "fp8-ue8m0" | "mxfp4";
+  readonly shape: readonly number[];
+  readonly parts: readonly FileTensor[];
+}
+
+/**
+ * The quantized tensors of a file's tensor list, recognized by their names: `X.weight` float8e4m3fn
+ * with `X.weight_scale_inv`, and `X_blocks` / `X_scales` uint8 pairs (MXFP4 experts).
+ */
+export function logicalTensors(tensors: readonly FileTensor[]): LogicalTensor[] {
+  const byName = new Map(tensors.map((t) => [t.name, t]));
+  const out: LogicalTensor[] = [];
+  for (const t of tensors) {
+    if (t.dtype.name === "float8e4m3fn") {
+      const s = byName.get(t.name.endsWith(".weight") ? `${t.name}_scale_inv` : `${t.name}_scale_inv`);
+      if (s) out.push({ name: t.name, scheme: s.dtype.name === "float32" ? "fp8" : "fp8-ue8m0", shape: t.shape, parts: [t, s] });
+    } else if (t.name.endsWith("_blocks") && t.dtype.name === "uint8") {
+      const s = byName.get(`${t.name.slice(0, -"_blocks".length)}_scales`);
+      if (s && t.shape.length === 4) {
+        const [e, o, g] = t.shape;
+        out.push({ name: t.name.slice(0, -"_blocks".length), scheme: "mxfp4", shape: [e, g * 32, o], parts: [t, s] });
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * The dequantized value of a logical tensor as raw bytes of `to` (float32, float16 or bfloat16):
+ * transformers' Fp8Dequantize or convert_moe_packed_tensors, bit for bit.
+ * @throws TensorcastError INVALID_DATA for a NaN, Inf, zero or negative scale.
+ */
+export async function dequantizeLogical(l: LogicalTensor, to: DType): Promise<Uint8Array> {
+  const [w, s] = l.parts;
+  const wb = await w.read(0, w.size);
+  const sb = await s.read(0, s.size);
+  if (l.scheme === "mxfp4") return mxfp4Dequantize(wb, w.shape, sb, s.shape, to).data;
+  return fp8BlockDequantize(wb, w.shape, sb, s.dtype, s.shape, to);
+}
+
+/**
+ * Dequantizes a quantized safetensors file (FP8 blocks or MXFP4 experts) into `output` with every
+ * quantized tensor back as one tensor of type `to`; the other tensors are copied as they are.
+ */
+export async function dequantizeFile(input: string, output: string, to: DType, force = false): Promise<{ dequantized: string[]; kept: string[] }> {
+  const file = await openTensorFile(input, { format: "safetensors" });
+  let out: AtomicOutput | undefined;
+  try {
+    await checkOutput(output, { input, force });
+    const logical = logicalTensors(file.tensors);
+    const partOf = new Map<string, LogicalTensor>();
+    for (const l of logical) for (const p of l.parts) partOf.set(p.name, l);
+    const items: ({ kind: "copy"; t: FileTensor } | { kind: "deq"; l: LogicalTensor })[] = [];
+    for (const t of file.tensors) {
+      const l = partOf.get(t.name);
+      if (!l) items.push({ kind: "copy", t });
+      else if (l.parts[0] === t) items.push({ kind: "deq", l });
+    }
+    const header = encodeSafetensorsHeader(items.map((i) => (i.kind === "copy" ? i.t : info(i.l.name, to, i.l.shape))), file.metadata, output);
+    out = await AtomicOutput.create(output);
+    await out.write(header, 0);
+    let at = header.length;
+    for (const i of items) {
+      const bytes = i.kind === "copy" ? await i.t.read(0, i.t.size) : await dequantizeLogical(i.l, to);
+      await out.write(bytes, at);
+      at += bytes.length;
+    }
+    await out.finish(at);
+    await out.commit(force);
+    out = undefined;
+    return { dequantized: logical.map((l) => l.name), kept: items.filter((i) => i.kind === "copy").map((i) => (i as { t: FileTensor }).t.name) };
+  } finally {
+    if (out) await out.abort();
+    await file.close();
+  }
+}
+
+/**
+ * config.json's text without its top-level "quantization_config" key (and the comma that joined
+ * it), every other byte kept; the text as it is when it has none.
+ */
+export function unquantizedConfigText(text: string): string {
+  const key = text.search(/"quantization_config"\s*:/);
+  if (key < 0) return text;
+  let i = text.indexOf(":", key) + 1;
+  while (/\s/.test(text[i])) i++;
+  // The value's end: a string-aware walk to the matching close of an object (or the next , or }).
+  let depth = 0;
+  let inString = false;
+  for (; i < text.length; i++) {
+    const ch = text[i];
+    if (inString) {
+      if (ch === "\\") i++;
+      else if (ch === '"') inString = false;
+    } else if (ch === '"') inString = true;
+    else if (ch === "{" || ch === "[") depth++;
+    else if (ch === "}" || ch === "]") {
+      if (depth === 0) break;
+      depth--;
+      if (depth === 0) {
+        i++;
+        break;
+      }
+    } else if (ch === "," && depth === 0) break;
+  }
+  let start = key;
+  let end = i;
+  const before = text.slice(0, start).replace(/\s*$/, "");
+  if (before.endsWith(",")) start = before.length - 1;
+  else {
+    const after = text.slice(end).match(/^\s*,\s*/);
+    if (after) end += after[0].length;
+  }
+  return text.slice(0, start) + text.slice(end);
+}
+
+/**
+ * Whether a checkpoint folder or safetensors file is quantized: config.json's quantization_config
+ * (a folder) or a tensor pair that logicalTensors recognizes.
+ */
+/** Whether config.json's text names quant_method "fp8" or "mxfp4" (false for text that is not JSON). */
+function ourScheme(text: string, file: string): boolean {
+  let config: unknown;
+  try {
+    config = parseJsonFile(text, file);
+  } catch {
+    return false;
+  }
+  const q = (config as { quantization_config?: { quant_method?: unknown } } | null)?.quantization_config;
+  return typeof q === "object" && q !== null && (q.quant_method === "fp8" || q.quant_method === "mxfp4");
+}
+
+export async function isQuantized(input: string): Promise<boolean> {
+  let dir = false;
+  try {
+    dir = (await fsp.stat(input)).isDirectory();
+  } catch {
+    return false;
+  }
+  if (dir || input.endsWith(".index.json")) {
+    const c = await readCheckpoint(input);
+    // Only the schemes this module writes: a bitsandbytes or GPTQ quantization_config is not ours.
+    if (c.others.includes("config.json") && ourScheme(await fsp.readFile(join(c.folder, "config.json"), "utf8"), join(c.folder, "config.json"))) return true;
+    return c.tensors.some((ts) => ts.some((t) => /(_scale_inv|_blocks)$/.test(t.name)));
+  }
+  if (!input.endsWith(".safetensors")) return false;
+  const f = await openTensorFile(input, { format: "safetensors" });
+  try {
+    return logicalTensors(f.tensors).length > 0;
+  } finally {
+    await f.close();
+  }
+}
+
+/**
+ * `convert QDIR --to T`: a quantized file or folder back to one tensor per quantized weight, of
+ * type `to`; a folder built as quantizeCheckpoint builds one, config.json without its
+ * quantization_config.
+ */
+export async function dequantizeCheckpoint(input: string, output: string, to: DType, force = false): Promise<{ dequantized: string[]; kept: string[]; totalSize?: number }> {
+  const dir = (await fsp.stat(input)).isDirectory() || input.endsWith(".index.json");
+  if (!dir) return dequantizeFile(input, output, to, force);
+  const c = await readCheckpoint(input);
+  const dequantized: string[] = [];
+  const kept: string[] = [];
+  const built = await buildFolder(c, output, force, async (building) => {
+    for (const s of c.shards) {
+      const r = await dequantizeFile(join(c.folder, s), join(building, s), to);
+      dequantized.push(...r.dequantized);
+      kept.push(...r.kept);
+    }
+  }, async (name) => (name === "config.json" ? new TextEncoder().encode(unquantizedConfigText(await fsp.readFile(join(c.folder, name), "utf8"))) : undefined));
+  return { dequantized, kept, totalSize: built.totalSize };
+}
+
+/** How a logical tensor is stored: "fp8 128x128 (float8e4m3fn + weight_scale_inv float32 [2, 3])". */
+export function describeLogical(l: LogicalTensor): string {
+  const [w, s] = l.parts;
+  if (l.scheme === "mxfp4") return `mxfp4 1x32 (${w.name.slice(l.name.length + 1)} uint8 [${w.shape.join(", ")}] + scales e8m0 [${s.shape.join(", ")}])`;
+  const block = `${w.shape[0] / s.shape[0]}x${w.shape[1] / s.shape[1]}`;
+  return `${l.scheme} ${block} (float8e4m3fn + weight_scale_inv ${s.dtype.name} [${s.shape.join(", ")}])`;
+}
+
+/**
+ * `file` with each quantized pair shown as one logical tensor of type `typeOf(name)` (its
+ * dequantized values, as transformers loads them), for `inspect` and `diff`. A logical tensor is
+ * dequantized whole on its first read and kept until another is read. `quantized` maps each
+ * logical name to describeLogical's text.
+ */
+export function dequantizedView(file: TensorFile, typeOf: (name: string) => DType): { file: TensorFile; quantized: Map<string, string> } {
+  const logical = logicalTensors(file.tensors);
+  const quantized = new Map<string, string>();
+  if (logical.length === 0) return { file, quantized };
+  const partOf = new Map<string, LogicalTensor>();
+  for (const l of logical) for (const p of l.parts) partOf.set(p.name, l);
+  let cached: { name: string; bytes: Uint8Array } | undefined;
+  const tensors: FileTensor[] = [];
+  for (const t of file.tensors) {
+    const l = partOf.get(t.name);
+    if (!l) tensors.push(t);
+    else if (l.parts[0] === t) {
+      const to = typeOf(l.name);
+      const i = info(l.name, to, l.shape);
+      quantized.set(l.name, describeLogical(l));
+      tensors.push({
+        ...i,
+        async read(start: number, count: number): Promise<Uint8Array> {
+          if (cached?.name !== l.name) cached = { name: l.name, bytes: await dequantizeLogical(l, to) };
+          const per = to.bits / 8;
+          return cached.bytes.subarray(start * per, (start + count) * per);
+        },
+      });
+    }
+  }
+  return { file: { path: file.path, format: file.format, size: file.size, tensors, metadata: file.metadata, close: () => file.close() }, quantized };
+}
