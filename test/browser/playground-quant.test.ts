@@ -222,7 +222,7 @@ async function badShapes(p: Page, t: TestContext): Promise<void> {
 }
 
 /** Runs in the page: every quantization control shown lies inside the window; the page is no wider. */
-function controlsOnScreen(): { outside: string[]; short: string[]; pageWidth: number; visible: number } {
+function controlsOnScreen(): { outside: string[]; short: string[]; narrow: string[]; pageWidth: number; visible: number } {
   const g = globalThis as G;
   const w = g.document.documentElement.clientWidth;
   const outside: string[] = [];
@@ -234,7 +234,10 @@ function controlsOnScreen(): { outside: string[]; short: string[]; pageWidth: nu
     const target = c.type === "checkbox" ? c.closest("label").getBoundingClientRect() : r;
     if (target.height < 43.5) short.push(`#${c.id} ${target.height.toFixed(0)} px`);
   }
-  return { outside, short, pageWidth: g.document.documentElement.scrollWidth, visible: w };
+  // The list fields take a row of their own, as the values box does: a scale list stays readable.
+  const narrow = ["t-q-scale", "t-q-zero-point"].map((id) => g.document.getElementById(id))
+    .filter((c: G) => c.getBoundingClientRect().width < 0.6 * w).map((c: G) => `#${c.id} ${c.getBoundingClientRect().width.toFixed(0)} px`);
+  return { outside, short, narrow, pageWidth: g.document.documentElement.scrollWidth, visible: w };
 }
 
 async function layoutAndAxe(p: Page, t: TestContext, name: string, scheme: string, phone: boolean): Promise<void> {
@@ -249,6 +252,7 @@ async function layoutAndAxe(p: Page, t: TestContext, name: string, scheme: strin
         const fit = await p.page.evaluate(controlsOnScreen);
         assert.deepEqual(fit.outside, [], `${op}, 390 px: controls outside the window`);
         assert.deepEqual(fit.short, [], `${op}, 390 px: controls under 44 px`);
+        assert.deepEqual(fit.narrow, [], `${op}, 390 px: list fields narrower than 60% of the window`);
         assert.equal(fit.pageWidth, fit.visible, `${op}, 390 px: the page scrolls sideways`);
       }
       const violations = await axeViolations((source) => p.page.evaluate<string[]>(source));
