@@ -14,8 +14,9 @@ import assert from "node:assert/strict";
 import {
   dequantizeLinear, elementCode, formatHex, quantizeLinear, quantizeOperatorVersion, Tensor, type DequantizeOptions, type QuantizeOptions,
 } from "../../src/index.js";
-import { COLOR_SCHEME_ENGINES, ENGINE_LABEL, ENGINES, engineMissing, launch, type EnginePage } from "./engines.js";
-import { axeViolations, playgroundScript, playgroundSite } from "./support.js";
+import { COLOR_SCHEME_ENGINES, ENGINE_LABEL, ENGINES, type EnginePage } from "./engines.js";
+import { setControls, withPlaygroundPage } from "./playground-page.js";
+import { axeViolations } from "./support.js";
 
 /** The page as the in-page functions below use it (the tests have no DOM types). */
 type G = any;
@@ -81,17 +82,7 @@ class Page {
 
   /** Sets controls (a boolean: checked), firing input on each, then waits for the redraws. */
   async set(controls: Record<string, string | boolean>): Promise<void> {
-    await this.page.evaluate((controls) => {
-      const g = globalThis as G;
-      for (const [selector, value] of Object.entries(controls)) {
-        const e = g.document.querySelector(selector);
-        if (!e) throw new Error(`no ${selector}`);
-        if (typeof value === "boolean") e.checked = value;
-        else if ((e.value = value) !== value) throw new Error(`${selector} does not take ${JSON.stringify(value)}`);
-        e.dispatchEvent(new g.Event("input", { bubbles: true }));
-      }
-      return g.playground.settled();
-    }, controls);
+    await this.page.evaluate(setControls, { controls });
   }
 
   /** A table's type, shape and every element's code, as the page shows them. */
@@ -124,26 +115,12 @@ class Page {
   }
 }
 
-async function withPage(t: TestContext, engine: (typeof ENGINES)[number], options: { colorScheme?: "light" | "dark" }, body: (p: Page) => Promise<void>): Promise<boolean> {
-  const missing = engineMissing(engine);
-  if (missing) {
-    t.skip(missing);
-    return false;
-  }
-  const script = await playgroundScript();
-  const { server, url } = await script.servePlayground({ dir: (await playgroundSite("playground-site-quant")).out, port: 0 });
-  const page = await launch(engine, options);
-  try {
-    t.diagnostic(page.version);
+function withPage(t: TestContext, engine: (typeof ENGINES)[number], options: { colorScheme?: "light" | "dark" }, body: (p: Page) => Promise<void>): Promise<void> {
+  return withPlaygroundPage(t, engine, "playground-site-quant", options, async (page, url) => {
     const p = new Page(page, url);
     await p.open();
     await body(p);
-    assert.deepEqual(await page.errors(), [], "the page's errors");
-  } finally {
-    await page.close();
-    server.close();
-  }
-  return true;
+  });
 }
 
 async function quantizeCases(p: Page, t: TestContext): Promise<void> {
