@@ -30,8 +30,9 @@ export const DEFAULT_PORT = 5173;
 /** The core bundle's budget, minified and gzipped, in bytes: 40 KiB until the onnxruntime and TensorFlow.js
  * interop joined the core (about 2.3 KiB gzipped; a tree-shaking bundler drops it from apps that do not call it),
  * 44 KiB until QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear did (43.3 -> 47.2 KiB: 3.9 KiB for every
- * version's rules, the kernels and runModel's three operators). */
-export const CORE_GZIP_BUDGET = 48 * 1024;
+ * version's rules, the kernels and runModel's three operators), 48 KiB until their first WebAssembly SIMD kernels
+ * did (47.2 -> 48.8 KiB with issue 24's storage checks: the kernels are built from source in the bundle). */
+export const CORE_GZIP_BUDGET = 52 * 1024;
 /** What the page targets: every browser with ES2022 (class fields, top-level await, BigInt64Array). */
 const TARGET = "es2022";
 

@@ -30,7 +30,7 @@ import { TensorcastError } from "./errors.js";
 import { dtype, type DTypeLike, type DTypeName, type Storage, type StorageOf } from "./dtype/table.js";
 import { residentMemory, RESIDENT_MAX_BYTES, type ResidentMemory } from "./kernels/wasm/resident.js";
 import { castInto, type CastOptions } from "./ops/cast.js";
-import { shapeSize, storageLength, Tensor, TYPED_ARRAYS } from "./tensor.js";
+import { expectStorage, shapeSize, storageLength, Tensor, TYPED_ARRAYS } from "./tensor.js";
 
 /**
  * Each tensor starts on a 64-byte boundary: a cache line, and a multiple of every element size,
@@ -95,7 +95,7 @@ export class Arena {
    */
   from<N extends DTypeName>(x: Tensor<N>): Tensor<N> {
     if (!(x instanceof Tensor)) throw new TensorcastError("INVALID_DATA", `arena.from expects a Tensor, got ${describe(x)}`);
-    if (x.disposed) throw new TensorcastError("INVALID_DATA", "arena.from: the tensor was disposed (its storage is released)");
+    expectStorage(x, "arena.from's input");
     const t = this.#allocate(x.dtype, x.shape);
     t.bytes().set(x.bytes());
     return t;

@@ -6,12 +6,24 @@
  */
 import { TensorcastError } from "./errors.js";
 
-/** A short, bounded description of any value, for error messages (never JSON.stringify of input). */
+/**
+ * A short, bounded description of any value, for error messages (never JSON.stringify of input).
+ * Total: a revoked proxy, or one whose traps throw, is "an object", not an exception of its own.
+ */
 export function describe(x: unknown): string {
+  try {
+    return describeValue(x);
+  } catch {
+    return typeof x === "function" ? "a function" : "an object";
+  }
+}
+
+function describeValue(x: unknown): string {
   if (x === null) return "null";
   if (x === undefined) return "undefined";
   if (typeof x === "string") return x.length > 40 ? `a string of ${x.length} characters` : JSON.stringify(x);
-  if (typeof x === "number" || typeof x === "boolean") return String(x);
+  if (typeof x === "number") return exactNumber(x);
+  if (typeof x === "boolean") return String(x);
   if (typeof x === "bigint") return `${x}n`;
   if (typeof x === "symbol" || typeof x === "function") return `a ${typeof x}`;
   // A short array of plain values is spelled out ([1, 2], a complex pair); anything else is counted,
@@ -20,7 +32,19 @@ export function describe(x: unknown): string {
     const plain = x.length <= 4 && x.every((v) => typeof v === "number" || typeof v === "boolean" || typeof v === "bigint" || (typeof v === "string" && v.length <= 40));
     return plain ? `[${x.map(describe).join(", ")}]` : `an Array of ${x.length}`;
   }
-  return `a ${(x as object).constructor?.name ?? "object"}`;
+  if (ArrayBuffer.isView(x) && isDetached(x.buffer)) return `a ${x.constructor.name} over a detached ArrayBuffer`;
+  const name = (x as object).constructor?.name;
+  return `a ${typeof name === "string" && name.length <= 40 ? name : "object"}`;
+}
+
+/**
+ * `x` in decimal, exactly: an integer from 2^53 to 1e21 as its digits (String() would give the
+ * shortest round-trip form, 2^62 as 4611686018427388000, which is a different integer); other
+ * numbers as String() writes them.
+ * @example exactNumber(2 ** 62) // "4611686018427387904"
+ */
+export function exactNumber(x: number): string {
+  return Number.isInteger(x) && Math.abs(x) >= 2 ** 53 && Math.abs(x) < 1e21 ? BigInt(x).toString() : String(x);
 }
 
 /** `x` must be a non-null object (not an array). */
@@ -40,7 +64,8 @@ export function expectOptions(
   if (opts === undefined) return;
   expectObject(opts, `${fn}'s options`, "INVALID_ATTRIBUTE");
   for (const key of Object.keys(opts)) {
-    const check = allowed[key];
+    // Own keys only: "toString" must not find Object.prototype's.
+    const check = Object.hasOwn(allowed, key) ? allowed[key] : undefined;
     if (!check) {
       const names = Object.keys(allowed);
       throw new TensorcastError("INVALID_ATTRIBUTE", `${fn}: unknown option ${describe(key)}; it accepts ${names.length ? names.join(", ") : "no options"}`);
@@ -55,10 +80,31 @@ export function expectOptions(
 export const isString = (v: unknown): boolean => typeof v === "string";
 export const isBoolean = (v: unknown): boolean => typeof v === "boolean";
 
-/** `bytes` must be a Uint8Array (a Node Buffer is one). */
+/** `bytes` must be a Uint8Array (a Node Buffer is one) whose buffer is not detached. */
 export function expectBytes(bytes: unknown, what: string): asserts bytes is Uint8Array {
   if (!(bytes instanceof Uint8Array)) {
     throw new TensorcastError("INVALID_DATA", `${what} must be a Uint8Array, got ${describe(bytes)}`);
+  }
+  // A view of a detached buffer (transferred to a worker, or a disposed tensor's bytes) reads as
+  // empty, and every new view of its buffer throws a bare TypeError.
+  if (bytes.byteLength === 0 && isDetached(bytes.buffer)) {
+    throw new TensorcastError("INVALID_DATA", `${what} is a Uint8Array whose ArrayBuffer is detached (transferred or released): it holds no bytes`);
+  }
+}
+
+/**
+ * Whether `buffer` is detached. Node 20 has no `ArrayBuffer.prototype.detached`: there, only a
+ * buffer of length 0 can be, and an empty view of it throws exactly when it is.
+ */
+export function isDetached(buffer: ArrayBufferLike): boolean {
+  const flag = (buffer as { detached?: unknown }).detached;
+  if (typeof flag === "boolean") return flag;
+  if (buffer.byteLength !== 0) return false;
+  try {
+    new Uint8Array(buffer, 0, 0);
+    return false;
+  } catch {
+    return true;
   }
 }
 

@@ -51,13 +51,42 @@ export function shapeSize(shape: readonly number[]): number {
 
 /** A shape for a message: at most 16 dimensions spelled out, each bounded. */
 export function shapeText(shape: readonly unknown[]): string {
-  const dims = shape.slice(0, 16).map((d) => (typeof d === "number" ? String(d) : describe(d)));
+  const dims = shape.slice(0, 16).map((d) => describe(d));
   return `[${dims.join(", ")}${shape.length > 16 ? `, ... (${shape.length} dimensions)` : ""}]`;
 }
 
-/** `x` must be a Tensor; `what` names the argument ("cast's input"). */
+/** `x` must be a Tensor whose storage still holds it (expectStorage); `what` names the argument ("cast's input"). */
 export function expectTensor(x: unknown, what: string): asserts x is Tensor {
   if (!(x instanceof Tensor)) throw new TensorcastError("INVALID_DATA", `${what}: expected a Tensor, got ${describe(x)}`);
+  expectStorage(x, what);
+}
+
+/**
+ * Throws unless `x`'s storage still holds exactly the entries its shape needs, as fromStorage
+ * checked when it was made. Three things change a storage afterwards: dispose() (or an arena's
+ * reset) detaches its buffer; a resizable ArrayBuffer shrunk under a view puts the view out of
+ * bounds (it reads as empty, and a kernel over it would read undefined: zeros from cast, NaN from
+ * toValues); a view that tracks a resizable or growable buffer's length follows every resize. A
+ * string tensor's array can be lengthened or cut. One length comparison, so every operation makes it.
+ * @example expectStorage(x, "cast's input") // throws INVALID_DATA once x's buffer was shrunk
+ * @throws TensorcastError INVALID_DATA naming `what` and the entries held and needed.
+ */
+export function expectStorage(x: Tensor, what: string): void {
+  const data = x.data as Storage;
+  const need = storageLength(x.dtype, x.size);
+  if (data.length === need) return;
+  if (Array.isArray(data)) {
+    throw new TensorcastError("INVALID_DATA", `${what}: the string array holds ${data.length} entries now, the shape ${shapeText(x.shape)} needs ${need}`);
+  }
+  const buffer = data.buffer as ArrayBuffer & { resizable?: boolean; growable?: boolean };
+  if (buffer.resizable === true || buffer.growable === true) {
+    throw new TensorcastError(
+      "INVALID_DATA",
+      `${what}: its ${buffer.resizable === true ? "resizable ArrayBuffer" : "growable SharedArrayBuffer"} was resized to ${buffer.byteLength} bytes: ` +
+        `the storage holds ${data.length} of the ${need} entries the shape ${shapeText(x.shape)} needs`,
+    );
+  }
+  throw new TensorcastError("INVALID_DATA", `${what}: the tensor was disposed (its storage is released)`);
 }
 
 /**
@@ -267,7 +296,7 @@ export class Tensor<N extends DTypeName = DTypeName> {
       throw new TensorcastError("UNSUPPORTED_TYPE", "string tensors have no raw byte layout");
     }
     // A detached buffer would make the Uint8Array constructor throw a bare TypeError.
-    if (this.disposed) throw new TensorcastError("INVALID_DATA", "bytes(): the tensor was disposed (its storage is released)");
+    expectStorage(this, "bytes()");
     const d = this.data as Exclude<Storage, string[]>;
     return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
   }
@@ -297,6 +326,7 @@ export class Tensor<N extends DTypeName = DTypeName> {
         "toFloat16Array: this runtime has no Float16Array (it needs Node 24+, Deno, Bun or a current browser); use t.data, the Uint16Array of float16 bit patterns",
       );
     }
+    expectStorage(this, "toFloat16Array()");
     const d = this.data as Uint16Array;
     return new F16(d.buffer, d.byteOffset, d.length) as Float16ArrayOf;
   }
@@ -306,6 +336,7 @@ export class Tensor<N extends DTypeName = DTypeName> {
    * bigints for int64/uint64, booleans, strings, or [re, im] pairs for complex.
    */
   toValues(): ValueOf<N>[] {
+    expectStorage(this, "toValues()");
     const t: DType = this.dtype;
     const d = this.data as Storage;
     if (t.array === "Array") return (d as string[]).slice() as ValueOf<N>[];

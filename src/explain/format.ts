@@ -4,17 +4,19 @@
  * which identifies it uniquely); long errors are cut to 3 significant digits, since they are there
  * to be read, not compared.
  */
+import { describe, exactNumber } from "../args.js";
+import { TensorcastError } from "../errors.js";
 
 /** A value spelled with nan, inf, -inf and -0 by name, everything else exactly. */
 export function formatNumber(x: number, negativeNaN = false): string {
+  if (typeof x !== "number") throw new TensorcastError("INVALID_DATA", `formatNumber takes a number, got ${describe(x)}`);
   if (x !== x) return negativeNaN ? "-nan" : "nan";
   if (x === Infinity) return "inf";
   if (x === -Infinity) return "-inf";
   if (x === 0 && 1 / x < 0) return "-0";
   // Integers from 2^53 to 1e21 would print as rounded digits (2^63 as 9223372036854776000); the
   // exact digits are as short and say which integer it is. Beyond 1e21 JS switches to exponents.
-  if (Number.isInteger(x) && Math.abs(x) >= 2 ** 53 && Math.abs(x) < 1e21) return BigInt(x).toString();
-  return String(x);
+  return exactNumber(x);
 }
 
 /**

@@ -3,9 +3,10 @@
  * TensorFlow's `tf.bitcast` (the default) and ONNX BitCast-26. Both read the bytes as
  * little-endian on every platform and share the input's memory wherever the bytes allow.
  */
+import { describe } from "../args.js";
 import { TensorcastError } from "../errors.js";
 import { dtype, type DType, type DTypeLike, type DTypeName, type Storage, type StorageOf } from "../dtype/table.js";
-import { storageLength, Tensor, TYPED_ARRAYS, type TypedArrayCtor } from "../tensor.js";
+import { expectStorage, storageLength, Tensor, TYPED_ARRAYS, type TypedArrayCtor } from "../tensor.js";
 
 /** Whose rules: TensorFlow's `tf.bitcast`, or ONNX BitCast-26. */
 export type BitcastSemantics = "tensorflow" | "onnx";
@@ -84,6 +85,7 @@ export function bitcast<N extends DTypeName>(x: Tensor, to: DTypeLike<N>, opts: 
   if (!(x instanceof Tensor)) {
     throw new TensorcastError("INVALID_DATA", `bitcast expects a Tensor as input, got ${typeof x}`);
   }
+  expectStorage(x, "bitcast's input");
   const target = dtype(to);
   const shape = semantics === "onnx" ? onnxShape(x, target) : tensorflowShape(x, target);
   const size = shape.reduce((a, b) => a * b, 1);
@@ -205,7 +207,7 @@ function readLittleEndian(bytes: DataView, i: number, into: UnsignedView): void 
 
 function checkOptions(opts: BitcastOptions): BitcastSemantics {
   if (typeof opts !== "object" || opts === null) {
-    throw new TensorcastError("INVALID_ATTRIBUTE", `options must be an object, got ${String(opts)}`);
+    throw new TensorcastError("INVALID_ATTRIBUTE", `options must be an object, got ${describe(opts)}`);
   }
   for (const key of Object.keys(opts)) {
     if (!OPTION_KEYS.has(key)) {

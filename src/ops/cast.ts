@@ -1,11 +1,12 @@
 /**
  * Cast and CastLike: check the operator version's rules, then run the conversion kernel.
  */
+import { describe } from "../args.js";
 import { TensorcastError } from "../errors.js";
 import type { RoundMode } from "../dtype/minifloat.js";
 import { dtype, type DType, type DTypeLike, type DTypeName, type Storage, type StorageOf } from "../dtype/table.js";
 import { convert } from "../kernels/convert.js";
-import { allocateOutputStorage, Tensor } from "../tensor.js";
+import { allocateOutputStorage, expectStorage, Tensor } from "../tensor.js";
 import { LATEST_OPSET, operatorVersion, type OperatorVersion } from "./opsets.js";
 import { formatStrings, parseStrings, type StringFormat } from "./strings.js";
 
@@ -98,7 +99,7 @@ export function checkCastInto(x: Tensor, out: Tensor, opts: CastOptions): Resolv
   if (!(out instanceof Tensor)) {
     throw new TensorcastError("INVALID_DATA", `castInto expects a Tensor as output, got ${typeof out}`);
   }
-  if (out.disposed) throw new TensorcastError("INVALID_DATA", "castInto: the output tensor was disposed (its storage is released)");
+  expectStorage(out, "castInto's output");
   const resolved = checkCast(version, x, out.dtype, opts);
   if (!sameShape(x.shape, out.shape)) {
     throw new TensorcastError(
@@ -131,7 +132,7 @@ function checkCast(version: OperatorVersion, x: Tensor, to: DType, opts: CastOpt
   if (!(x instanceof Tensor)) {
     throw new TensorcastError("INVALID_DATA", `${version.op} expects a Tensor as input, got ${typeof x}`);
   }
-  if (x.disposed) throw new TensorcastError("INVALID_DATA", `${version.op}: the input tensor was disposed (its storage is released)`);
+  expectStorage(x, `${version.op}'s input`);
   checkType(version, x.dtype, "input");
   checkType(version, to, "target");
   checkAttribute(version, "saturate", opts.saturate);
@@ -210,7 +211,7 @@ function saturateInfinities(data: Storage, t: DType, resolved: Resolved): void {
 
 function checkOptions(opts: CastOptions): number {
   if (typeof opts !== "object" || opts === null) {
-    throw new TensorcastError("INVALID_ATTRIBUTE", `options must be an object, got ${String(opts)}`);
+    throw new TensorcastError("INVALID_ATTRIBUTE", `options must be an object, got ${describe(opts)}`);
   }
   for (const key of Object.keys(opts)) {
     if (!OPTION_KEYS.has(key)) {

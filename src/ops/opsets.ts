@@ -3,6 +3,7 @@
  * (onnx/defs/tensor/old.cc and defs.cc). A model's opset selects the newest operator version at or
  * below it: opset 20 runs Cast-19.
  */
+import { describe } from "../args.js";
 import { TensorcastError } from "../errors.js";
 import type { DTypeName } from "../dtype/table.js";
 
@@ -105,14 +106,14 @@ export function operatorVersion(op: OperatorName, opset: number): OperatorVersio
 function newestVersion<T extends { readonly version: number }>(
   fn: string, table: Readonly<Record<string, readonly T[]>>, op: string, opset: number,
 ): T {
-  const versions = Object.hasOwn(table, op as PropertyKey) ? table[op] : undefined;
+  const versions = typeof op === "string" && Object.hasOwn(table, op) ? table[op] : undefined;
   if (!versions) {
     throw new TensorcastError("INVALID_ATTRIBUTE", `${fn} knows ${Object.keys(table).join(", ")}; got ${typeof op === "string" ? JSON.stringify(op.slice(0, 40)) : typeof op}`);
   }
   if (!Number.isInteger(opset) || opset < versions[0].version) {
     throw new TensorcastError(
       "INVALID_OPSET",
-      `${op} does not exist at opset ${String(opset)}; its versions are ${versions.map((v) => v.version).join(", ")}`,
+      `${op} does not exist at opset ${describe(opset)}; its versions are ${versions.map((v) => v.version).join(", ")}`,
     );
   }
   let found = versions[0];

@@ -3,9 +3,10 @@
  * code chooses it (not the way its spec describes it; docs/semantics.md lists the differences),
  * and both inputs cast to that type.
  */
+import { describe as describeValue } from "../args.js";
 import { TensorcastError, type ErrorCode } from "../errors.js";
 import { dtype, type DType, type DTypeLike, type DTypeName } from "../dtype/table.js";
-import { Tensor } from "../tensor.js";
+import { expectStorage, Tensor } from "../tensor.js";
 import { cast } from "./cast.js";
 
 /** Every OpenVINO element type name (`ov::element::Type::get_known_types()`, 2025). */
@@ -155,6 +156,7 @@ export function convertPromoteTypes(a: Tensor, b: Tensor, opts: ConvertPromoteOp
     if (!(x instanceof Tensor)) {
       throw new TensorcastError("INVALID_DATA", `convertPromoteTypes expects a Tensor as ${role} input, got ${typeof x}`);
     }
+    expectStorage(x, `convertPromoteTypes' ${role} input`);
   }
   if (typeof opts !== "object" || opts === null) checkOptions(opts);
   if ("aRank" in opts || "bRank" in opts) {
@@ -274,7 +276,7 @@ function signedInt(bits: number): OvTypeName {
 
 function checkOptions(opts: PromoteOptions): Resolved {
   if (typeof opts !== "object" || opts === null) {
-    throw new TensorcastError("INVALID_ATTRIBUTE", `options must be an object, got ${String(opts)}`);
+    throw new TensorcastError("INVALID_ATTRIBUTE", `options must be an object, got ${describe(opts)}`);
   }
   for (const key of Object.keys(opts)) {
     if (!OPTION_KEYS.has(key)) {
@@ -284,14 +286,14 @@ function checkOptions(opts: PromoteOptions): Resolved {
   const flag = (key: "promoteUnsafe" | "pytorchScalarPromotion"): boolean => {
     const v = opts[key];
     if (v !== undefined && typeof v !== "boolean") {
-      throw new TensorcastError("INVALID_ATTRIBUTE", `${key} must be true or false, got ${String(v)}`);
+      throw new TensorcastError("INVALID_ATTRIBUTE", `${key} must be true or false, got ${describe(v)}`);
     }
     return v ?? false;
   };
   const rank = (key: "aRank" | "bRank"): number | undefined => {
     const v = opts[key];
     if (v !== undefined && !(typeof v === "number" && Number.isInteger(v) && v >= 0)) {
-      throw new TensorcastError("INVALID_ATTRIBUTE", `${key} must be an integer >= 0 (0 for a scalar) or undefined for an unknown rank, got ${String(v)}`);
+      throw new TensorcastError("INVALID_ATTRIBUTE", `${key} must be an integer >= 0 (0 for a scalar) or undefined for an unknown rank, got ${describe(v)}`);
     }
     return v;
   };
@@ -319,6 +321,6 @@ function checkTarget(t: PromoteTypeLike): OvTypeName {
 
 function describe(x: unknown): string {
   if (typeof x === "string") return JSON.stringify(x);
-  if (typeof x === "object" && x !== null && "name" in x) return `the DType ${String((x as { name: unknown }).name)}`;
-  return String(x);
+  if (typeof x === "object" && x !== null && !Array.isArray(x) && typeof (x as { name?: unknown }).name === "string") return `the DType ${(x as { name: string }).name.slice(0, 40)}`;
+  return describeValue(x);
 }

@@ -4,7 +4,7 @@
  */
 import { TensorcastError } from "../errors.js";
 import type { DTypeName, StorageOf } from "../dtype/table.js";
-import { shapeSize, Tensor } from "../tensor.js";
+import { expectStorage, shapeSize, Tensor } from "../tensor.js";
 import { operatorVersion, RESHAPE_VERSIONS, type OperatorVersion } from "./opsets.js";
 
 /**
@@ -81,6 +81,7 @@ export function reshape<N extends DTypeName>(x: Tensor<N>, shape: ShapeLike, opt
   if (!(x instanceof Tensor)) {
     throw new TensorcastError("INVALID_DATA", `${name} expects a Tensor as input, got ${typeof x}`);
   }
+  expectStorage(x, `${name}'s input`);
   if (!version.types.has(x.dtype.name)) {
     throw new TensorcastError(
       "UNSUPPORTED_TYPE",
@@ -105,6 +106,7 @@ export function reshape<N extends DTypeName>(x: Tensor<N>, shape: ShapeLike, opt
 function requestedShape(shape: ShapeLike, version: OperatorVersion): { dims: number[]; text: string } {
   const name = `Reshape-${version.version}`;
   if (shape instanceof Tensor) {
+    expectStorage(shape, `${name}'s shape`);
     if (version.version < 5) {
       throw new TensorcastError(
         "INVALID_ATTRIBUTE",
@@ -132,7 +134,8 @@ function requestedShape(shape: ShapeLike, version: OperatorVersion): { dims: num
       `${name} expects shape as an array of numbers or bigints or an int64 tensor, got ${describe(shape)}`,
     );
   }
-  return { dims: shape.map(toDimension), text: `[${shape.map(String).join(", ")}]` };
+  // describe(), not String(): an entry may be anything (an object without toString, an array nested 100,000 deep).
+  return { dims: shape.map(toDimension), text: `[${shape.map((d) => (typeof d === "number" || typeof d === "bigint" ? String(d) : describe(d))).join(", ")}]` };
 }
 
 /** A number or bigint entry as a number; NaN when it is not a safe integer. */
@@ -208,7 +211,7 @@ function resolveShape(x: Tensor, requested: readonly number[], text: string, all
 
 function checkOptions(opts: ReshapeOptions): number {
   if (typeof opts !== "object" || opts === null) {
-    throw new TensorcastError("INVALID_ATTRIBUTE", `options must be an object, got ${String(opts)}`);
+    throw new TensorcastError("INVALID_ATTRIBUTE", `options must be an object, got ${describe(opts)}`);
   }
   for (const key of Object.keys(opts)) {
     if (!OPTION_KEYS.has(key)) {

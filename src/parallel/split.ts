@@ -18,10 +18,11 @@
  * message per worker.
  */
 import { dtype, type DType, type DTypeLike, type DTypeName, type StorageOf } from "../dtype/table.js";
+import { describe } from "../args.js";
 import { TensorcastError } from "../errors.js";
 import { convert } from "../kernels/convert.js";
 import { cast, castInto, checkCastInto, prepareOutput, type CastOptions, type Resolved } from "../ops/cast.js";
-import { allocateStorage, shapeSize, storageLength, Tensor, TYPED_ARRAYS } from "../tensor.js";
+import { allocateStorage, expectStorage, shapeSize, storageLength, Tensor, TYPED_ARRAYS } from "../tensor.js";
 import { CastPool, type WorkerHost } from "./pool.js";
 import { convertResident, viewOf, type NumericStorage } from "./range.js";
 import { sharedResidentOf, type WasmMemory } from "../kernels/wasm/resident.js";
@@ -85,6 +86,7 @@ export async function castAsyncOn<N extends DTypeName>(host: WorkerHost, x: Tens
   const { threads, minElements, callerConverts, castOpts } = splitOptions(host, opts);
   if (!(x instanceof Tensor) || threads < 2 || x.size < Math.max(minElements, 2 * ALIGN) || !host.hasWorkers()) return cast(x, to, castOpts);
 
+  expectStorage(x, "castAsync's input");
   // Every check cast makes depends on the types and options only: run them on an empty tensor.
   const target = cast(Tensor.zeros(x.dtype, [0]), to, castOpts).dtype;
   const from: DType = x.dtype;
@@ -332,13 +334,13 @@ function alignUp(n: number): number {
 
 function checkFlag(name: string, value: unknown): boolean | undefined {
   if (value === undefined || typeof value === "boolean") return value;
-  throw new TensorcastError("INVALID_ATTRIBUTE", `${name} must be true or false, got ${String(value)}`);
+  throw new TensorcastError("INVALID_ATTRIBUTE", `${name} must be true or false, got ${describe(value)}`);
 }
 
 function checkCount(name: string, value: unknown, min: number): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
-    throw new TensorcastError("INVALID_ATTRIBUTE", `${name} must be an integer >= ${min}, got ${String(value)}`);
+    throw new TensorcastError("INVALID_ATTRIBUTE", `${name} must be an integer >= ${min}, got ${describe(value)}`);
   }
   return value;
 }

@@ -20,6 +20,7 @@ import { test } from "node:test";
 import { bodiesOf } from "../../src/io/onnx/precision/graph.js";
 import { PbMessage } from "../../src/io/onnx/precision/pb.js";
 import { PYTHON } from "../support/onnx-peer.js";
+import { onnxMissing } from "../support/python.js";
 import { runCli } from "./cli.js";
 import { GRAPH_CLASSES, graphCase, heavyGraphCases, type GraphCase, type GraphClass } from "./graphs.js";
 
@@ -78,7 +79,7 @@ for path in sys.argv[1:]:
 print(json.dumps(out))
 `;
 
-const pythonOnnx = spawnSync(PYTHON, ["-c", "import onnx.checker"]).status === 0;
+const pythonOnnx = onnxMissing() === undefined;
 
 test("fuzz: whole-model conversion of node floods, field floods and shadowed subgraph names never crashes, hangs, blows up or writes an invalid model", { skip: !pythonOnnx && !process.env.CI && "no python3 with onnx" }, async () => {
   const dir = mkdtempSync(join(tmpdir(), "tensorcast-graphs-"));

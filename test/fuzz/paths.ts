@@ -184,6 +184,9 @@ async function collisionCase(dir: string, rng: Rng, k: number): Promise<Collisio
     const victim = pick(rng, input.files);
     const aliasForm = pick(rng, ["direct", "dot", "dotdot", "hard", "soft", "up"]);
     const side = input.kind === "onnx" && (formForm === "whole" || formForm === "initializers") && rng.below(3) === 0;
+    // A hard link to an .onnx input's external data file makes that file one of two links: the
+    // input itself is refused (INVALID_DATA, as onnx refuses it) before OUT is looked at.
+    const linksSideFile = input.kind === "onnx" && aliasForm === "hard" && victim !== input.path && !control;
     const target = control ? join(dir, `fresh${k}.out`) : alias(dir, victim, aliasForm, k);
     // A control's OUT is expected to appear; a collision's alias must stay as it is.
     const guarded = control ? input.files : [...input.files, target];
@@ -195,7 +198,7 @@ async function collisionCase(dir: string, rng: Rng, k: number): Promise<Collisio
       return {
         label: `--external-data ${aliasForm} ${relative(dir, victim)}${force ? " --force" : ""} (${formForm})`, guarded, control,
         // "sub/.." has a ".." component, refused as such first.
-        mustName: force && !control && aliasForm !== "dotdot",
+        mustName: force && !control && aliasForm !== "dotdot" && !linksSideFile,
         library: () => (names ? convertFile(input.path, out, { to, names, outputFormat: "onnx", externalData: spelled, force })
           : convertModelFile(input.path, out, { to, externalData: spelled, force })),
         cli: ["convert", input.path, "--to", to, "-o", out, "--external-data", spelled, ...f, ...form],
@@ -204,7 +207,7 @@ async function collisionCase(dir: string, rng: Rng, k: number): Promise<Collisio
     const whole = input.kind === "onnx" && (formForm === "whole" || formForm === "onnx");
     return {
       label: `-o ${control ? "fresh" : `${aliasForm} ${relative(dir, victim)}`}${force ? " --force" : ""} (${input.kind} -> ${formForm})`, guarded, control,
-      mustName: force && !control,
+      mustName: force && !control && !linksSideFile,
       library: () => (whole ? convertModelFile(input.path, target, { to, force })
         : convertFile(input.path, target, { to, force, names: formForm === "initializers" ? ["W"] : undefined, outputFormat: formForm === "initializers" ? "onnx" : (formForm as FileFormat) })),
       cli: ["convert", input.path, "--to", to, "-o", target, ...f, ...form],

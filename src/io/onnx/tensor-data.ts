@@ -49,6 +49,8 @@ export class TensorFacts {
   /** The number of dims and the first DIMS_SHOWN of them. */
   dimCount = 0;
   readonly dims: number[] = [];
+  /** The same dims as exact decimal text (a number past 2^53 is rounded), for messages. */
+  private readonly shown: string[] = [];
   /** The product of the non-zero dims (inexact, but still above 2^53, past it), and whether one is 0. */
   private product = 1;
   private zero = false;
@@ -65,10 +67,14 @@ export class TensorFacts {
   /** One dims entry, as a varint's unsigned 32-bit words. */
   dim(lo: number, hi: number): void {
     const value = (hi | 0) * 4294967296 + lo;
-    if (this.dimCount < DIMS_SHOWN) this.dims.push(value);
+    const exact = value < 0 || !Number.isSafeInteger(value) ? String(BigInt.asIntN(64, (BigInt(hi) << 32n) | BigInt(lo))) : undefined;
+    if (this.dimCount < DIMS_SHOWN) {
+      this.dims.push(value);
+      this.shown.push(exact ?? String(value));
+    }
     this.dimCount++;
-    if (value < 0 || !Number.isSafeInteger(value)) {
-      this.badDim ??= String(BigInt.asIntN(64, (BigInt(hi) << 32n) | BigInt(lo)));
+    if (exact !== undefined) {
+      this.badDim ??= exact;
     } else if (value === 0) {
       this.zero = true;
     } else {
@@ -91,7 +97,7 @@ export class TensorFacts {
   }
 
   private shapeText(): string {
-    return `[${this.dims.join(", ")}${this.dimCount > this.dims.length ? `, ... (${this.dimCount} dims)` : ""}]`;
+    return `[${this.shown.join(", ")}${this.dimCount > this.dims.length ? `, ... (${this.dimCount} dims)` : ""}]`;
   }
 
   /**

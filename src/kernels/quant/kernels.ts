@@ -15,6 +15,7 @@
 import type { DType, Storage } from "../../dtype/table.js";
 import { decodeExact, encodeExact, precisionRounder, roundHalfEven, writeNaN, type PrecisionName } from "./arithmetic.js";
 import { scaleIndices, type QuantLayout } from "./layout.js";
+import { dequantizeSimd, quantizeSimd } from "./simd.js";
 
 /** Elements per block: a multiple of 8, so packed 2-, 4- and 6-bit blocks start on a byte. */
 export const CHUNK = 4096;
@@ -103,6 +104,7 @@ function inChunks(a: ScaledArgs, saturate: boolean, body: (n: number, s: Scratch
 
 /** QuantizeLinear on storages; see the module comment for the arithmetic. */
 export function quantizeLinearKernel(a: QuantizeArgs): void {
+  if (quantizeSimd(a)) return;
   const { layout, yType } = a;
   const round = precisionRounder(a.precision);
   const scale = decodeOperands(a.scale, a.scaleType, layout.scaleCount);
@@ -135,6 +137,7 @@ export function quantizeLinearKernel(a: QuantizeArgs): void {
 
 /** DequantizeLinear on storages; see the module comment for the arithmetic. */
 export function dequantizeLinearKernel(a: DequantizeArgs): void {
+  if (dequantizeSimd(a)) return;
   const { layout } = a;
   const scale = decodeOperands(a.scale, a.scaleType, layout.scaleCount);
   const s = scale.values;

@@ -155,6 +155,24 @@ export const allTrue = unary(0xa3);
 export const load32Splat = (addr: Code, offset = 0): Code => cat(addr, simd(0x09), [2], uleb(offset));
 /** v128.not. */
 export const not = unary(0x4d);
+/** f32x4.div: IEEE division, correctly rounded (no flush of subnormals in WebAssembly). */
+export const f32x4Div = binary(0xe7);
+/** f32x4.nearest: round to an integer, ties to even. */
+export const f32x4Nearest = unary(0x6a);
+/** f32x4.convert_i32x4_s: each signed lane to float32 (exact below 2^24). */
+export const f32x4ConvertS = unary(0xfa);
+/** Two i32x4 to one i16x8, saturating to [-32768, 32767] (lanes of `a` first). */
+export const narrowS = binary(0x85);
+/** Two i16x8 to one i8x16, saturating to [-128, 127] (lanes of `a` first). */
+export const narrowS8 = binary(0x65);
+/** i16x8.extend_low_i8x16_s / _u and the high halves: bytes 0..7 (8..15) widened to 16 bits. */
+export const extendLowS8 = unary(0x87);
+export const extendHighS8 = unary(0x88);
+export const extendLowU8 = unary(0x89);
+export const extendHighU8 = unary(0x8a);
+/** i32x4.extend_low_i16x8_u / high: halfwords 0..3 (4..7) zero-extended to 32 bits. */
+export const extendLowU16 = unary(0xa9);
+export const extendHighU16 = unary(0xaa);
 /** v128.load16x4_u: four 16-bit values at `addr` + `offset` zero-extended to i32x4 (alignment hint 8). */
 export const load16x4U = (addr: Code, offset = 0): Code => cat(addr, simd(0x04), [3], uleb(offset));
 

@@ -129,7 +129,11 @@ function bf16Of(c: Constants["c"]): Code {
   return [...set(A, i32x4ShrU(x, 16)), ...select(nan, rounded, i32x4GtS(and(x, c(0x7fffffff)), c(0x7f800000)))];
 }
 
-function loop(body: Code[], srcStep: number, dstStep: number): Code {
+/**
+ * The kernels' loop over `groups` groups: `body`, then src and dst advanced by their steps. For
+ * every kernel of the signature (src, dst, groups) -> () with its parameters as locals 0, 1, 2.
+ */
+export function loop(body: Code[], srcStep: number, dstStep: number): Code {
   return whileNot(i32Eqz(get(GROUPS)), [
     ...body.flat(),
     ...set(SRC, i32Add(get(SRC), i32(srcStep))),

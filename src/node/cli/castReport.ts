@@ -10,7 +10,9 @@ import {
 import { elementCode, formatBinary, formatHex, readElement, type Element } from "../../explain/element.js";
 import { changedByStoring, classifyCast, roundingError, storeValue, type CastFlag } from "../../explain/outcome.js";
 import { parseValue, VALUE_SYNTAX, type InputValue } from "../../explain/value.js";
-import { UsageError } from "./usage.js";
+import { describe, expectObject } from "../../args.js";
+import { expectStrings } from "../args.js";
+import { quoteBounded } from "../io/safetensorsJson.js";
 
 export type { CastFlag };
 
@@ -71,14 +73,16 @@ export interface CastReport {
 /**
  * Stores each value in `from` with `Tensor.fromValues` (round to nearest even), then casts it to
  * `to` with the request's options, one value at a time so each row stands alone.
- * @throws UsageError for a value that is not a number; TensorcastError for anything the library
+ * @throws TensorcastError PARSE_ERROR for a value that is not a number; others for anything the library
  *         rejects (unknown type, type not in the opset's Cast, a value `from` cannot hold such as
  *         1.5 for int8 or inf for float8e4m3fn).
  */
 export function castValues(values: readonly string[], request: CastRequest): CastReport {
+  expectStrings(values, "castValues' values");
+  expectObject(request, "castValues' request", "INVALID_ATTRIBUTE");
   if (request.scale !== undefined) return quantizeValues(values, request, request.scale);
   if (request.zeroPoint !== undefined || request.scaleType !== undefined) {
-    throw new UsageError("--zero-point and --scale-type need --scale (they describe QuantizeLinear)", "cast");
+    throw new TensorcastError("INVALID_ATTRIBUTE", "castValues: zeroPoint and scaleType need scale (they describe QuantizeLinear)");
   }
   const inputs = values.map(parseCliValue);
   const from = resolve(request.from ?? "float64", "from");
@@ -120,6 +124,7 @@ function row(
  * option named it.
  */
 function resolve(name: string, option: "from" | "to"): DType {
+  if (typeof name !== "string") throw new TensorcastError("INVALID_ATTRIBUTE", `castValues' request.${option} must be a type name, got ${describe(name)}`);
   return withContext(`--${option}`, () => dtype(/^\d+$/.test(name) ? Number(name) : name));
 }
 
@@ -136,7 +141,7 @@ function withContext<T>(context: string, f: () => T): T {
 /** @throws UsageError for anything that is not a decimal literal or a special name. */
 function parseCliValue(text: string): InputValue {
   const value = parseValue(text);
-  if (!value) throw new UsageError(`${JSON.stringify(text)} is not a value cast accepts; expected ${VALUE_SYNTAX}`, "cast");
+  if (!value) throw new TensorcastError("PARSE_ERROR", notAValue(text));
   return value;
 }
 
@@ -148,7 +153,7 @@ const QUANTIZE_INPUTS = new Set(["float32", "float16", "bfloat16"]);
  * its code and its dequantized value, whose difference from the source is the rounding error.
  */
 function quantizeValues(values: readonly string[], request: CastRequest, scaleText: string): CastReport {
-  if (request.roundMode !== undefined) throw new UsageError("--round-mode is a Cast option (e8m0 targets); QuantizeLinear has none", "cast");
+  if (request.roundMode !== undefined) throw new TensorcastError("INVALID_ATTRIBUTE", "castValues: roundMode is a Cast option (e8m0 targets); QuantizeLinear has none");
   const inputs = values.map(parseCliValue);
   const from = resolve(request.from ?? "float32", "from");
   const to = resolve(request.to, "to");
@@ -194,4 +199,9 @@ function dequantized(q: Tensor, scale: Tensor, zeroPoint: Tensor | undefined, op
   if (!version.scales.has(scale.dtype.name) || !version.inputs.has(q.dtype.name)) return undefined;
   const outputDtype = opset >= 23 && !QUANTIZE_INPUTS.has(scale.dtype.name) ? "float32" : undefined;
   return dequantizeLinear(q, scale, zeroPoint, { opset, ...(outputDtype && { outputDtype }) });
+}
+
+/** The message for a command-line value that is not one `cast` accepts. */
+export function notAValue(text: string): string {
+  return `${quoteBounded(text)} is not a value cast accepts; expected ${VALUE_SYNTAX}`;
 }

@@ -3,6 +3,7 @@
  * Everything it prints goes through `io`, so it can run inside tests and other programs.
  */
 import { TensorcastError } from "../../index.js";
+import { describe } from "../../args.js";
 import type { Command } from "./command.js";
 import { castCommand } from "./commands/cast.js";
 import { conformanceCommand } from "./commands/conformance.js";
@@ -54,6 +55,11 @@ Exit codes: 0 success; 1 input the library rejects (its error code is printed); 
  * 128 + N after signal N (convert, inspect, diff).
  */
 export async function main(argv: readonly string[], io: CliIO = processIO()): Promise<number> {
+  // Without a place to write to, an error cannot be reported as an exit code.
+  const writable = (o: unknown): boolean => typeof o === "object" && o !== null && typeof (o as { write?: unknown }).write === "function";
+  if (typeof io !== "object" || io === null || !writable(io.stdout) || !writable(io.stderr)) {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `main's io must be an object with stdout and stderr, each with a write(text) method, got ${describe(io)}`);
+  }
   try {
     return await dispatch(argv, io);
   } catch (e) {

@@ -6,22 +6,24 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { TensorcastError } from "../../errors.js";
+import { parseJsonFile } from "../io/json.js";
 
 const PACKAGE_NAME = "tensorcast";
 
 let cached: string | undefined;
 
-/** @throws Error when no tensorcast package.json lies above this module (a broken install). */
+/** @throws TensorcastError INTERNAL when no tensorcast package.json lies above this module (a broken install). */
 export function packageVersion(): string {
   if (cached !== undefined) return cached;
   const start = dirname(fileURLToPath(import.meta.url));
   for (let dir = start; ; dir = dirname(dir)) {
     const file = join(dir, "package.json");
     if (existsSync(file)) {
-      const pkg = JSON.parse(readFileSync(file, "utf8")) as { name?: unknown; version?: unknown };
-      if (pkg.name === PACKAGE_NAME && typeof pkg.version === "string") return (cached = pkg.version);
+      const pkg = parseJsonFile(readFileSync(file, "utf8"), file) as { name?: unknown; version?: unknown } | null;
+      if (pkg?.name === PACKAGE_NAME && typeof pkg.version === "string") return (cached = pkg.version);
     }
     if (dirname(dir) === dir) break;
   }
-  throw new Error(`tensorcast: no package.json named "${PACKAGE_NAME}" above ${start}`);
+  throw new TensorcastError("INTERNAL", `tensorcast: no package.json named "${PACKAGE_NAME}" above ${start}`);
 }

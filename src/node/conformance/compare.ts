@@ -5,6 +5,7 @@
  */
 import { decodeFloat, type Tensor } from "../../index.js";
 import { readCode } from "../../dtype/packing.js";
+import { expectTensor } from "../../tensor.js";
 
 export interface Difference {
   /** How many elements differ. */
@@ -15,6 +16,8 @@ export interface Difference {
 
 /** undefined when equal; otherwise what differs first (type, shape, or the first element). */
 export function compareTensors(actual: Tensor, expected: Tensor): Difference | undefined {
+  expectTensor(actual, "compareTensors' actual tensor");
+  expectTensor(expected, "compareTensors' expected tensor");
   if (actual.dtype !== expected.dtype) {
     return { count: actual.size, message: `data type ${actual.dtype.name}, expected ${expected.dtype.name}` };
   }

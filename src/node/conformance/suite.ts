@@ -9,6 +9,8 @@ import {
 } from "../../index.js";
 import { compareTensors } from "./compare.js";
 import { expectedDifference } from "./expected.js";
+import { expectPath } from "../args.js";
+import { describe } from "../../args.js";
 
 export type Outcome = "pass" | "fail" | "expected difference" | "not implemented";
 
@@ -24,6 +26,8 @@ const BFLOAT16 = 16;
 
 /** The test folders under `dir` (or `dir` itself when it is one), sorted, optionally filtered. */
 export function findCases(dir: string, filter?: RegExp): string[] {
+  expectPath(dir, "findCases' folder");
+  if (filter !== undefined && !(filter instanceof RegExp)) throw new TensorcastError("INVALID_ATTRIBUTE", `findCases' filter must be a RegExp, got ${describe(filter)}`);
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     throw new TensorcastError("INVALID_DATA", `${dir} is not a directory`);
   }
@@ -38,6 +42,7 @@ export function findCases(dir: string, filter?: RegExp): string[] {
 
 /** Runs one test folder. Errors of tensorcast become a failure with the message, not a throw. */
 export function runCase(folder: string): CaseResult {
+  expectPath(folder, "runCase's folder");
   const test = folder.split(/[\\/]/).filter(Boolean).pop() ?? folder;
   let model: OnnxModel;
   try {
@@ -107,6 +112,11 @@ function message(e: unknown): string {
 /** Counts per outcome. */
 export function totals(results: readonly CaseResult[]): Record<Outcome, number> {
   const t: Record<Outcome, number> = { pass: 0, fail: 0, "expected difference": 0, "not implemented": 0 };
-  for (const r of results) t[r.outcome]++;
+  if (!Array.isArray(results)) throw new TensorcastError("INVALID_DATA", `totals takes an array of runCase results, got ${describe(results)}`);
+  for (const r of results) {
+    const outcome: unknown = typeof r === "object" && r !== null ? (r as { outcome?: unknown }).outcome : undefined;
+    if (typeof outcome !== "string" || !Object.hasOwn(t, outcome)) throw new TensorcastError("INVALID_DATA", `totals: ${describe(r)} is not a runCase result (its outcome is ${describe(outcome)})`);
+  }
+  for (const r of results) t[r.outcome as Outcome]++;
   return t;
 }

@@ -20,18 +20,20 @@
 import { promises as fsp } from "node:fs";
 import { availableParallelism } from "node:os";
 import { cast, dtype, Tensor, TensorcastError, type DType, type DTypeLike, type DTypeName } from "../../index.js";
+import { describe, expectObject } from "../../args.js";
 import { sideFilePath } from "../io/external-data.js";
 import { AtomicOutput, checkOutput, removeStaleTemporaries, sameFile } from "../io/file.js";
 import { inputFilesOf, type InputFiles } from "../io/input-files.js";
 import type { NpyOptions } from "../io/npy.js";
 import { formatOfPath, openTensorFile, type OnnxModelFile } from "../io/reader.js";
-import { rawByteLength, type FileFormat, type FileTensor, type TensorFile } from "../io/tensors.js";
+import { rawByteLength, type FileFormat, type FileTensor, type TensorFile, type TensorInfo } from "../io/tensors.js";
 import { planOutput, type OutputPlan } from "../io/writer.js";
 import { castTallyTarget } from "./cast-tally.js";
 import type { ConvertStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
 import { DEFAULT_CHUNK_BYTES } from "./schedule.js";
 import { commitPlan, writePlan } from "./write-plan.js";
+import { expectPath, isDType } from "../args.js";
 
 export interface ConvertOptions {
   /** The target type of the converted tensors. */
@@ -161,11 +163,33 @@ export function nameFilterReason(name: string, opts: Pick<ConvertOptions, "only"
   return undefined;
 }
 
+/** selectTensors' arguments, checked for JavaScript callers. */
+function checkSelectArguments(file: unknown, to: unknown, opts: unknown): void {
+  expectObject(file, "selectTensors' file");
+  expectObject(opts, "selectTensors' options", "INVALID_ATTRIBUTE");
+  if (!Array.isArray(file.tensors)) throw new TensorcastError("INVALID_DATA", `selectTensors' file must be an open TensorFile (openTensorFile), its tensors are ${describe(file.tensors)}`);
+  for (const t of file.tensors as unknown[]) {
+    const ok = typeof t === "object" && t !== null && typeof (t as TensorInfo).name === "string" && isDType((t as TensorInfo).dtype);
+    if (!ok) throw new TensorcastError("INVALID_DATA", `selectTensors' file lists ${describe(t)}, not a tensor with a name and a DType`);
+  }
+  if (!isDType(to)) throw new TensorcastError("INVALID_DATA", `selectTensors' type must be a DType (dtype("float16")), got ${describe(to)}`);
+  // Its other keys are ignored: convertFile passes all of its options.
+  const { only, skip, names, includeIntegers } = opts as Record<string, unknown>;
+  const bad = (key: string, v: unknown, want: string): never => {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `selectTensors: option ${key} must be ${want}, got ${describe(v)}`);
+  };
+  if (only !== undefined && !(only instanceof RegExp)) bad("only", only, "a RegExp");
+  if (skip !== undefined && !(skip instanceof RegExp)) bad("skip", skip, "a RegExp");
+  if (names !== undefined && !(Array.isArray(names) && names.every((n) => typeof n === "string"))) bad("names", names, "an array of strings");
+  if (includeIntegers !== undefined && typeof includeIntegers !== "boolean") bad("includeIntegers", includeIntegers, "true or false");
+}
+
 /** The tensors to convert, and why each other one is kept. */
 export function selectTensors(file: TensorFile, to: DType, opts: Pick<ConvertOptions, "only" | "skip" | "names" | "includeIntegers">): {
   targets: Map<FileTensor, DType>;
   reasons: Map<FileTensor, string>;
 } {
+  checkSelectArguments(file, to, opts);
   const targets = new Map<FileTensor, DType>();
   const reasons = new Map<FileTensor, string>();
   const names = opts.names ? new Set(opts.names) : undefined;
@@ -225,6 +249,9 @@ export async function checkSideFile(path: string, inputs: InputFiles, output: st
  *         does not read back as planned; `Interrupted` when `signal` aborts.
  */
 export async function convertFile(input: string, output: string, opts: ConvertOptions): Promise<ConvertReport> {
+  expectPath(input, "convertFile's input");
+  expectPath(output, "convertFile's output");
+  expectObject(opts, "convertFile's options", "INVALID_ATTRIBUTE");
   return convertFileOn(input, output, opts);
 }
 

@@ -12,6 +12,7 @@ import type { FileFormat, FileTensor, TensorFile } from "../io/tensors.js";
 import { emptyDiffStats, hasValues, mergeDiffStats, type DiffStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
 import { chunkElements, chunksOf, DEFAULT_CHUNK_BYTES, inTensor, runBounded, type Chunk } from "./schedule.js";
+import { expectOptionsObject, expectPath } from "../args.js";
 
 export interface DiffOptions {
   formatA?: FileFormat;
@@ -75,6 +76,9 @@ function pairs(a: TensorFile, b: TensorFile): { matched: [FileTensor, FileTensor
 
 /** Compares the tensors of `pathA` and `pathB`. */
 export async function diffFiles(pathA: string, pathB: string, opts: DiffOptions = {}): Promise<DiffReport> {
+  expectPath(pathA, "diffFiles' first path");
+  expectPath(pathB, "diffFiles' second path");
+  expectOptionsObject(opts, "diffFiles");
   const a = await openTensorSource(pathA, { format: opts.formatA, npy: opts.npy });
   let b: TensorFile | undefined;
   let pool: TaskPool | undefined;

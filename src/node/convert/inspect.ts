@@ -10,6 +10,7 @@ import type { FileFormat, FileTensor } from "../io/tensors.js";
 import { emptyValueStats, hasValues, mergeValueStats, type ValueStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
 import { chunkElements, chunksOf, DEFAULT_CHUNK_BYTES, inTensor, runBounded, type Chunk } from "./schedule.js";
+import { expectOptionsObject, expectPath } from "../args.js";
 
 export interface InspectOptions {
   format?: FileFormat;
@@ -48,6 +49,8 @@ const NO_VALUES: Readonly<ValueStats> = emptyValueStats();
 
 /** Lists `path`'s tensors and, by default, their value statistics. */
 export async function inspectFile(path: string, opts: InspectOptions = {}): Promise<InspectReport> {
+  expectPath(path, "inspectFile's path");
+  expectOptionsObject(opts, "inspectFile");
   const file = await openTensorSource(path, { format: opts.format, npy: opts.npy });
   let pool: TaskPool | undefined;
   try {

@@ -33,6 +33,8 @@ import { measureConversion, type ConvertStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
 import { DEFAULT_CHUNK_BYTES, Interrupted } from "./schedule.js";
 import { commitPlan, writePlan } from "./write-plan.js";
+import { expectPath } from "../args.js";
+import { expectObject } from "../../args.js";
 
 /**
  * What convertModelFile does; only `to` is required.
@@ -117,6 +119,9 @@ interface StreamedTensor {
  *         written; `Interrupted` when `signal` aborts.
  */
 export async function convertModelFile(input: string, output: string, opts: ModelConvertOptions): Promise<ModelConvertReport> {
+  expectPath(input, "convertModelFile's input");
+  expectPath(output, "convertModelFile's output");
+  expectObject(opts, "convertModelFile's options", "INVALID_ATTRIBUTE");
   const started = performance.now();
   const to = dtype(opts.to);
   const force = opts.force ?? false;

@@ -34,6 +34,8 @@ import { checkTarget, convertFileOn, defaultJobs, inThreadOnly, type ConvertOpti
 import { CONFIG_NAME, retypedConfig, type ConfigReport } from "./checkpoint-config.js";
 import { TaskPool } from "./pool.js";
 import { Interrupted } from "./schedule.js";
+import { expectOptionsObject, expectPath, expectStrings } from "../args.js";
+import { describe, expectInteger, expectObject } from "../../args.js";
 
 /** Slice `index` (from 0) of `count`. */
 export interface ShardSlice {
@@ -79,6 +81,7 @@ const MAX_SLICES = 1_000_000;
  * @example parseShardSlice("2/3") // { index: 2, count: 3 }
  */
 export function parseShardSlice(text: string): ShardSlice {
+  if (typeof text !== "string") throw new TensorcastError("INVALID_ATTRIBUTE", `parseShardSlice takes a string such as "0/3", got ${describe(text)}`);
   const m = /^(\d{1,7})\/(\d{1,7})$/.exec(text.trim());
   const index = m ? Number(m[1]) : NaN;
   const count = m ? Number(m[2]) : NaN;
@@ -97,6 +100,10 @@ export function parseShardSlice(text: string): ShardSlice {
  * @example sliceShards(["a", "b", "c", "d"], { index: 1, count: 3 }) // ["b"]
  */
 export function sliceShards(shards: readonly string[], s: ShardSlice): string[] {
+  expectStrings(shards, "sliceShards' shards");
+  expectObject(s, "sliceShards' slice", "INVALID_ATTRIBUTE");
+  expectInteger(s.count, "sliceShards' slice count", 1, MAX_SLICES);
+  expectInteger(s.index, "sliceShards' slice index", 0, s.count - 1);
   return shards.filter((_, i) => i % s.count === s.index);
 }
 
@@ -228,6 +235,9 @@ function checkOptions(input: string, c: Checkpoint, opts: CheckpointConvertOptio
  *         when the written index does not read back; `Interrupted` when `signal` aborts.
  */
 export async function convertCheckpoint(input: string, outDir: string, opts: CheckpointConvertOptions): Promise<CheckpointReport> {
+  expectPath(input, "convertCheckpoint's input");
+  expectPath(outDir, "convertCheckpoint's output folder");
+  expectObject(opts, "convertCheckpoint's options", "INVALID_ATTRIBUTE");
   const started = performance.now();
   const c = await readCheckpoint(input);
   checkOptions(input, c, opts);
@@ -400,6 +410,8 @@ export interface IndexReport {
  * @example await indexCheckpoint("out", { from: "model" }) // { index: "out/model.safetensors.index.json", totalSize: ..., ... }
  */
 export async function indexCheckpoint(folder: string, opts: IndexOptions = {}): Promise<IndexReport> {
+  expectPath(folder, "indexCheckpoint's folder");
+  expectOptionsObject(opts, "indexCheckpoint");
   const from = typeof opts.from === "string" ? await readCheckpoint(opts.from) : opts.from;
   return indexFolder(folderName(folder), { ...opts, from });
 }

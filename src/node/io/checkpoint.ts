@@ -19,9 +19,13 @@ import { promises as fsp } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
 import { TensorcastError } from "../../index.js";
 import { fileError, RandomAccessFile, systemError } from "./file.js";
+import { firstTooDeep, parseJsonFile } from "./json.js";
+import { MAX_JSON_DEPTH } from "./safetensorsJson.js";
+import { describe, expectObject } from "../../args.js";
 import { NameIndex } from "./nameIndex.js";
 import { openTensorFile, type OpenOptions } from "./reader.js";
 import type { FileTensor, TensorFile } from "./tensors.js";
+import { expectOptionsObject, expectPath } from "../args.js";
 
 /**
  * How a Hugging Face index's name ends: model.safetensors.index.json, model.fp16.safetensors.index.json, ...
@@ -184,12 +188,7 @@ async function readIndexJson(path: string): Promise<{ metadata: Record<string, u
   } finally {
     await file.close();
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (e) {
-    throw fileError("INVALID_DATA", path, `is not valid JSON: ${(e as Error).message}`);
-  }
+  const json = parseJsonFile(text, path);
   const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
   if (!isObject(json)) throw fileError("INVALID_DATA", path, "is not a JSON object with a weight_map");
   const map = json.weight_map;
@@ -217,6 +216,7 @@ const OTHER_WEIGHTS = /\.(safetensors|bin|pt|pth|ckpt|h5|msgpack|onnx|onnx_data|
  * @throws TensorcastError INVALID_DATA naming the index or the shard and what is wrong.
  */
 export async function readCheckpoint(path: string): Promise<Checkpoint> {
+  expectPath(path, "readCheckpoint's path");
   const { folder, indexName } = await locateIndex(path);
   return checkCheckpoint(folder, indexName, await shardPath(folder, indexName, "is the index"));
 }
@@ -318,13 +318,33 @@ export async function checkCheckpoint(folder: string, indexName: string, indexPa
  * weight_map sorted by tensor name.
  */
 export function encodeIndex(metadata: Readonly<Record<string, unknown>>, weightMap: ReadonlyMap<string, string>, totalSize: number): string {
+  expectObject(metadata, "encodeIndex's metadata");
+  if (!(weightMap instanceof Map)) throw new TensorcastError("INVALID_DATA", `encodeIndex's weightMap must be a Map (tensor name -> shard file), got ${describe(weightMap)}`);
+  for (const [k, v] of weightMap) {
+    if (typeof k !== "string" || typeof v !== "string") {
+      throw new TensorcastError("INVALID_DATA", `encodeIndex's weightMap maps ${describe(k)} to ${describe(v)}; names and shard files are strings`);
+    }
+  }
+  if (typeof totalSize !== "number" || !Number.isSafeInteger(totalSize) || totalSize < 0) {
+    throw new TensorcastError("INVALID_DATA", `encodeIndex's totalSize must be an integer in [0, 2^53 - 1], got ${describe(totalSize)}`);
+  }
   const meta: Record<string, unknown> = { ...metadata, total_size: totalSize };
   const sortedMeta = Object.fromEntries(Object.keys(meta).sort().map((k) => [k, meta[k]]));
   const names = [...weightMap.keys()].sort();
   // Built by hand, not through an object: a tensor named "0" would move first, "__proto__" vanish.
   const lines = names.map((n, i) => `    ${JSON.stringify(n)}: ${JSON.stringify(weightMap.get(n))}${i < names.length - 1 ? "," : ""}`);
-  const metaText = JSON.stringify(sortedMeta, null, 2).split("\n").join("\n  ");
-  return `{\n  "metadata": ${metaText},\n  "weight_map": {\n${lines.join("\n")}\n  }\n}\n`;
+  let metaText: string;
+  try {
+    metaText = JSON.stringify(sortedMeta, null, 2).split("\n").join("\n  ");
+  } catch (e) {
+    // A bigint, a cycle, or nesting deeper than the stack (JSON.stringify recurses).
+    if (e instanceof TypeError || e instanceof RangeError) throw new TensorcastError("INVALID_DATA", `encodeIndex's metadata cannot be written as JSON: ${e.message}`);
+    throw e;
+  }
+  const text = `{\n  "metadata": ${metaText},\n  "weight_map": {\n${lines.join("\n")}\n  }\n}\n`;
+  // What the index reader (parseJsonFile) would refuse is not written.
+  if (firstTooDeep(text) >= 0) throw new TensorcastError("INVALID_DATA", `encodeIndex's metadata nests arrays and objects more than ${MAX_JSON_DEPTH} deep with the index around it`);
+  return text;
 }
 
 /**
@@ -334,6 +354,7 @@ export function encodeIndex(metadata: Readonly<Record<string, unknown>>, weightM
  * shard by shard, and `size` is the shards' total. The index's metadata is given as strings.
  */
 export async function openCheckpoint(path: string): Promise<TensorFile> {
+  expectPath(path, "openCheckpoint's path");
   const c = await readCheckpoint(path);
   const files: TensorFile[] = [];
   try {
@@ -358,5 +379,7 @@ export async function openCheckpoint(path: string): Promise<TensorFile> {
  * @throws TensorcastError as openTensorFile and readCheckpoint do.
  */
 export async function openTensorSource(path: string, opts: OpenOptions = {}): Promise<TensorFile> {
+  expectPath(path, "openTensorSource's path");
+  expectOptionsObject(opts, "openTensorSource");
   return (await isCheckpointPath(path)) ? openCheckpoint(path) : openTensorFile(path, opts);
 }

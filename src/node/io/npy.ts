@@ -26,6 +26,9 @@
 import { dtype, TensorcastError, type DType, type DTypeLike } from "../../index.js";
 import { packCodes } from "../../dtype/packing.js";
 import { fileError } from "./file.js";
+import { describe, expectBytes, expectInteger, expectObject } from "../../args.js";
+import { shapeSize } from "../../tensor.js";
+import { isDType } from "../args.js";
 import { checkedSize, rawByteLength, type TensorInfo } from "./tensors.js";
 
 const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // "\x93NUMPY"
@@ -121,6 +124,15 @@ export function parseNpyHeader(
   header: Uint8Array, prefix: { version: number; headerStart: number }, fileSize: number, file: string, name: string,
   opts: NpyOptions = {},
 ): NpyHeader {
+  expectBytes(header, "parseNpyHeader's header");
+  expectObject(prefix, "parseNpyHeader's prefix");
+  expectInteger(prefix.version, "parseNpyHeader's prefix.version", 1, 3, "INVALID_DATA");
+  expectInteger(prefix.headerStart, "parseNpyHeader's prefix.headerStart", 0, Number.MAX_SAFE_INTEGER, "INVALID_DATA");
+  expectInteger(fileSize, "parseNpyHeader's fileSize", 0, Number.MAX_SAFE_INTEGER, "INVALID_DATA");
+  if (typeof file !== "string" || typeof name !== "string") {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `parseNpyHeader's file and name must be strings (the names errors give), got ${describe(file)} and ${describe(name)}`);
+  }
+  if (opts !== undefined) expectObject(opts, "parseNpyHeader's options", "INVALID_ATTRIBUTE");
   let text: string;
   if (prefix.version === 3) {
     try {
@@ -287,6 +299,13 @@ const NPY_MAX_DIMS = 32;
  * @throws TensorcastError UNSUPPORTED_TYPE for a type .npy cannot hold (string).
  */
 export function encodeNpyHeader(t: DType, shape: readonly number[], file = "output", tensor?: string): Uint8Array {
+  if (typeof file !== "string" || (tensor !== undefined && typeof tensor !== "string")) {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `encodeNpyHeader's file and tensor must be strings (the names errors give), got ${describe(file)} and ${describe(tensor)}`);
+  }
+  if (!isDType(t)) {
+    throw new TensorcastError("INVALID_DATA", `encodeNpyHeader's type must be a DType (dtype("float32")), got ${describe(t)}`);
+  }
+  shapeSize(shape);
   const descr = npyDescr(t);
   if (descr === undefined) throw fileError("UNSUPPORTED_TYPE", file, `.npy cannot hold ${t.name} tensors`, tensor);
   if (shape.length > NPY_MAX_DIMS) {
@@ -314,7 +333,7 @@ export function encodeNpyHeader(t: DType, shape: readonly number[], file = "outp
 
 // ---- the Python literals of a header ----------------------------------------------------------
 
-type Literal = string | number | boolean | null | Literal[] | Map<string, Literal>;
+type Literal = string | number | bigint | boolean | null | Literal[] | Map<string, Literal>;
 
 function describeLiteral(v: unknown): string {
   if (v instanceof Map) return `{${[...v].map(([k, x]) => `'${k}': ${describeLiteral(x)}`).join(", ")}}`;
@@ -402,8 +421,9 @@ function parseLiteral(text: string, file: string): Literal {
     if (word === "True") return true;
     if (word === "False") return false;
     if (word === "None") return null;
+    // Past 2^53 a bigint, so that a message quotes the integer the file holds, not Infinity or a neighbour.
     const n = Number(word.replace(/[lL]$/, ""));
-    return Number.isSafeInteger(n) ? n : Infinity;
+    return Number.isSafeInteger(n) ? n : BigInt(word.replace(/[lL]$/, ""));
   };
   const v = value();
   space();

@@ -26,7 +26,7 @@ import { MessageValidator, type OnnxRoot } from "../../io/onnx/validate.js";
 import { decodeUtf8, VARINT_INCOMPLETE, varintAt, WireReader } from "../../io/onnx/wire.js";
 import { ExternalFiles, parseExternalData, type ExternalRef } from "./external-data.js";
 import { fileError, RandomAccessFile } from "./file.js";
-import { checkedSize, rawByteLength, type FileTensor } from "./tensors.js";
+import { checkedSize, checkReadRange, rawByteLength, type FileTensor } from "./tensors.js";
 
 const WINDOW = 64 * 1024;
 /** The validator reads a file in windows of this size, and jumps over opaque values at least this long. */
@@ -517,6 +517,7 @@ export class OnnxFileTensor implements ScannedTensor, FileTensor {
   }
 
   async read(start: number, count: number, into?: Uint8Array): Promise<Uint8Array> {
+    checkReadRange(this, start, count, into);
     const file = this.#file;
     if (this.dtype.kind === "string") throw fileError("UNSUPPORTED_TYPE", file.path, "is a STRING tensor, which has no raw bytes to convert", this.name);
     const from = rawByteLength(this.dtype, start);

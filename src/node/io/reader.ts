@@ -9,7 +9,8 @@ import { isNpy, npyPrefix, npyToRaw, parseNpyHeader, type NpyOptions } from "./n
 import { scanModelFile, scanTensorProtoFile, type ScannedModel } from "./onnx.js";
 import type { DType } from "../../index.js";
 import { readHeaderLength, readSafetensorsHeader, type SafetensorsTensor } from "./safetensors.js";
-import { FILE_FORMATS, rawByteLength, type FileFormat, type FileTensor, type TensorFile } from "./tensors.js";
+import { checkReadRange, FILE_FORMATS, rawByteLength, type FileFormat, type FileTensor, type TensorFile } from "./tensors.js";
+import { expectOptionsObject, expectPath } from "../args.js";
 
 export interface OpenOptions {
   /** The format, when the file name does not say it. */
@@ -28,6 +29,7 @@ export interface OnnxModelFile extends TensorFile {
 
 /** The format a path names by its extension, or undefined. */
 export function formatOfPath(path: string): FileFormat | undefined {
+  expectPath(path, "formatOfPath's path");
   const ext = extname(path).toLowerCase().slice(1);
   return (FILE_FORMATS as readonly string[]).includes(ext) ? (ext as FileFormat) : undefined;
 }
@@ -39,6 +41,8 @@ export function formatOfPath(path: string): FileFormat | undefined {
  * @throws TensorcastError naming the file (and the tensor) for anything the header gets wrong.
  */
 export async function openTensorFile(path: string, opts: OpenOptions = {}): Promise<TensorFile> {
+  expectPath(path, "openTensorFile's path");
+  expectOptionsObject(opts, "openTensorFile");
   const file = await RandomAccessFile.open(path);
   try {
     const format = opts.format ?? formatOfPath(path) ?? (await sniff(file));
@@ -109,7 +113,8 @@ class SafetensorsFileTensor implements FileTensor {
     this.#at = dataStart + t.begin;
   }
 
-  read(start: number, count: number, into?: Uint8Array): Promise<Uint8Array> {
+  async read(start: number, count: number, into?: Uint8Array): Promise<Uint8Array> {
+    checkReadRange(this, start, count, into);
     const from = rawByteLength(this.dtype, start);
     const to = rawByteLength(this.dtype, start + count);
     return this.#file.read(this.#at + from, to - from, into?.length === to - from ? into : undefined);
@@ -129,7 +134,8 @@ async function openNpy(file: RandomAccessFile, opts: NpyOptions): Promise<Tensor
   const h = parseNpyHeader(headerBytes, prefix, file.size, file.path, name, opts);
   const tensor: FileTensor = {
     name: h.name, dtype: h.dtype, shape: h.shape, size: h.size, byteLength: h.byteLength,
-    async read(start: number, count: number): Promise<Uint8Array> {
+    async read(start: number, count: number, into?: Uint8Array): Promise<Uint8Array> {
+      checkReadRange(h, start, count, into);
       const stored = await file.read(h.dataStart + start * h.itemSize, count * h.itemSize);
       return npyToRaw(h, stored, count);
     },

@@ -21,7 +21,9 @@
  * This file is pure (no Node built-ins): it parses and builds headers; reader.ts does the I/O.
  */
 import { dtype, TensorcastError, type DType } from "../../index.js";
-import { shapeText } from "../../tensor.js";
+import { shapeSize, shapeText } from "../../tensor.js";
+import { describe, expectBytes, expectInteger, expectObject } from "../../args.js";
+import { isDType } from "../args.js";
 import { NameIndex } from "./nameIndex.js";
 import { quoteBounded, readHeaderJson } from "./safetensorsJson.js";
 import { rawByteLength, type TensorInfo } from "./tensors.js";
@@ -97,6 +99,9 @@ export function readHeaderLength(first: Uint8Array, fileSize: number, file: stri
  *         INVALID_SHAPE or SHAPE_MISMATCH, each naming the file and the tensor.
  */
 export function parseSafetensorsHeader(headerBytes: Uint8Array, fileSize: number, file: string): SafetensorsHeader {
+  expectBytes(headerBytes, "parseSafetensorsHeader's header");
+  expectInteger(fileSize, "parseSafetensorsHeader's fileSize", 0, Number.MAX_SAFE_INTEGER, "INVALID_DATA");
+  if (typeof file !== "string") throw new TensorcastError("INVALID_ATTRIBUTE", `parseSafetensorsHeader's file must be a string (the name errors give), got ${describe(file)}`);
   return readSafetensorsHeader(headerBytes, fileSize, file, (t) => t);
 }
 
@@ -212,6 +217,7 @@ export function encodeSafetensorsHeader(
   metadata?: Readonly<Record<string, string>>,
   file = "output",
 ): Uint8Array {
+  checkHeaderArguments(tensors, metadata, file);
   // JSON text built by hand, in this order: an object would move integer-like names ("0") first
   // and treat "__proto__" specially.
   const parts: string[] = [];
@@ -246,4 +252,25 @@ export function encodeSafetensorsHeader(
   new DataView(out.buffer).setUint32(0, padded, true);
   out.set(json, 8);
   return out;
+}
+
+/** encodeSafetensorsHeader's arguments, checked for JavaScript callers. */
+function checkHeaderArguments(tensors: unknown, metadata: unknown, file: unknown): void {
+  if (typeof file !== "string") throw new TensorcastError("INVALID_ATTRIBUTE", `encodeSafetensorsHeader's file must be a string (the name errors give), got ${describe(file)}`);
+  if (!Array.isArray(tensors)) throw bad(file, `encodeSafetensorsHeader takes an array of tensors, got ${describe(tensors)}`);
+  for (let i = 0; i < tensors.length; i++) {
+    const t: unknown = tensors[i];
+    expectObject(t, `encodeSafetensorsHeader's tensor ${i}`);
+    if (typeof t.name !== "string") throw bad(file, `tensor ${i}'s name is ${describe(t.name)}, not a string`);
+    const d: unknown = t.dtype;
+    if (!isDType(d)) throw bad(file, `tensor ${i}'s dtype must be a DType (dtype("float32")), got ${describe(d)}`);
+    const size = shapeSize(t.shape as number[]);
+    if (t.size !== size) throw bad(file, `tensor ${i}'s size is ${describe(t.size)}; its shape holds ${size}`, t.name, "SHAPE_MISMATCH");
+    expectInteger(t.byteLength, `tensor ${i}'s byteLength`, 0, Number.MAX_SAFE_INTEGER, "INVALID_DATA");
+  }
+  if (metadata === undefined) return;
+  expectObject(metadata, "encodeSafetensorsHeader's metadata");
+  for (const [k, v] of Object.entries(metadata)) {
+    if (typeof v !== "string") throw bad(file, `__metadata__ ${quoteBounded(k)} is ${describe(v)}; safetensors metadata maps strings to strings`);
+  }
 }

@@ -2,6 +2,7 @@
  * What every file format reader hands the converter: a list of tensors, each with its name, type,
  * shape and a way to read any run of its elements as raw bytes, without loading the whole file.
  */
+import { describe } from "../../args.js";
 import { TensorcastError, packedByteLength, type DType } from "../../index.js";
 
 /** The formats tensorcast reads and writes. */
@@ -33,6 +34,24 @@ export interface FileTensor extends TensorInfo {
    * has to decode or reorder the stored bytes may ignore it: callers use what is returned.
    */
   read(start: number, count: number, into?: Uint8Array): Promise<Uint8Array>;
+}
+
+/**
+ * Checks the arguments of a FileTensor's `read` (a public method: JavaScript callers may pass
+ * anything): integers with 0 <= start, start + count <= the tensor's size, start a multiple of 8
+ * for packed types (so a run starts on a byte),
+ * and `into` a Uint8Array when given.
+ * @throws TensorcastError INVALID_ATTRIBUTE naming the tensor and the range.
+ */
+export function checkReadRange(t: Pick<TensorInfo, "name" | "size" | "dtype">, start: unknown, count: unknown, into?: unknown): void {
+  const ok = (x: unknown): x is number => typeof x === "number" && Number.isSafeInteger(x) && x >= 0;
+  if (!ok(start) || !ok(count) || (t.dtype.packed && start % 8 !== 0) || start + count > t.size || (into !== undefined && !(into instanceof Uint8Array))) {
+    throw new TensorcastError(
+      "INVALID_ATTRIBUTE",
+      `tensor ${JSON.stringify(t.name.slice(0, 200))}: read(start, count${into === undefined ? "" : ", into"}) takes integers with ` +
+        `0 <= start <= start + count <= ${t.size} (its size)${into === undefined ? "" : " and a Uint8Array"}, got start ${describe(start)}, count ${describe(count)}`,
+    );
+  }
 }
 
 /** An open tensor file. */

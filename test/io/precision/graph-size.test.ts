@@ -16,6 +16,7 @@ import { MAX_NODE_VALUES, PbMessage, RAW_RUN, type PbField } from "../../../src/
 import { TensorcastError } from "../../../src/errors.js";
 import { cast } from "../../../src/ops/cast.js";
 import { Tensor } from "../../../src/tensor.js";
+import { onnxMissing } from "../../support/python.js";
 import { attributeFlood, Bytes, chainModel, graphAttr, modelOf, nodeProto, shadowedIfModel, valueInfo, valueInfoFlood } from "../../support/big-graphs.js";
 import { runInChild, tempModels, type RunFeed } from "./ort-run.js";
 
@@ -132,7 +133,7 @@ describe("weights only: If branches whose initializers shadow the main graph's s
     });
   }
 
-  const pythonOnnx = spawnSync("/usr/bin/python3", ["-c", "import onnx.checker"]).status === 0;
+  const pythonOnnx = onnxMissing() === undefined;
   // onnx 1.12 reads up to opset 17: the float8 (19) and int4 (21) models are beyond it.
   for (const r of results.filter((x) => x.weightsOnly)) {
     it(`${r.to}: onnx.checker (full_check) accepts it`, { skip: !pythonOnnx && "no python3 with onnx" }, () => {

@@ -4,6 +4,7 @@
  * (weights only: any float target, and the only mode for float8, int4 and float4 targets).
  */
 import { expectBytes, expectObject, expectOptions } from "../../../args.js";
+import { checkGraphs } from "../graph-check.js";
 import { TensorcastError } from "../../../errors.js";
 import { dtype, type DType, type DTypeLike } from "../../../dtype/table.js";
 import { validateMessage } from "../validate.js";
@@ -109,6 +110,8 @@ export function convertModelPrecision(bytes: Uint8Array, opts: PrecisionOptions)
   }
   validateMessage("ModelProto", bytes);
   const model = PbMessage.parse(bytes, "ModelProto");
+  // A model onnx.checker refuses is refused, not converted into one as invalid (or worse).
+  checkGraphs(model);
   const opsets = model.subs(8, "OperatorSetIdProto");
   const main = opsets.find((o) => o.string(1) === "" || o.string(1) === "ai.onnx");
   const opsetBefore = main ? Number(main.varint(2) ?? 0n) : 0;

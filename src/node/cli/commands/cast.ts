@@ -3,10 +3,11 @@
  */
 import { binaryHeader } from "../../../explain/element.js";
 import { formatError } from "../../../explain/format.js";
-import { VALUE_SYNTAX } from "../../../explain/value.js";
-import { dtype, type RoundMode } from "../../../index.js";
+import { parseValue, VALUE_SYNTAX } from "../../../explain/value.js";
+import { dtype, TensorcastError, type RoundMode } from "../../../index.js";
+import { expectObject } from "../../../args.js";
 import { parseCommandArgs, type OptionSpecs, type OptionValues } from "../args.js";
-import { castValues, type CastReport, type CastRequest } from "../castReport.js";
+import { castValues, notAValue, type CastReport, type CastRequest } from "../castReport.js";
 import type { Command } from "../command.js";
 import { renderTable } from "../format.js";
 import type { CliIO } from "../io.js";
@@ -71,6 +72,8 @@ export const castCommand: Command = {
       io.stdout.write(HELP);
       return EXIT_OK;
     }
+    const bad = positionals.find((p) => !parseValue(p));
+    if (bad !== undefined) throw new UsageError(notAValue(bad), "cast");
     const report = castValues(positionals, toRequest(options, positionals));
     io.stdout.write(options.json ? JSON.stringify(report, null, 2) + "\n" : renderCastReport(report));
     return EXIT_OK;
@@ -83,6 +86,12 @@ function toRequest(options: OptionValues<typeof OPTIONS>, values: readonly strin
   }
   if (values.length === 0) {
     throw new UsageError(`cast needs at least one value to cast: ${VALUE_SYNTAX}`, "cast");
+  }
+  if (options.scale === undefined && (options["zero-point"] !== undefined || options["scale-type"] !== undefined)) {
+    throw new UsageError("--zero-point and --scale-type need --scale (they describe QuantizeLinear)", "cast");
+  }
+  if (options.scale !== undefined && options["round-mode"] !== undefined) {
+    throw new UsageError("--round-mode is a Cast option (e8m0 targets); QuantizeLinear has none", "cast");
   }
   if (options.saturate && options["no-saturate"]) {
     throw new UsageError("--saturate and --no-saturate contradict each other; give at most one", "cast");
@@ -117,6 +126,10 @@ function toRequest(options: OptionValues<typeof OPTIONS>, values: readonly strin
 
 /** A heading naming the cast and the options that matter for its target, then the table. */
 export function renderCastReport(report: CastReport): string {
+  expectObject(report, "renderCastReport's report");
+  if (typeof report.to !== "string" || typeof report.from !== "string" || !Array.isArray(report.rows)) {
+    throw new TensorcastError("INVALID_DATA", "renderCastReport takes what castValues returns (from, to and rows)");
+  }
   const to = dtype(report.to);
   const notes: string[] = [];
   // Only mention options the target reads; saturate=false next to a float16 target would mislead.
