@@ -6,7 +6,7 @@
  * controls are the only state, and the URL keeps them (state.ts).
  */
 import {
-  DTYPES, LATEST_OPSET, dtype, formatError, operatorVersion, type DType, type RoundMode, type BitcastSemantics, type Tensor,
+  DTYPES, LATEST_OPSET, dtype, formatError, operatorVersion, quantizeOperatorVersion, type DType, type RoundMode, type BitcastSemantics, type Tensor,
 } from "tensorcast";
 import { byId, el, fillSelect } from "./dom.js";
 import { castOptions, explain, readLongValueList, readValueList, type ExplainOptions, type Explained, type TypeRow } from "./explain.js";
@@ -20,6 +20,7 @@ import { MAX_LINK_TEXT, restoreState, saveState } from "./state.js";
 import { MAX_TENSOR_TEXT, MAX_TENSOR_VALUES, shapeForPaste, TENSOR_OPS, type Failure, type TensorOp, type TensorRequest } from "./tensorBox.js";
 import { pager, tensorTable } from "./tensorTable.js";
 import { fromWire, runToWire, type WireOutcome } from "./wire.js";
+import { quantizeOutputTypes, SCALE_TYPES } from "./quantBox.js";
 
 /** The order rows are shown in: floats widest first, then signed and unsigned integers, bool, string, complex. */
 const ORDER = [
@@ -76,6 +77,13 @@ fillSelect(byId("t-op", HTMLSelectElement), TENSOR_OPS, "cast");
 fillSelect(byId("t-cast-to", HTMLSelectElement), tensorTypes, "float8e4m3fn");
 fillSelect(byId("t-bitcast-to", HTMLSelectElement), tensorTypes, "uint8");
 fillSelect(byId("t-promote-with", HTMLSelectElement), tensorTypes, "float16");
+fillSelect(byId("t-q-scale-type", HTMLSelectElement), SCALE_TYPES, "float32");
+fillSelect(byId("t-q-output", HTMLSelectElement), SHOWN.map((t) => t.name).filter((n) => quantizeOutputTypes().includes(n)), "int8");
+for (const [id, first] of [["t-q-precision", "the scale's type"], ["t-q-deq-output", "the scale's type"]] as const) {
+  const select = byId(id, HTMLSelectElement);
+  fillSelect(select, ["", "float32", "float16", "bfloat16"]);
+  select.options[0].textContent = first;
+}
 
 restoreState(document, location.hash);
 
@@ -442,6 +450,9 @@ function tensorRequest(): TensorRequest {
     bitcastTo: value("t-bitcast-to"), semantics: value("t-semantics") as BitcastSemantics,
     promoteWith: value("t-promote-with"), promoteWithShape: value("t-promote-shape"),
     promoteUnsafe: checked("t-promote-unsafe"), pytorchScalar: checked("t-pytorch"),
+    qScale: value("t-q-scale"), qScaleType: value("t-q-scale-type"), qZeroPoint: value("t-q-zero-point"), qAxis: value("t-q-axis"),
+    qBlockSize: value("t-q-block-size"), qOutput: value("t-q-output"), qSaturate: checked("t-q-saturate"),
+    qPrecision: value("t-q-precision"), qDeqOutput: value("t-q-deq-output"), qOpset: value("t-q-opset"),
   };
 }
 
@@ -492,13 +503,28 @@ function runBox(r: TensorRequest): Promise<WireOutcome | undefined> {
   });
 }
 
-let boxShown: { input?: Tensor; output?: Tensor; key: string } = { key: "" };
+let boxShown: { input?: Tensor; output?: Tensor; back?: Tensor; key: string } = { key: "" };
 let inputPage = 0;
 let outputPage = 0;
+let backPage = 0;
+
+/** Greys the quantize saturate switch where the QuantizeLinear version has no saturate (before 19), as Cast's is. */
+function quantSaturate(): void {
+  let has = true;
+  try {
+    const o = value("t-q-opset").trim();
+    has = quantizeOperatorVersion("QuantizeLinear", o === "" ? LATEST_OPSET : Number(o)).attributes.has("saturate");
+  } catch {
+    // Not an opset: the box shows the library's error.
+  }
+  byId("t-q-saturate", HTMLInputElement).disabled = !has;
+}
 
 async function renderTensorBox(job: Job): Promise<void> {
   const op = value("t-op") as TensorOp;
-  for (const params of document.querySelectorAll<HTMLElement>(".op-params")) params.hidden = params.dataset.op !== op;
+  for (const params of document.querySelectorAll<HTMLElement>(".op-params")) params.hidden = !params.dataset.op!.split(" ").includes(op);
+  for (const only of document.querySelectorAll<HTMLElement>("[data-op-only]")) only.hidden = only.dataset.opOnly !== op;
+  quantSaturate();
   const r = tensorRequest();
   const status = byId("t-status", HTMLParagraphElement);
   const key = JSON.stringify(r);
@@ -514,9 +540,14 @@ async function renderTensorBox(job: Job): Promise<void> {
     if (!outcome || job.cancelled) return;
     inputPage = 0;
     outputPage = 0;
+    backPage = 0;
     const input = outcome.input ? fromWire(outcome.input) : undefined;
     const output = outcome.output ? fromWire(outcome.output) : undefined;
-    boxShown = { key, ...(input ? { input } : {}), ...(output ? { output } : {}) };
+    const back = outcome.back ? fromWire(outcome.back) : undefined;
+    boxShown = { key, ...(input ? { input } : {}), ...(output ? { output } : {}), ...(back ? { back } : {}) };
+    byId("t-q-note", HTMLParagraphElement).textContent = outcome.scaleNote ?? "";
+    byId("t-back-box", HTMLDivElement).hidden = !back && !outcome.backError;
+    byId("t-back", HTMLDivElement).replaceChildren(back ? el("div") : outcome.backError ? errorBox(outcome.backError) : "");
     byId("t-input", HTMLDivElement).replaceChildren(input ? el("div") : errorBox(outcome.inputError!));
     byId("t-note", HTMLDivElement).textContent = outcome.note ?? "";
     byId("t-output", HTMLDivElement).replaceChildren(output ? el("div") : outcome.error ? errorBox(outcome.error) : "");
@@ -524,7 +555,8 @@ async function renderTensorBox(job: Job): Promise<void> {
     status.textContent = failure ? `Error: ${failure.text}` :
       `${input!.dtype.name} [${input!.shape.join(", ")}] to ${output!.dtype.name} [${output!.shape.join(", ")}].`;
   }
-  const { input, output } = boxShown;
+  const { input, output, back } = boxShown;
+  if (back) byId("t-back", HTMLDivElement).replaceChildren(tensorTable(back, "t-back-table", backPage, (p) => { backPage = p; tensorView.now(); }));
   if (input) byId("t-input", HTMLDivElement).replaceChildren(tensorTable(input, "t-input-table", inputPage, (p) => { inputPage = p; tensorView.now(); }));
   if (output) byId("t-output", HTMLDivElement).replaceChildren(tensorTable(output, "t-output-table", outputPage, (p) => { outputPage = p; tensorView.now(); }));
 }

@@ -1,7 +1,8 @@
 /**
- * The tensor box: values, a data type and a shape make a tensor; `cast`, `reshape`, `bitcast` or
- * `promote` (ConvertPromoteTypes) is applied to it as you type, and the result is shown as a table.
- * Every failure is the library's own TensorcastError, shown with its code and message.
+ * The tensor box: values, a data type and a shape make a tensor; `cast`, `reshape`, `bitcast`,
+ * `promote` (ConvertPromoteTypes), `quantize` or `dequantize` (QuantizeLinear, DequantizeLinear) is
+ * applied to it as you type, and the result is shown as a table. Every failure is the library's own
+ * TensorcastError, shown with its code and message.
  */
 import {
   bitcast, cast, convertPromoteTypes, dtype, operatorVersion, parseValue, promoteTypes, reshape, Tensor,
@@ -9,16 +10,17 @@ import {
 } from "tensorcast";
 import { errorText } from "./format.js";
 import { bracketError, splitValues } from "./explain.js";
+import { runQuantOp, type QuantRequest } from "./quantBox.js";
 
 /** The most values the box builds a tensor from; beyond, it says so instead of working for minutes. */
 export const MAX_TENSOR_VALUES = 1_000_000;
 /** The longest text it reads at all (about 1,000,000 values of 15 characters). */
 export const MAX_TENSOR_TEXT = 16_000_000;
 
-export type TensorOp = "cast" | "reshape" | "bitcast" | "promote";
-export const TENSOR_OPS: readonly TensorOp[] = ["cast", "reshape", "bitcast", "promote"];
+export type TensorOp = "cast" | "reshape" | "bitcast" | "promote" | "quantize" | "dequantize";
+export const TENSOR_OPS: readonly TensorOp[] = ["cast", "reshape", "bitcast", "promote", "quantize", "dequantize"];
 
-export interface TensorRequest {
+export interface TensorRequest extends QuantRequest {
   readonly values: string;
   readonly dtype: string;
   /** Empty: a 1-D tensor of all the values. */
@@ -44,6 +46,12 @@ export interface TensorOutcome {
   /** Why the input tensor could not be built. */
   readonly inputError?: Failure;
   readonly output?: Tensor;
+  /** quantize: the output dequantized back with the same scale and zero point. */
+  readonly back?: Tensor;
+  /** Why there is no `back` (the operator version refuses the way back). */
+  readonly backError?: Failure;
+  /** quantize, dequantize: the scale's and zero point's types and shapes, and how the shapes were derived. */
+  readonly scaleNote?: string;
   readonly error?: Failure;
   /** What the operation did, e.g. "float16 [2] + bfloat16 [] -> f32". */
   readonly note?: string;
@@ -55,7 +63,8 @@ export interface Failure {
   readonly message: string;
 }
 
-function failure(e: unknown): Failure {
+/** A thrown value as the page shows it: a TensorcastError's code and message, or a plain message. */
+export function failure(e: unknown): Failure {
   const code = typeof e === "object" && e !== null && "code" in e ? String((e as { code: unknown }).code) : undefined;
   // The page's own refusals (too many values, unbalanced brackets) are plain Errors: their message is enough.
   const text = code ? errorText(e) : e instanceof Error ? e.message : String(e);
@@ -160,7 +169,8 @@ export function shapeForPaste(text: string, shape: string): string | undefined {
   return dims && dims.length > 1 ? dims.join(" ") : "";
 }
 
-function opset(text: string): number | undefined {
+/** An opset box's number; empty is undefined (the newest). */
+export function opset(text: string): number | undefined {
   return text.trim() === "" ? undefined : Number(text);
 }
 
@@ -205,6 +215,9 @@ export function runTensorBox(r: TensorRequest): TensorOutcome {
         const [output] = convertPromoteTypes(input, other, options);
         return { input, output, note };
       }
+      case "quantize":
+      case "dequantize":
+        return { input, ...runQuantOp(r.op, input, r) };
     }
   } catch (e) {
     return { input, error: failure(e) };

@@ -75,7 +75,7 @@ export function tensorTable(x: Tensor, id: string, page: number, onPage: (page: 
     tr.append(el("td", { "data-index": i, "data-value": text, "data-code": code || undefined },
       el("span", { class: "v" }, text), ...(code ? [el("span", { class: "c" }, code)] : [])));
   }
-  const box = el("div", { class: "scroll", tabindex: 0, role: "region", "aria-label": `${id === "t-input-table" ? "input" : "output"} elements ${from + 1} to ${to}` }, table);
+  const box = el("div", { class: "scroll", tabindex: 0, role: "region", "aria-label": `${id === "t-input-table" ? "input" : id === "t-back-table" ? "dequantized back" : "output"} elements ${from + 1} to ${to}` }, table);
   wrap.append(box);
   if (pages > 1) wrap.append(pager(p, pages, `elements ${(from + 1).toLocaleString("en")}–${to.toLocaleString("en")} of ${x.size.toLocaleString("en")}`, onPage));
   return wrap;

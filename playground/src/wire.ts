@@ -17,6 +17,9 @@ export interface WireOutcome {
   readonly input?: WireTensor;
   readonly inputError?: Failure;
   readonly output?: WireTensor;
+  readonly back?: WireTensor;
+  readonly backError?: Failure;
+  readonly scaleNote?: string;
   readonly error?: Failure;
   readonly note?: string;
 }
@@ -41,6 +44,9 @@ export function runToWire(r: TensorRequest): { outcome: WireOutcome; transfer: A
   const outcome: WireOutcome = {
     ...(o.input ? { input: toWire(o.input, transfer) } : {}),
     ...(o.output ? { output: toWire(o.output, transfer) } : {}),
+    ...(o.back ? { back: toWire(o.back, transfer) } : {}),
+    ...(o.backError ? { backError: o.backError } : {}),
+    ...(o.scaleNote ? { scaleNote: o.scaleNote } : {}),
     ...(o.inputError ? { inputError: o.inputError } : {}),
     ...(o.error ? { error: o.error } : {}),
     ...(o.note ? { note: o.note } : {}),

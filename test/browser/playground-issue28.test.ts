@@ -16,8 +16,9 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { readElement, roundingError, Tensor } from "../../src/index.js";
 import { castValues } from "../../src/node/index.js";
-import { COLOR_SCHEME_ENGINES, ENGINE_LABEL, ENGINES, engineMissing, launch, type EnginePage } from "./engines.js";
-import { axeViolations, OUTPUT, playgroundScript, playgroundSite } from "./support.js";
+import { COLOR_SCHEME_ENGINES, ENGINE_LABEL, ENGINES, type EnginePage } from "./engines.js";
+import { setControls, withPlaygroundPage } from "./playground-page.js";
+import { axeViolations, OUTPUT } from "./support.js";
 
 /** The page as the in-page functions below use it (the tests have no DOM types). */
 type G = any;
@@ -51,15 +52,7 @@ class Playground {
 
   /** Sets a control (a boolean: checked) and fires `event` (input, or an InputEvent's inputType), then waits for the redraws. */
   async set(selector: string, value: string | boolean, inputType?: string): Promise<void> {
-    await this.page.evaluate(({ selector, value, inputType }) => {
-      const g = globalThis as G;
-      const e = g.document.querySelector(selector);
-      if (!e) throw new Error(`no ${selector}`);
-      if (typeof value === "boolean") e.checked = value;
-      else if ((e.value = value) !== value) throw new Error(`${selector} does not take ${JSON.stringify(value)}`);
-      e.dispatchEvent(inputType ? new g.InputEvent("input", { bubbles: true, inputType }) : new g.Event("input", { bubbles: true }));
-      return g.playground.settled();
-    }, { selector, value, inputType: inputType ?? "" });
+    await this.page.evaluate(setControls, { controls: { [selector]: value }, ...(inputType ? { inputType } : {}) });
   }
 
   /** Sets a field and fires its change event (Enter, or leaving it), then waits for the redraws. */
@@ -122,28 +115,15 @@ class Playground {
   }
 }
 
-async function withPlayground(t: TestContext, engine: (typeof ENGINES)[number], options: { colorScheme?: "light" | "dark" },
+function withPlayground(t: TestContext, engine: (typeof ENGINES)[number], options: { colorScheme?: "light" | "dark" },
   body: (p: Playground) => Promise<void>): Promise<void> {
-  const missing = engineMissing(engine);
-  if (missing) {
-    t.skip(missing);
-    return;
-  }
-  const script = await playgroundScript();
-  const { server, url } = await script.servePlayground({ dir: (await playgroundSite("playground-site-28")).out, port: 0 });
-  const page = await launch(engine, options);
-  try {
-    t.diagnostic(page.version);
+  return withPlaygroundPage(t, engine, "playground-site-28", options, async (page, url) => {
     const p = new Playground(page, url);
     p.noPhone = await page.setViewport(390, 844).then(() => undefined, (e: Error) => e.message);
     if (p.noPhone) t.diagnostic(p.noPhone);
     await p.open();
     await body(p);
-    assert.deepEqual(await page.errors(), [], "the page's errors");
-  } finally {
-    await page.close();
-    server.close();
-  }
+  });
 }
 
 // ---- 9. On a phone, the answer is on screen ------------------------------------------------------

@@ -25,6 +25,7 @@ import {
 import { castValues } from "../../src/node/index.js";
 import { chromiumLaunchOptions, ENGINE_LABEL, ENGINES, engineMissing, launch } from "./engines.js";
 import { AXE_MISSING, axeViolations as axeInPage, formatElement, OUTPUT, playgroundScript, playgroundSite } from "./support.js";
+import { setControls as setEach } from "./playground-page.js";
 
 /** Values that hit every rule: exact, ties, saturation, overflow, underflow, NaN signs, integer wrap. */
 const TOKENS = [
@@ -936,16 +937,7 @@ class Driver {
 
   /** Sets a control (a boolean: checked) and fires its input event, then waits for the redraw. */
   async set(selector: string, value: string | boolean): Promise<void> {
-    await this.evaluate(({ selector, value }) => {
-      type Control = { value: string; checked: boolean; dispatchEvent(e: unknown): boolean };
-      const g = globalThis as unknown as Playground & { document: { querySelector(s: string): Control | null }; Event: new (type: string, init: object) => unknown };
-      const e = g.document.querySelector(selector);
-      if (!e) throw new Error(`no ${selector}`);
-      if (typeof value === "boolean") e.checked = value;
-      else if ((e.value = value) !== value) throw new Error(`${selector} does not take ${JSON.stringify(value)}`);
-      e.dispatchEvent(new g.Event("input", { bubbles: true }));
-      return g.playground.settled();
-    }, { selector, value });
+    await this.evaluate(setEach, { controls: { [selector]: value } });
   }
 
   async click(selector: string): Promise<void> {
