@@ -67,7 +67,7 @@ const DTYPE_OR_INPUT = new Set(["EyeLike", "RandomNormalLike", "RandomUniformLik
 const CONTAINERS = new Set(["If", "Loop", "Scan"]);
 
 interface NodeInfo {
-  node: PbMessage;
+  /** The node's field in its graph; `field.msg` is its parse when kept (see nodeOf), else it is read from its bytes. */
   field: PbField;
   opType: string;
   inputs: string[];
@@ -81,6 +81,8 @@ interface NodeInfo {
   kept: boolean;
   /** Why it is kept in float32, when it is. */
   reason?: string;
+  /** Whether deciding edited the node (an attribute's type), so that its parse must be kept. */
+  edited?: boolean;
 }
 
 /**
@@ -98,7 +100,8 @@ export class UniqueNames {
   }
 
   private collect(g: PbMessage): void {
-    for (const n of g.subs(1, "NodeProto")) {
+    for (const f of g.all(1)) {
+      const n = nodeOf(g, f);
       this.names.add(n.string(3));
       for (const s of n.strings(1)) this.names.add(s);
       for (const s of n.strings(2)) this.names.add(s);
@@ -171,8 +174,9 @@ class Pass {
     // 1. Original types and each node's decision.
     const infos: NodeInfo[] = [];
     for (const f of g.all(1)) {
-      const node = g.message(f, "NodeProto");
+      const node = nodeOf(g, f);
       const info = this.decide(node, f, orig, declared, keepAll);
+      if (info.edited || info.source) f.msg = node;
       infos.push(info);
     }
 
@@ -188,7 +192,8 @@ class Pass {
     const ioType = (name: string): number => ((orig.get(name) ?? 0) === FLOAT ? ((main && this.opts.keepIoTypes) || keepAll ? FLOAT : T) : 0);
     for (const v of outputs) addWant(v.string(1), ioType(v.string(1)));
     for (const info of infos) {
-      for (const body of bodiesOf(info.node)) for (const name of outerReads(body)) if (orig.get(name) === FLOAT) addWant(name, info.kept ? FLOAT : T);
+      // Only kept nodes can hold bodies (nodeOf keeps every node that does).
+      if (info.field.msg) for (const body of bodiesOf(info.field.msg)) for (const name of outerReads(body)) if (orig.get(name) === FLOAT) addWant(name, info.kept ? FLOAT : T);
     }
 
     // 3. What each value is produced as.
@@ -226,7 +231,7 @@ class Pass {
     for (const info of infos) {
       if (info.source) {
         const name = info.outputs[0];
-        if (convertSource(name)) this.convertConstant(info);
+        if (convertSource(name)) this.convertConstant(info, g.message(info.field, "NodeProto"));
         else {
           info.kept = true;
           info.produce[0] = FLOAT;
@@ -296,14 +301,14 @@ class Pass {
           this.report.castsInserted++;
         }
         info.inputs[k] = castName;
-        inputFields ??= info.node.all(1);
+        inputFields ??= g.message(info.field, "NodeProto").all(1);
         inputFields[k].data = utf8Bytes(castName);
       });
-      if (info.kept && !info.source) this.report.kept.push({ graph: graphName, name: info.node.string(3), opType: info.opType, reason: keptReason(info) });
+      if (info.kept && !info.source) this.report.kept.push({ graph: graphName, name: nodeOf(g, info.field).string(3), opType: info.opType, reason: keptReason(info) });
       if (CONTAINERS.has(info.opType)) {
         // A kept container's bodies stay float32 too, with Casts where they read converted values.
         const visibleOrig = new Map(orig);
-        for (const body of bodiesOf(info.node)) this.graph(body, produced, visibleOrig, false, keepAll || info.kept);
+        for (const body of bodiesOf(nodeOf(g, info.field))) this.graph(body, produced, visibleOrig, false, keepAll || info.kept);
       }
       nodes.push(info.field);
     }
@@ -319,7 +324,7 @@ class Pass {
     const inputs = node.strings(1);
     const outputs = node.strings(2);
     const typeIn = inputs.map((s) => (s === "" ? 0 : (orig.get(s) ?? 0)));
-    const info: NodeInfo = { node, field, opType, inputs, outputs, want: inputs.map(() => 0), produce: outputs.map(() => 0), source: false, kept: false };
+    const info: NodeInfo = { field, opType, inputs, outputs, want: inputs.map(() => 0), produce: outputs.map(() => 0), source: false, kept: false };
     const defaultDomain = domain === "" || domain === "ai.onnx";
     const schema = defaultDomain ? schemaAt(opType, this.opset) : undefined;
     const attrs = node.subs(5, "AttributeProto");
@@ -427,6 +432,7 @@ class Pass {
   /** An output whose type an attribute decides (Cast's `to`, a `dtype`, ConstantOfShape's value). */
   private outputOnlyParam(node: PbMessage, attrs: PbMessage[], opType: string, info: NodeInfo): number {
     const T = this.T;
+    info.edited = true;
     const a = attrs.find((x) => x.string(1) === "to" || x.string(1) === "dtype");
     if (a && a.has(3)) {
       if (Number(a.varint(3)) === FLOAT) a.setVarint(3, T);
@@ -452,8 +458,7 @@ class Pass {
 
 
   /** A Constant whose float value is converted: `value` as a tensor, `value_float(s)` become one. */
-  private convertConstant(info: NodeInfo): void {
-    const node = info.node;
+  private convertConstant(info: NodeInfo, node: PbMessage): void {
     const label = node.string(3) || info.outputs[0];
     for (const f of node.all(5)) {
       const a = node.message(f, "AttributeProto");
@@ -484,9 +489,11 @@ class Pass {
 
   /** Renames values (`from` -> `to` in `renames`) wherever graph `g` and its bodies define or read them. */
   rename(g: PbMessage, renames: ReadonlyMap<string, string>): void {
-    for (const n of g.subs(1, "NodeProto")) {
-      renameStrings(n, 1, renames);
-      renameStrings(n, 2, renames);
+    for (const f of g.all(1)) {
+      const n = nodeOf(g, f);
+      // Both renamed, then kept: `||` would skip the outputs of a node whose inputs were renamed.
+      const inputs = renameStrings(n, 1, renames);
+      if (renameStrings(n, 2, renames) || inputs) f.msg = n;
       for (const body of bodiesOf(n)) this.renameReads(body, renames);
     }
     for (const t of g.subs(5, "TensorProto")) {
@@ -496,8 +503,9 @@ class Pass {
   }
 
   private renameReads(g: PbMessage, renames: ReadonlyMap<string, string>): void {
-    for (const n of g.subs(1, "NodeProto")) {
-      renameStrings(n, 1, renames);
+    for (const f of g.all(1)) {
+      const n = nodeOf(g, f);
+      if (renameStrings(n, 1, renames)) f.msg = n;
       for (const body of bodiesOf(n)) this.renameReads(body, renames);
     }
     for (const v of g.subs(12, "ValueInfoProto")) {
@@ -507,12 +515,35 @@ class Pass {
   }
 }
 
-/** Renames the occurrences of string field `no` (a node's inputs or outputs) found in `renames`. */
-export function renameStrings(n: PbMessage, no: number, renames: ReadonlyMap<string, string>): void {
+/**
+ * Renames the occurrences of string field `no` (a node's inputs or outputs) found in `renames`;
+ * true when one was (the caller keeps the node's parse then: see nodeOf).
+ */
+export function renameStrings(n: PbMessage, no: number, renames: ReadonlyMap<string, string>): boolean {
+  let renamed = false;
   for (const f of n.all(no)) {
     const to = renames.get(decodeUtf8(f.data, `${n.context}: field ${no}`));
-    if (to !== undefined) f.data = utf8Bytes(to);
+    if (to !== undefined) {
+      f.data = utf8Bytes(to);
+      renamed = true;
+    }
   }
+  return renamed;
+}
+
+/**
+ * Node field `f` of graph `g`, parsed for reading. A node holding bodies (GRAPH or GRAPHS
+ * attributes) is kept parsed, as `g.message` keeps it: the passes edit bodies in place and must
+ * find the same objects again. Any other node is parsed afresh and dropped once read: a kept parse
+ * costs about 600 bytes a node, and a 1,000,000-node chain held them all (1.7 GB resident).
+ * Whoever edits a node read this way keeps it (`f.msg = n`), as renameStrings' callers do.
+ * @example for (const f of g.all(1)) console.log(nodeOf(g, f).string(4))  // each op_type
+ */
+export function nodeOf(g: PbMessage, f: PbField): PbMessage {
+  if (f.msg) return f.msg;
+  const n = g.peek(f, "NodeProto");
+  if (bodiesOf(n).length > 0) f.msg = n;
+  return n;
 }
 
 /** Cast-1's STRING `to` as a type number; undefined when absent or not a type it names. */
@@ -601,7 +632,8 @@ function outerReads(g: PbMessage): Set<string> {
   const walk = (h: PbMessage): void => {
     for (const t of h.subs(5, "TensorProto")) defined.add(t.string(8));
     for (const v of h.subs(11, "ValueInfoProto")) defined.add(v.string(1));
-    for (const n of h.subs(1, "NodeProto")) {
+    for (const f of h.all(1)) {
+      const n = nodeOf(h, f);
       for (const s of n.strings(1)) if (s !== "" && !defined.has(s)) reads.add(s);
       for (const body of bodiesOf(n)) walk(body);
       for (const s of n.strings(2)) defined.add(s);

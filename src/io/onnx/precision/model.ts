@@ -8,7 +8,7 @@ import { checkGraphs } from "../graph-check.js";
 import { TensorcastError } from "../../../errors.js";
 import { dtype, type DType, type DTypeLike } from "../../../dtype/table.js";
 import { validateMessage } from "../validate.js";
-import { bodiesOf, convertGraphPrecision, DEFAULT_BLOCKED_OPS, type KeptNode } from "./graph.js";
+import { bodiesOf, convertGraphPrecision, DEFAULT_BLOCKED_OPS, nodeOf, type KeptNode } from "./graph.js";
 import { PbMessage, utf8Bytes } from "./pb.js";
 import type { ConvertedTensor, ExternalTensorHook } from "./tensors.js";
 import { storeWeights, unshadow } from "./weights.js";
@@ -165,13 +165,15 @@ function raiseOpset(model: PbMessage, main: PbMessage, from: number, to: number)
 /** Reduce*-13 `axes` attributes become the int64 `axes` input of Reduce*-18. */
 function moveReduceAxes(g: PbMessage, model: PbMessage): void {
   let counter = 0;
-  for (const n of g.subs(1, "NodeProto")) {
+  for (const nodeField of g.all(1)) {
+    const n = nodeOf(g, nodeField);
     for (const b of bodiesOf(n)) moveReduceAxes(b, model);
     const domain = n.string(7);
     if ((domain !== "" && domain !== "ai.onnx") || !AXES_TO_INPUT_AT_18.has(n.string(4))) continue;
     const attrFields = n.all(5);
     const index = attrFields.findIndex((f) => n.message(f, "AttributeProto").string(1) === "axes");
     if (index < 0) continue;
+    nodeField.msg = n;
     const axes = n.message(attrFields[index], "AttributeProto").varints(8);
     const name = `${n.string(3) || n.strings(2)[0]}__axes_${counter++}`;
     const tensor = new PbMessage([], "TensorProto").addVarint(1, axes.length).addVarint(2, 7).addString(8, name);

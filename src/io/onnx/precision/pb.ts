@@ -196,6 +196,17 @@ export class PbMessage {
     return f.msg;
   }
 
+  /**
+   * A field's payload as a message for reading only: the kept parse when there is one, else a
+   * fresh parse that is not kept. A graph's million nodes read this way are never all held at
+   * once; whoever edits the result must keep it (`f.msg = m`), or the edit is lost.
+   */
+  peek(f: PbField, context: string): PbMessage {
+    if (f.msg) return f.msg;
+    if (f.wire !== WIRE_LEN) throw new TensorcastError("INVALID_DATA", `${this.context}: field ${f.no} should be length-delimited, is wire type ${f.wire}`);
+    return PbMessage.parse(f.data, context, this.depth + 1);
+  }
+
   /** The last string of field `no`, or `fallback`. */
   string(no: number, fallback = ""): string {
     const f = this.all(no).at(-1);

@@ -13,7 +13,7 @@
  * that do not define the name again) are renamed to it.
  */
 import type { PbField, PbMessage } from "./pb.js";
-import { bodiesOf, castNode, renameStrings, UniqueNames, withNodes } from "./graph.js";
+import { bodiesOf, castNode, nodeOf, renameStrings, UniqueNames, withNodes } from "./graph.js";
 import { convertTensorField, type ConvertedTensor, type TensorCastOptions } from "./tensors.js";
 
 /**
@@ -28,7 +28,7 @@ export function storeWeights(graph: PbMessage, opts: TensorCastOptions, out: Con
   countDefinitions(graph, graphsDefining);
   const store = (g: PbMessage, main: boolean): number => {
     let count = 0;
-    for (const n of g.subs(1, "NodeProto")) for (const body of bodiesOf(n)) count += store(body, false);
+    for (const f of g.all(1)) for (const body of bodiesOf(nodeOf(g, f))) count += store(body, false);
     const inputs = new Set<string>();
     for (const v of g.subs(11, "ValueInfoProto")) inputs.add(v.string(1));
     const casts: PbField[] = [];
@@ -65,7 +65,7 @@ export function storeWeights(graph: PbMessage, opts: TensorCastOptions, out: Con
 /** Adds 1 per graph (of `g` and its bodies) defining each name: initializers, inputs, node outputs. */
 function countDefinitions(g: PbMessage, counts: Map<string, number>): void {
   const here = namesDefinedBy(g);
-  for (const n of g.subs(1, "NodeProto")) for (const body of bodiesOf(n)) countDefinitions(body, counts);
+  for (const f of g.all(1)) for (const body of bodiesOf(nodeOf(g, f))) countDefinitions(body, counts);
   for (const name of here) counts.set(name, (counts.get(name) ?? 0) + 1);
 }
 
@@ -73,7 +73,7 @@ function namesDefinedBy(g: PbMessage): Set<string> {
   const names = new Set<string>();
   for (const t of g.subs(5, "TensorProto")) names.add(t.string(8));
   for (const v of g.subs(11, "ValueInfoProto")) names.add(v.string(1));
-  for (const n of g.subs(1, "NodeProto")) for (const s of n.strings(2)) if (s !== "") names.add(s);
+  for (const f of g.all(1)) for (const s of nodeOf(g, f).strings(2)) if (s !== "") names.add(s);
   return names;
 }
 
@@ -99,7 +99,7 @@ export function unshadow(graph: PbMessage): void {
     if (renames.size > 0) renameReads(g, renames);
     const here = new Set(outer);
     for (const name of namesDefinedBy(g)) here.add(name);
-    for (const n of g.subs(1, "NodeProto")) for (const body of bodiesOf(n)) walk(body, here);
+    for (const f of g.all(1)) for (const body of bodiesOf(nodeOf(g, f))) walk(body, here);
   };
   walk(graph, new Set());
 }
@@ -109,8 +109,9 @@ export function unshadow(graph: PbMessage): void {
  * body, the names that body does not define again (those reads are its own).
  */
 function renameReads(g: PbMessage, renames: ReadonlyMap<string, string>): void {
-  for (const n of g.subs(1, "NodeProto")) {
-    renameStrings(n, 1, renames);
+  for (const f of g.all(1)) {
+    const n = nodeOf(g, f);
+    if (renameStrings(n, 1, renames)) f.msg = n;
     for (const body of bodiesOf(n)) {
       const own = namesDefinedBy(body);
       let visible: Map<string, string> | undefined;
