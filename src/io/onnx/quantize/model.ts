@@ -10,6 +10,7 @@ import { PbMessage } from "../precision/pb.js";
 import { bodiesOf } from "../precision/graph.js";
 import { convertModelPrecision } from "../precision/model.js";
 import { matMulNBitsPass } from "./matmul-nbits.js";
+import { dynamicPass } from "./dynamic.js";
 import type { LeftFloat, QuantizeReport } from "./report.js";
 
 export type { LeftFloat } from "./report.js";
@@ -30,6 +31,8 @@ export interface QuantizeOptions {
   symmetric?: boolean;
   /** q4 / q4f16: MatMulNBits' accuracy_level, 0..4 (default 0: not written). */
   accuracyLevel?: number;
+  /** int8 / uint8 / q8: one scale per output channel of each weight (default false: per tensor). */
+  perChannel?: boolean;
   /** Quantize a model that already holds quantized operators. */
   forceRequantize?: boolean;
 }
@@ -68,8 +71,8 @@ export function quantizeModel(bytes: Uint8Array, opts: QuantizeOptions): Quantiz
   const isBool = (v: unknown): boolean => typeof v === "boolean";
   const isInt = (v: unknown): boolean => typeof v === "number" && Number.isInteger(v);
   expectOptions(opts, "quantizeModel", {
-    mode: (v) => (QUANTIZE_MODES as readonly unknown[]).includes(v), blockSize: isInt, symmetric: isBool, accuracyLevel: isInt, forceRequantize: isBool,
-  }, { mode: `one of ${QUANTIZE_MODES.join(", ")}`, blockSize: "an integer", symmetric: "a boolean", accuracyLevel: "an integer", forceRequantize: "a boolean" });
+    mode: (v) => (QUANTIZE_MODES as readonly unknown[]).includes(v), blockSize: isInt, symmetric: isBool, accuracyLevel: isInt, perChannel: isBool, forceRequantize: isBool,
+  }, { mode: `one of ${QUANTIZE_MODES.join(", ")}`, blockSize: "an integer", symmetric: "a boolean", accuracyLevel: "an integer", perChannel: "a boolean", forceRequantize: "a boolean" });
   const blockSize = opts.blockSize ?? 32;
   if (blockSize < 16 || (blockSize & (blockSize - 1)) !== 0 || blockSize > 1 << 30) {
     throw new TensorcastError("INVALID_ATTRIBUTE", `blockSize must be a power of two of at least 16 (16, 32, 64, 128, ...), got ${describe(opts.blockSize)}`);
@@ -94,6 +97,9 @@ export function quantizeModel(bytes: Uint8Array, opts: QuantizeOptions): Quantiz
   const report: QuantizeReport = { quantized: 0, left: [] };
   if (mode === "q4" || mode === "q4f16") {
     matMulNBitsPass(model, graph, { blockSize, symmetric: opts.symmetric ?? true, accuracyLevel }, report);
+  } else if (mode === "int8" || mode === "uint8" || mode === "q8") {
+    const weightType = mode === "q8" ? (hasOp(graph, Q8_UINT8_OPS) ? "uint8" : "int8") : mode;
+    dynamicPass(model, graph, { weightType, perChannel: opts.perChannel === true }, report);
   } else {
     throw new TensorcastError("NOT_IMPLEMENTED", `quantizeModel: mode ${mode} is not implemented yet`);
   }
@@ -102,11 +108,22 @@ export function quantizeModel(bytes: Uint8Array, opts: QuantizeOptions): Quantiz
   return { bytes: out, mode, quantized: report.quantized, left: report.left };
 }
 
+/**
+ * q8 stores uint8 weights when the model holds one of these: onnxruntime-web's kernels for them
+ * take uint8 only (transformers.js' scripts/quantize.py makes the same choice).
+ */
+const Q8_UINT8_OPS = new Set(["Conv", "GroupQueryAttention", "MultiHeadAttention"]);
+
 function findQuantizedOp(g: PbMessage): string | undefined {
+  return hasOp(g, QUANTIZED_OPS);
+}
+
+/** The first operator of `ops` in `g` or its bodies. */
+function hasOp(g: PbMessage, ops: ReadonlySet<string>): string | undefined {
   for (const n of g.subs(1, "NodeProto")) {
-    if (QUANTIZED_OPS.has(n.string(4))) return n.string(4);
+    if (ops.has(n.string(4))) return n.string(4);
     for (const b of bodiesOf(n)) {
-      const op = findQuantizedOp(b);
+      const op = hasOp(b, ops);
       if (op) return op;
     }
   }
