@@ -9,7 +9,8 @@ import { validateMessage } from "../validate.js";
 import { PbMessage } from "../precision/pb.js";
 import { bodiesOf } from "../precision/graph.js";
 import { convertModelPrecision } from "../precision/model.js";
-import { matMulNBitsPass } from "./matmul-nbits.js";
+import { matMulWeightPass, nBitsRule } from "./matmul-nbits.js";
+import { bnb4Rule } from "./matmul-bnb4.js";
 import { dynamicPass } from "./dynamic.js";
 import type { LeftFloat, QuantizeReport } from "./report.js";
 
@@ -25,12 +26,14 @@ export type QuantizeMode = (typeof QUANTIZE_MODES)[number];
  */
 export interface QuantizeOptions {
   mode: QuantizeMode;
-  /** q4 / q4f16: rows per block, a power of two of at least 16 (default 32). */
+  /** q4 / q4f16: rows per block; bnb4: elements per block; a power of two of at least 16 (default 32, bnb4 64). */
   blockSize?: number;
   /** q4 / q4f16: no zero points (default true; false is `--asymmetric`). */
   symmetric?: boolean;
   /** q4 / q4f16: MatMulNBits' accuracy_level, 0..4 (default 0: not written). */
   accuracyLevel?: number;
+  /** bnb4: "nf4" (default) or "fp4". */
+  quantType?: "nf4" | "fp4";
   /** int8 / uint8 / q8: one scale per output channel of each weight (default false: per tensor). */
   perChannel?: boolean;
   /** Quantize a model that already holds quantized operators. */
@@ -71,8 +74,8 @@ export function quantizeModel(bytes: Uint8Array, opts: QuantizeOptions): Quantiz
   const isBool = (v: unknown): boolean => typeof v === "boolean";
   const isInt = (v: unknown): boolean => typeof v === "number" && Number.isInteger(v);
   expectOptions(opts, "quantizeModel", {
-    mode: (v) => (QUANTIZE_MODES as readonly unknown[]).includes(v), blockSize: isInt, symmetric: isBool, accuracyLevel: isInt, perChannel: isBool, forceRequantize: isBool,
-  }, { mode: `one of ${QUANTIZE_MODES.join(", ")}`, blockSize: "an integer", symmetric: "a boolean", accuracyLevel: "an integer", perChannel: "a boolean", forceRequantize: "a boolean" });
+    mode: (v) => (QUANTIZE_MODES as readonly unknown[]).includes(v), blockSize: isInt, symmetric: isBool, accuracyLevel: isInt, perChannel: isBool, quantType: (v) => v === "nf4" || v === "fp4", forceRequantize: isBool,
+  }, { mode: `one of ${QUANTIZE_MODES.join(", ")}`, blockSize: "an integer", symmetric: "a boolean", accuracyLevel: "an integer", perChannel: "a boolean", quantType: "\"nf4\" or \"fp4\"", forceRequantize: "a boolean" });
   const blockSize = opts.blockSize ?? 32;
   if (blockSize < 16 || (blockSize & (blockSize - 1)) !== 0 || blockSize > 1 << 30) {
     throw new TensorcastError("INVALID_ATTRIBUTE", `blockSize must be a power of two of at least 16 (16, 32, 64, 128, ...), got ${describe(opts.blockSize)}`);
@@ -96,7 +99,9 @@ export function quantizeModel(bytes: Uint8Array, opts: QuantizeOptions): Quantiz
   }
   const report: QuantizeReport = { quantized: 0, left: [] };
   if (mode === "q4" || mode === "q4f16") {
-    matMulNBitsPass(model, graph, { blockSize, symmetric: opts.symmetric ?? true, accuracyLevel }, report);
+    matMulWeightPass(model, graph, nBitsRule({ blockSize, symmetric: opts.symmetric ?? true, accuracyLevel }), report);
+  } else if (mode === "bnb4") {
+    matMulWeightPass(model, graph, bnb4Rule(opts.blockSize ?? 64, opts.quantType ?? "nf4"), report);
   } else if (mode === "int8" || mode === "uint8" || mode === "q8") {
     const weightType = mode === "q8" ? (hasOp(graph, Q8_UINT8_OPS) ? "uint8" : "int8") : mode;
     dynamicPass(model, graph, { weightType, perChannel: opts.perChannel === true }, report);
