@@ -11,6 +11,7 @@ import { bodiesOf } from "../precision/graph.js";
 import { convertModelPrecision } from "../precision/model.js";
 import { matMulWeightPass, nBitsRule } from "./matmul-nbits.js";
 import { bnb4Rule } from "./matmul-bnb4.js";
+import { matMulNBitsToFloat16 } from "./q4f16.js";
 import { dynamicPass } from "./dynamic.js";
 import type { LeftFloat, QuantizeReport } from "./report.js";
 
@@ -109,7 +110,10 @@ export function quantizeModel(bytes: Uint8Array, opts: QuantizeOptions): Quantiz
     throw new TensorcastError("NOT_IMPLEMENTED", `quantizeModel: mode ${mode} is not implemented yet`);
   }
   let out = model.encode(bytes.length + 4096);
-  if (mode === "q4f16") out = convertModelPrecision(out, { to: "float16", keepIoTypes: true }).bytes;
+  if (mode === "q4f16") {
+    const half = convertModelPrecision(out, { to: "float16", keepIoTypes: true });
+    out = matMulNBitsToFloat16(half.bytes, half.opsetAfter).bytes;
+  }
   return { bytes: out, mode, quantized: report.quantized, left: report.left };
 }
 
