@@ -12,13 +12,14 @@ import { exampleCommand } from "./commands/example.js";
 import { inspectCommand } from "./commands/inspect.js";
 import { indexCommand } from "./commands/shardIndex.js";
 import { promoteCommand } from "./commands/promote.js";
+import { quantizeModelCommand } from "./commands/quantize-model.js";
 import { typesCommand } from "./commands/types.js";
 import { renderTable, visible } from "./format.js";
 import { processIO, type CliIO } from "./io.js";
 import { EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_IO, EXIT_OK, EXIT_USAGE, UsageError } from "./usage.js";
 import { packageVersion } from "./version.js";
 
-export const COMMANDS: readonly Command[] = [castCommand, typesCommand, exampleCommand, conformanceCommand, promoteCommand, convertCommand, indexCommand, inspectCommand, diffCommand];
+export const COMMANDS: readonly Command[] = [castCommand, typesCommand, exampleCommand, conformanceCommand, promoteCommand, convertCommand, quantizeModelCommand, indexCommand, inspectCommand, diffCommand];
 
 const commandNames = (): string => [...COMMANDS.map((c) => c.name), "help"].join(", ");
 
