@@ -212,7 +212,7 @@ test("an internal error exits 70 with one line asking for a report; the stack on
 
 test("usage errors exit 2 and name what was given and what is allowed", async () => {
   const cases: [argv: string[], message: RegExp][] = [
-    [["frobnicate"], /unknown command "frobnicate"; the commands are cast, types, example, conformance, promote, convert, index, inspect, diff, help/],
+    [["frobnicate"], /unknown command "frobnicate"; the commands are cast, types, example, conformance, promote, convert, quantize, index, inspect, diff, help/],
     [["--frobnicate"], /unknown option "--frobnicate"; before a command tensorcast accepts --help and --version/],
     [["cast", "--to", "float16", "--bogus", "1"], /unknown option "--bogus" for cast; it accepts --from, --to, .*--json/],
     [["cast", "-x", "--to", "float16", "1"], /unknown option "-x" for cast/],
@@ -231,7 +231,7 @@ test("usage errors exit 2 and name what was given and what is allowed", async ()
     [["cast", "--to", "float16", "--saturate", "--no-saturate", "1"], /--saturate and --no-saturate contradict/],
     [["types", "extra"], /types takes no arguments; got "extra"/],
     [["example", "1.5"], /example takes no arguments; got "1\.5"/],
-    [["help", "nope"], /no help for "nope": it is not a command; the commands are cast, types, example, conformance, promote, convert, index, inspect, diff, help/],
+    [["help", "nope"], /no help for "nope": it is not a command; the commands are cast, types, example, conformance, promote, convert, quantize, index, inspect, diff, help/],
     [["--version", "x"], /--version takes no arguments/],
   ];
   for (const [argv, message] of cases) {
