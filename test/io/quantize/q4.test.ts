@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { quantizeModel } from "../../../src/onnx/index.js";
 import { mlasQuantize4, roundHalfAway } from "../../../src/kernels/quant/mlas-blockwise.js";
 import { TensorcastError } from "../../../src/index.js";
+import { PbMessage } from "../../../src/io/onnx/precision/pb.js";
 import { buildModel } from "../../support/onnx-model.js";
 import { assertSameBytes, golden, goldenFeeds, readNpy, runModel } from "./golden.js";
 
@@ -36,11 +37,12 @@ for (const { file, opts } of CASES) {
   });
 }
 
-test("q4: accuracy_level is written only when non-zero, after block_size", () => {
+test("q4: accuracy_level is written only when non-zero, in make_node's sorted place (K, N, accuracy_level, bits, block_size)", () => {
   const bytes = quantizeModel(golden("model.onnx"), { mode: "q4", accuracyLevel: 4 }).bytes;
   const text = Buffer.from(bytes).toString("latin1");
   assert.equal(text.split("accuracy_level").length - 1, 3);
-  assert.ok(text.indexOf("block_size") < text.indexOf("accuracy_level"));
+  const node = PbMessage.parse(bytes, "ModelProto").sub(7, "GraphProto")!.subs(1, "NodeProto").find((n) => n.string(4) === "MatMulNBits")!;
+  assert.deepEqual(node.subs(5, "AttributeProto").map((a) => [a.string(1), a.int(3)]), [["K", 64], ["N", 96], ["accuracy_level", 4], ["bits", 4], ["block_size", 32]]);
   const none = Buffer.from(quantizeModel(golden("model.onnx"), { mode: "q4", accuracyLevel: 0 }).bytes).toString("latin1");
   assert.equal(none.includes("accuracy_level"), false);
 });

@@ -31,14 +31,20 @@ export function intAttribute(name: string, value: number): PbMessage {
   return new PbMessage([], "AttributeProto").addString(1, name).addVarint(3, value).addVarint(20, 2);
 }
 
-/** A NodeProto as onnx.helper.make_node writes it (an empty name is not written). */
+/**
+ * A NodeProto as onnx.helper.make_node writes it: an empty name is not written, and the
+ * attributes are sorted by name (make_node takes them as keyword arguments and sorts them), so
+ * MatMulNBits' accuracy_level comes between N and bits.
+ */
 export function makeNode(opType: string, inputs: readonly string[], outputs: readonly string[], name: string, domain: string, attributes: readonly PbMessage[] = []): PbMessage {
   const n = new PbMessage([], "NodeProto");
   for (const s of inputs) n.addString(1, s);
   for (const s of outputs) n.addString(2, s);
   if (name !== "") n.addString(3, name);
   n.addString(4, opType);
-  for (const a of attributes) n.addMessage(5, a);
+  const named = attributes.map((a) => [a.string(1), a] as const);
+  named.sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+  for (const [, a] of named) n.addMessage(5, a);
   if (domain !== "") n.addString(7, domain);
   return n;
 }
