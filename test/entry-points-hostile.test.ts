@@ -12,7 +12,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as core from "../src/index.js";
@@ -133,6 +133,14 @@ function entries(): Entry[] {
   };
   const goodOnnx: Record<string, () => readonly unknown[]> = {
     convertModelPrecision: () => [buildModel({ inputs: [{ name: "x", elemType: 1 }], outputs: [{ name: "y", elemType: 1 }], nodes: [{ opType: "Relu", inputs: ["x"], outputs: ["y"] }], opset: 17 }), { to: "float16" }],
+    quantizeModel: () => [buildModel({ inputs: [{ name: "x", elemType: 1 }], outputs: [{ name: "y", elemType: 1 }], nodes: [{ opType: "Relu", inputs: ["x"], outputs: ["y"] }], opset: 17 }), { mode: "q4" }],
+  };
+  /** A fresh model folder (onnx/model.onnx) per call: the folder form writes its variants beside it. */
+  const modelFolder = (): string => {
+    const d = out("-folder");
+    mkdirSync(join(d, "onnx"), { recursive: true });
+    writeFileSync(join(d, "onnx", "model.onnx"), readFileSync(onnxModel));
+    return d;
   };
   const goodNode: Record<string, () => readonly unknown[]> = {
     main: () => [["types"], quietIO], castValues: () => [["1.5"], { to: "float16" }], renderCastReport: () => [node.castValues(["1.5"], { to: "float16" })],
@@ -141,6 +149,8 @@ function entries(): Entry[] {
     convertFile: () => [st, out(".safetensors"), { to: "float16" }],
     selectTensors: () => [undefined, core.dtype("float16"), {}], // the file is filled in below (it must be open)
     convertModelFile: () => [onnxModel, out(".onnx"), { to: "float16" }],
+    quantizeModelFile: () => [onnxModel, out(".onnx"), { mode: "q4" }],
+    quantizeModelFolder: () => [modelFolder(), { modes: ["q4"] }],
     convertCheckpoint: () => [ckpt, out(""), { to: "float16" }],
     indexCheckpoint: () => [ckpt, { force: true }],
     parseShardSlice: () => ["0/2"], sliceShards: () => [["a", "b"], { index: 0, count: 2 }],

@@ -54,7 +54,7 @@ test("the README's tensorcast/onnx example runs as a consumer's module and print
 test("tensorcast/onnx exports the precision pass itself, and tensorcast/node exports convertModelFile", async () => {
   // The same module instance as src/ would be is not guaranteed (dist/ vs build/), so compare behaviour.
   const sub = (await import("tensorcast/onnx")) as typeof import("../src/onnx/index.js");
-  assert.deepEqual(Object.keys(sub).sort(), ["DEFAULT_BLOCKED_OPS", "convertModelPrecision"]);
+  assert.deepEqual(Object.keys(sub).sort(), ["DEFAULT_BLOCKED_OPS", "QUANTIZE_MODES", "convertModelPrecision", "quantizeModel"]);
   assert.deepEqual(sub.DEFAULT_BLOCKED_OPS, DEFAULT_BLOCKED_OPS);
   const bytes = mlp().bytes;
   assert.deepEqual(sub.convertModelPrecision(bytes, { to: "float8e5m2" }).bytes, convertModelPrecision(bytes, { to: "float8e5m2" }).bytes);

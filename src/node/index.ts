@@ -17,6 +17,9 @@ export { EXPECTED_DIFFERENCES, type ExpectedDifference } from "./conformance/exp
 export { convertFile, selectTensors, type ConvertOptions, type ConvertReport, type TensorReport } from "./convert/convert.js";
 export { convertModelFile, type ModelConvertOptions, type ModelConvertReport } from "./convert/model-precision.js";
 export {
+  quantizeModelFile, quantizeModelFolder, type QuantizeFileOptions, type QuantizeFileReport, type QuantizeFolderOptions,
+} from "./quantize/model-file.js";
+export {
   convertCheckpoint, indexCheckpoint, parseShardSlice, sliceShards,
   type CheckpointConvertOptions, type CheckpointReport, type IndexOptions, type IndexReport, type ShardSlice,
 } from "./convert/sharded.js";

@@ -13,3 +13,6 @@ export {
   convertModelPrecision, DEFAULT_BLOCKED_OPS,
   type PrecisionOptions, type PrecisionResult, type KeptNode, type ConvertedTensor,
 } from "../io/onnx/precision/model.js";
+export {
+  quantizeModel, QUANTIZE_MODES, type QuantizeMode, type QuantizeOptions, type QuantizeResult, type LeftFloat,
+} from "../io/onnx/quantize/model.js";

@@ -46,15 +46,17 @@ export function checkGraphs(model: PbMessage): void {
     for (const v of graph.subs(11, "ValueInfoProto")) defined.add(v.string(1));
     for (const t of graph.subs(5, "TensorProto")) defined.add(t.string(8));
     for (const s of graph.subs(15, "SparseTensorProto")) defined.add(s.sub(1, "TensorProto")?.string(8) ?? "");
-    const nodes = graph.subs(1, "NodeProto");
+    // Nodes are read with peek (parsed, not kept): a million-node graph's parses are never all
+    // held at once, here or in the precision pass after (precision/pb.ts).
+    const nodeFields = graph.all(1);
     // Every output, so that an input made by a later node is told apart from one made by none.
     const later = new Map<string, number>();
-    nodes.forEach((n, i) => {
-      for (const o of n.strings(2)) if (o !== "" && !later.has(o)) later.set(o, i);
+    nodeFields.forEach((f, i) => {
+      for (const o of graph.peek(f, "NodeProto").strings(2)) if (o !== "" && !later.has(o)) later.set(o, i);
     });
     const scope = [...outer, defined];
-    for (let i = 0; i < nodes.length; i++) {
-      const n = nodes[i];
+    for (let i = 0; i < nodeFields.length; i++) {
+      const n = graph.peek(nodeFields[i], "NodeProto");
       const op = n.string(4);
       const node = `${where}: node ${i}${n.string(3) ? ` ${quote(n.string(3))}` : ""} (${op})`;
       for (const input of n.strings(1)) {

@@ -10,6 +10,7 @@ import { QUANTIZE_MODES, quantizeCheckpoint, type QuantizeMode } from "../../qua
 import { formatBytes } from "../../io/tensors.js";
 import { parseCommandArgs, type OptionSpecs } from "../args.js";
 import type { Command } from "../command.js";
+import { isOnnxQuantizeInput, QUANTIZE_MODEL_OPTIONS, runQuantizeModel } from "./quantize-model.js";
 import { jsonText, writeText } from "../format.js";
 import type { CliIO } from "../io.js";
 import { EXIT_OK, UsageError } from "../usage.js";
@@ -27,7 +28,11 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const satisfies OptionSpecs;
 
-const HELP = `Usage: tensorcast quantize IN --mode fp8|fp8-ue8m0|mxfp4 -o OUT [options]
+const HELP = `Usage: tensorcast quantize IN.onnx --mode MODE -o OUT.onnx | DIR [--modes ...]   (ONNX models)
+       tensorcast quantize IN --mode fp8|fp8-ue8m0|mxfp4 -o OUT [options]      (checkpoints)
+
+An .onnx model, or a model folder with onnx/, gets transformers.js' variants (q4, q8, int8, uint8,
+bnb4, fp16, q4f16): \`tensorcast quantize model.onnx --help\` lists their options.
 
 Quantizes a safetensors file or a sharded checkpoint (its folder or index) in the layouts
 Hugging Face loaders read, bit for bit as transformers 5.18 computes them:
@@ -65,7 +70,27 @@ function blockOption(value: string | undefined): [number, number] | undefined {
   return [r, c];
 }
 
+/**
+ * The first argument that is not an option or an option's value, as either form of the command
+ * (checkpoints here, ONNX models in quantize-model.ts) reads its options.
+ */
+function firstPositional(args: readonly string[]): string | undefined {
+  const specs: OptionSpecs[] = [OPTIONS, QUANTIZE_MODEL_OPTIONS];
+  const takesValue = (arg: string): boolean => specs.some((spec) => Object.entries(spec).some(([name, o]) =>
+    o.type === "string" && (arg === `--${name}` || (o.short !== undefined && arg === `-${o.short}`))));
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a === "--") return args[i + 1];
+    if (!a.startsWith("-") || a === "-") return a;
+    if (takesValue(a)) i++;
+  }
+  return undefined;
+}
+
 async function run(args: readonly string[], io: CliIO): Promise<number> {
+  // An .onnx model or a model folder with onnx/ is the other form: transformers.js' variants.
+  const input = firstPositional(args);
+  if (input !== undefined && isOnnxQuantizeInput(input)) return runQuantizeModel(args, io);
   const { options: o, positionals } = parseCommandArgs("quantize", args, OPTIONS);
   if (o.help) {
     io.stdout.write(HELP);
@@ -106,7 +131,7 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
 
 export const quantizeCommand: Command = {
   name: "quantize",
-  summary: "quantize a checkpoint to FP8 blocks or MXFP4 experts, as Hugging Face loaders read them",
+  summary: "make transformers.js' variants of an ONNX model (q4, q8, int8, uint8, bnb4, fp16, q4f16), or FP8 / MXFP4 checkpoints",
   help: HELP,
   run,
 };

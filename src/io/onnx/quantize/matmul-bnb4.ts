@@ -1,0 +1,29 @@
+/**
+ * The bnb4 variant, as onnxruntime's MatMulBnb4Quantizer makes it: B (a 2-D float32 [K, N]) is
+ * transposed to [N, K], flattened and quantized in blocks (src/kernels/quant/bnb4.ts) into
+ * `B_Bnb4` (1-D uint8, ceil(K * N / 2) bytes) and `B_absmax` (1-D float32, one per block); the
+ * MatMul becomes com.microsoft MatMulBnb4 with K, N, block_size and quant_type (the graph edits
+ * are matMulWeightPass's).
+ */
+import { BNB4_QUANT_TYPE, quantizeBnb4, type Bnb4Type } from "../../../kernels/quant/bnb4.js";
+import { float32Bytes, intAttribute, rawTensor } from "./edit.js";
+import type { WeightRule } from "./matmul-nbits.js";
+
+/** MatMulBnb4Quantizer's rule for blocks of `blockSize` of type `type`. */
+export function bnb4Rule(blockSize: number, type: Bnb4Type): WeightRule {
+  return {
+    opType: "MatMulBnb4",
+    nameSuffix: "_Bnb4",
+    quantize(t, b) {
+      const [k, n] = t.shape;
+      const w = t.data as Float32Array;
+      const transposed = new Float32Array(k * n);
+      for (let r = 0; r < k; r++) for (let c = 0; c < n; c++) transposed[c * k + r] = w[r * n + c];
+      const q = quantizeBnb4(transposed, blockSize, type);
+      return {
+        tensors: [rawTensor(`${b}_Bnb4`, 2, [q.packed.length], q.packed), rawTensor(`${b}_absmax`, 1, [q.absmax.length], float32Bytes(q.absmax))],
+        attributes: [intAttribute("K", k), intAttribute("N", n), intAttribute("block_size", blockSize), intAttribute("quant_type", BNB4_QUANT_TYPE[type])],
+      };
+    },
+  };
+}

@@ -1,0 +1,129 @@
+/**
+ * The weight-only variants q4 and bnb4. q4 as onnxruntime's MatMulNBitsQuantizer
+ * (DefaultWeightOnlyQuantizer, QOperator format) makes it: every MatMul whose B is a 2-D float32 initializer of its graph or an enclosing
+ * one becomes a com.microsoft MatMulNBits reading `B_Q4` [N, blocks, blockSize / 2], `B_scales`
+ * [N, blocks] and, asymmetric, `B_zero_points`; the new initializers are appended to the graph
+ * holding B, B's graph input (if any) is dropped, "com.microsoft" is imported at version 1, and
+ * every initializer no node reads any more is removed (its clean_initializers).
+ */
+import { mlasQuantize4 } from "../../../kernels/quant/mlas-blockwise.js";
+import type { PbField, PbMessage } from "../precision/pb.js";
+import type { Tensor } from "../../../tensor.js";
+import { bodiesOf } from "../precision/graph.js";
+import { cleanInitializers, float32Bytes, insertOrdered, intAttribute, makeNode, nodeLabel, readInitializer, rawTensor, setOpsetImport } from "./edit.js";
+import type { QuantizeReport } from "./report.js";
+
+/** The q4 settings. */
+export interface NBitsSettings {
+  readonly blockSize: number;
+  readonly symmetric: boolean;
+  /** Written only when non-zero, as onnxruntime does. */
+  readonly accuracyLevel: number;
+}
+
+const UINT8 = 2;
+const FLOAT = 1;
+
+/**
+ * How one weight-only quantizer rewrites a MatMul: the operator, the suffix its node name gets,
+ * and the initializers and attributes made from B (a 2-D float32 tensor) or why it cannot.
+ */
+export interface WeightRule {
+  readonly opType: string;
+  readonly nameSuffix: string;
+  quantize(b: Tensor, name: string): { tensors: PbMessage[]; attributes: PbMessage[] } | string;
+}
+
+/** MatMulNBitsQuantizer's rule (see the file comment). */
+export function nBitsRule(s: NBitsSettings): WeightRule {
+  return {
+    opType: "MatMulNBits",
+    nameSuffix: "_Q4",
+    quantize(t, b) {
+      const [k, n] = t.shape;
+      const w = mlasQuantize4(t.data as Float32Array, k, n, s.blockSize, s.symmetric);
+      const blocks = Math.ceil(k / s.blockSize);
+      const tensors = [
+        rawTensor(`${b}_Q4`, UINT8, [n, blocks, s.blockSize / 2], w.packed),
+        rawTensor(`${b}_scales`, FLOAT, [n, blocks], float32Bytes(w.scales)),
+      ];
+      if (w.zeroPoints) tensors.push(rawTensor(`${b}_zero_points`, UINT8, [n, Math.ceil(blocks / 2)], w.zeroPoints));
+      const attributes = [intAttribute("K", k), intAttribute("N", n), intAttribute("bits", 4), intAttribute("block_size", s.blockSize)];
+      if (s.accuracyLevel) attributes.push(intAttribute("accuracy_level", s.accuracyLevel));
+      return { tensors, attributes };
+    },
+  };
+}
+
+/**
+ * Rewrites `model` in place: each MatMul whose B is a 2-D float32 initializer of its graph or an
+ * enclosing one becomes `rule.opType` in the com.microsoft domain (imported at version 1); the new
+ * initializers are appended to the graph holding B, B's graph input (if any) is dropped, and every
+ * initializer no node reads any more is removed. A B read by several MatMuls is quantized once.
+ */
+export function matMulWeightPass(model: PbMessage, graph: PbMessage, rule: WeightRule, report: QuantizeReport): void {
+  setOpsetImport(model, "com.microsoft", 1);
+  const done = new Map<PbField, Made>();
+  const walk = (g: PbMessage, stack: PbMessage[]): void => {
+    for (const f of g.fields) {
+      if (f.no !== 1) continue;
+      const node = g.message(f, "NodeProto");
+      for (const body of bodiesOf(node)) walk(body, [...stack, body]);
+      if (node.string(4) !== "MatMul" || !isDefaultDomain(node.string(7))) continue;
+      const q = quantizeMatMul(node, stack, rule, done);
+      if (typeof q === "string") report.left.push({ node: nodeLabel(node), opType: "MatMul", reason: q });
+      else {
+        f.msg = q;
+        report.quantized++;
+      }
+    }
+  };
+  walk(graph, [graph]);
+  cleanInitializers(graph);
+}
+
+function isDefaultDomain(d: string): boolean {
+  return d === "" || d === "ai.onnx";
+}
+
+/** The initializer field named `name` in the innermost graph of `stack` that has one, with that graph. */
+export function findInitializer(name: string, stack: readonly PbMessage[]): { field: PbField; graph: PbMessage } | undefined {
+  for (let k = stack.length - 1; k >= 0; k--) {
+    const g = stack[k];
+    for (const f of g.fields) if (f.no === 5 && g.message(f, "TensorProto").string(8) === name) return { field: f, graph: g };
+  }
+  return undefined;
+}
+
+/** Removes the graph input declaring `name` (the first), as the quantizers do for B. */
+export function dropGraphInput(g: PbMessage, name: string): void {
+  const at = g.fields.findIndex((f) => f.no === 11 && g.message(f, "ValueInfoProto").string(1) === name);
+  if (at >= 0) g.fields.splice(at, 1);
+}
+
+/** What a quantized B became: the operator's inputs after A, and its attributes. */
+interface Made {
+  readonly inputs: readonly string[];
+  readonly attributes: readonly PbMessage[];
+}
+
+function quantizeMatMul(node: PbMessage, stack: readonly PbMessage[], rule: WeightRule, done: Map<PbField, Made>): PbMessage | string {
+  const inputs = node.strings(1);
+  const found = inputs.length === 2 ? findInitializer(inputs[1], stack) : undefined;
+  if (!found) return "B is not an initializer";
+  let made = done.get(found.field);
+  if (!made) {
+    const t = readInitializer(found.field);
+    if (typeof t === "string") return `B: ${t}`;
+    if (t.shape.length !== 2) return `B is ${t.shape.length}-D, not 2-D`;
+    if (t.dtype.name !== "float32") return `B is ${t.dtype.name}; tensorcast quantizes float32 weights`;
+    const q = rule.quantize(t, inputs[1]);
+    if (typeof q === "string") return q;
+    dropGraphInput(found.graph, inputs[1]);
+    for (const a of q.tensors) insertOrdered(found.graph, { no: 5, wire: 2, data: new Uint8Array(0), msg: a });
+    made = { inputs: q.tensors.map((a) => a.string(8)), attributes: q.attributes };
+    done.set(found.field, made);
+  }
+  const name = node.string(3);
+  return makeNode(rule.opType, [inputs[0], ...made.inputs], [node.strings(2)[0]], name ? `${name}${rule.nameSuffix}` : "", "com.microsoft", made.attributes);
+}

@@ -1,0 +1,118 @@
+/**
+ * `quantizeModelFile(IN, OUT, opts)` and `quantizeModelFolder(DIR, opts)`: the transformers.js
+ * variants of ONNX model files, written atomically (a temporary renamed into place, as `convert`
+ * does). The model is quantized in memory by quantizeModel (src/io/onnx/quantize/); weights with
+ * external data are not read (the MatMuls reading them stay float and are listed).
+ */
+import { expectOptionsObject, expectPath } from "../args.js";
+import { promises as fsp } from "node:fs";
+import { basename, join } from "node:path";
+import { TensorcastError } from "../../index.js";
+import { quantizeModel, QUANTIZE_MODES, type LeftFloat, type QuantizeMode, type QuantizeOptions } from "../../io/onnx/quantize/model.js";
+import { AtomicOutput, checkOutput } from "../io/file.js";
+
+/** What quantizeModelFile does: quantizeModel's options, and `force` to replace an existing OUT. */
+export interface QuantizeFileOptions extends QuantizeOptions {
+  force?: boolean;
+}
+
+/**
+ * One variant written.
+ * @example { input: "onnx/model.onnx", output: "onnx/model_q4.onnx", mode: "q4", inputBytes: 145559, outputBytes: 88860, seconds: 0.02, quantized: 3, left: [] }
+ */
+export interface QuantizeFileReport {
+  input: string;
+  output: string;
+  mode: QuantizeMode;
+  inputBytes: number;
+  outputBytes: number;
+  seconds: number;
+  /** Nodes quantized (fp16: tensors converted); 0 means OUT is the model as it was. */
+  quantized: number;
+  /** Candidate nodes left float, and why. */
+  left: LeftFloat[];
+}
+
+/**
+ * Quantizes the model file IN into OUT (see quantizeModel for the modes).
+ * @example await quantizeModelFile("model.onnx", "model_q4.onnx", { mode: "q4" })
+ * @throws TensorcastError as quantizeModel; INVALID_ATTRIBUTE when OUT exists (without `force`);
+ *         OUTPUT_IS_INPUT when OUT is IN; IO_ERROR for file system failures.
+ */
+export async function quantizeModelFile(input: string, output: string, opts: QuantizeFileOptions): Promise<QuantizeFileReport> {
+  expectPath(input, "quantizeModelFile's input");
+  expectPath(output, "quantizeModelFile's output");
+  expectOptionsObject(opts, "quantizeModelFile");
+  if (opts === undefined) throw new TensorcastError("INVALID_ATTRIBUTE", "quantizeModelFile needs its options, with a mode (q4, q8, int8, uint8, bnb4, fp16 or q4f16)");
+  const start = performance.now();
+  await checkOutput(output, { input, force: opts.force === true });
+  let bytes: Uint8Array;
+  try {
+    bytes = new Uint8Array(await fsp.readFile(input));
+  } catch (e) {
+    throw new TensorcastError("IO_ERROR", `${input}: cannot read it (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+  }
+  const { force: _force, ...modelOpts } = opts;
+  const r = quantizeModel(bytes, modelOpts);
+  const out = await AtomicOutput.create(output);
+  try {
+    await out.write(r.bytes, 0);
+    await out.finish(r.bytes.length);
+  } catch (e) {
+    await out.abort();
+    throw e;
+  }
+  await out.commit(opts.force === true);
+  return {
+    input, output, mode: r.mode, inputBytes: bytes.length, outputBytes: r.bytes.length,
+    seconds: (performance.now() - start) / 1000, quantized: r.quantized, left: r.left,
+  };
+}
+
+/** The file suffix of each mode, as transformers.js names the variants (q8 is "quantized"). */
+export function variantSuffix(mode: QuantizeMode): string {
+  return mode === "q8" ? "quantized" : mode;
+}
+
+/** Whether a model file name (without .onnx) is itself a variant: model_q4, decoder_model_merged_quantized, ... */
+export function isVariantName(stem: string): boolean {
+  return QUANTIZE_MODES.some((m) => stem.endsWith(`_${variantSuffix(m)}`));
+}
+
+/** What quantizeModelFolder does: the modes (default all), and the options every mode shares. */
+export interface QuantizeFolderOptions extends Omit<QuantizeFileOptions, "mode"> {
+  modes?: readonly QuantizeMode[];
+  /** Called before each variant is made. */
+  onVariant?: (input: string, output: string, mode: QuantizeMode) => void;
+}
+
+/**
+ * Writes DIR/onnx/NAME_SUFFIX.onnx for every DIR/onnx/NAME.onnx that is not a variant itself and
+ * every mode, the names transformers.js loads by dtype.
+ * @example await quantizeModelFolder("my-model", { modes: ["q4", "q8"] })  // onnx/model_q4.onnx, onnx/model_quantized.onnx
+ * @throws TensorcastError IO_ERROR when DIR has no onnx/ folder; INVALID_DATA when it holds no model.
+ */
+export async function quantizeModelFolder(dir: string, opts: QuantizeFolderOptions = {}): Promise<QuantizeFileReport[]> {
+  expectPath(dir, "quantizeModelFolder's folder");
+  expectOptionsObject(opts, "quantizeModelFolder");
+  const folder = join(dir, "onnx");
+  let names: string[];
+  try {
+    names = (await fsp.readdir(folder)).filter((n) => n.endsWith(".onnx")).sort();
+  } catch (e) {
+    throw new TensorcastError("IO_ERROR", `${dir}: cannot read its onnx/ folder (${(e as NodeJS.ErrnoException).code ?? String(e)}); a model folder holds onnx/NAME.onnx`);
+  }
+  const sources = names.filter((n) => !isVariantName(basename(n, ".onnx")));
+  if (sources.length === 0) throw new TensorcastError("INVALID_DATA", `${folder} holds no model to quantize (only variants, or no .onnx file)`);
+  const { modes = QUANTIZE_MODES, onVariant, ...shared } = opts;
+  const reports: QuantizeFileReport[] = [];
+  for (const name of sources) {
+    for (const mode of modes) {
+      const input = join(folder, name);
+      const output = join(folder, `${basename(name, ".onnx")}_${variantSuffix(mode)}.onnx`);
+      onVariant?.(input, output, mode);
+      reports.push(await quantizeModelFile(input, output, { ...shared, mode }));
+    }
+  }
+  return reports;
+}

@@ -1,0 +1,62 @@
+/**
+ * The golden files of onnxruntime 1.30.0's Python quantizers (test/fixtures/quantize/, made by its
+ * make.py): reading them, comparing bytes, and running a model in onnxruntime-node.
+ */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as ort from "onnxruntime-node";
+
+/** build/test/io/quantize/ -> test/fixtures/quantize. */
+export const GOLDEN = join(fileURLToPath(new URL("../../../../", import.meta.url)), "test", "fixtures", "quantize");
+
+/** A golden file's bytes. */
+export function golden(name: string): Uint8Array {
+  return new Uint8Array(readFileSync(join(GOLDEN, name)));
+}
+
+/** A little-endian .npy file of float32 or int64 written by NumPy (version 1 header). */
+export function readNpy(name: string): { data: Float32Array | BigInt64Array; shape: number[] } {
+  const b = golden(join("io", name));
+  const headerLength = b[8] | (b[9] << 8);
+  const header = new TextDecoder().decode(b.subarray(10, 10 + headerLength));
+  const shape = /'shape': \(([^)]*)\)/.exec(header)![1].split(",").filter((s) => s.trim() !== "").map(Number);
+  const body = b.slice(10 + headerLength);
+  const data = header.includes("'<f4'") ? new Float32Array(body.buffer) : new BigInt64Array(body.buffer);
+  return { data, shape };
+}
+
+/** The offset of the first byte where `a` and `b` differ, -1 when equal. */
+export function firstDifference(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.max(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
+  return -1;
+}
+
+/** Asserts equal bytes, naming the first differing offset. */
+export function assertSameBytes(ours: Uint8Array, theirs: Uint8Array, what: string): void {
+  const at = firstDifference(ours, theirs);
+  assert.equal(at, -1, `${what}: first differing byte at ${at} (ours ${ours.length} bytes, onnxruntime's ${theirs.length})`);
+}
+
+/** Runs a model of one input in onnxruntime-node (CPU) and returns its first output. */
+export async function runModel(model: Uint8Array, feeds: Record<string, ort.Tensor>): Promise<ort.Tensor> {
+  const session = await ort.InferenceSession.create(model, { executionProviders: ["cpu"] });
+  try {
+    const out = await session.run(feeds);
+    return out[session.outputNames[0]];
+  } finally {
+    await session.release();
+  }
+}
+
+/** The golden inputs of model.onnx (ids) and conv.onnx (x) as onnxruntime feeds. */
+export function goldenFeeds(conv: boolean): Record<string, ort.Tensor> {
+  if (conv) {
+    const x = readNpy("x.npy");
+    return { x: new ort.Tensor("float32", x.data as Float32Array, x.shape) };
+  }
+  const ids = readNpy("ids.npy");
+  return { ids: new ort.Tensor("int64", ids.data as BigInt64Array, ids.shape) };
+}
