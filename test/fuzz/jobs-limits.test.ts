@@ -2,7 +2,7 @@
  * Fuzz class "--jobs under an address-space limit" (issue 24 point 7): seeded random runs of the
  * real CLI (`convert`, `inspect`, `diff`) with `--jobs` from 0 to 64, chunk sizes from 64 KiB to
  * 1 MiB (convert), on a one-chunk and a 16-chunk file and one cut short (refused when opened),
- * under `ulimit -v` from 1.0 to 4.5 GB or none. Every
+ * under `ulimit -v` from the runtime's own floor (the lowest limit at which this Node runs `convert --jobs 0`: about 1.46 GB on Node 24) to 3.5 GB above it, or none. Every
  * run must end in exit 0 with the bytes (convert) or the order-independent statistics (inspect,
  * diff) of a run without workers, or in a clean error (one `error:` line with a code); never in
  * V8's CodeRange abort (exit 133), another crash, a hang, or a temporary file left behind.
@@ -53,11 +53,33 @@ export function jobsCase(i: number): Run {
     to: pick(TARGETS),
     jobs: next() % 2 === 0 ? pick(JOBS) : next() % 65,
     chunk: 64 * 1024 * (1 + (next() % 16)),
-    limit: next() % 6 === 0 ? undefined : 1_000_000 + (next() % 3_500_001),
+    // Above the runtime's own floor (see runtimeFloor): 0 to 3.5 GB more, or none.
+    limit: next() % 6 === 0 ? undefined : next() % 3_500_001,
   };
 }
 
-test(`fuzz: --jobs 0 to 64 under ulimit -v 1.0 to 4.5 GB (${CASES} cases): exit 0 with a run without workers' result, or a clean error; no abort, no temporary`, { skip: !built && "dist/ is not built (npm run build)", timeout: CASES * TIMEOUT_MS }, async () => {
+/**
+ * The lowest `ulimit -v` (kB, to 50 MB) at which this Node runs the CLI at all: `convert --jobs 0`
+ * of `input`. Below it the runtime itself aborts whatever --jobs says (Node 24 reserves about
+ * 1.5 GB of address space for its own start, code range and WebAssembly memories; Node 20 about
+ * 1.1 GB), so the cases are laid out above it.
+ */
+function runtimeFloor(input: string, out: string): number {
+  const ok = (limit: number): boolean =>
+    spawnSync("bash", ["-c", `ulimit -v ${limit} && exec "$0" "$@"`, process.execPath, BIN, "convert", input, "--to", "float16", "-o", out, "--force", "--jobs", "0"], { timeout: TIMEOUT_MS }).status === 0;
+  let lo = 500_000;
+  let hi = 4_000_000;
+  if (!ok(hi)) return hi;
+  while (hi - lo > 50_000) {
+    const mid = Math.round((lo + hi) / 2);
+    if (ok(mid)) hi = mid;
+    else lo = mid;
+  }
+  rmSync(out, { force: true });
+  return hi;
+}
+
+test(`fuzz: --jobs 0 to 64 under ulimit -v from the runtime's floor to 3.5 GB more (${CASES} cases): exit 0 with a run without workers' result, or a clean error; no abort, no temporary`, { skip: !built && "dist/ is not built (npm run build)", timeout: CASES * TIMEOUT_MS }, async () => {
   const dir = scratch();
   const inputs = {
     tiny: join(dir, "tiny.safetensors"),
@@ -70,6 +92,9 @@ test(`fuzz: --jobs 0 to 64 under ulimit -v 1.0 to 4.5 GB (${CASES} cases): exit 
     { name: "b", dtype: "float32", shape: [4], bytes: randomFloat32(4, 78) },
   ]));
   writeFileSync(inputs.truncated, readFileSync(inputs.multi).subarray(0, 700 * 1024));
+  // A margin over the floor: the floor's search runs one file, the cases others.
+  const floor = runtimeFloor(inputs.multi, join(dir, "floor.safetensors")) + 100_000;
+  console.log(`# --jobs under ulimit -v: this Node (${process.version}) runs the CLI from ulimit -v ${floor - 100_000} kB; cases from ${floor} kB`);
   const references = new Map<string, Buffer>();
   const reference = async (input: Run["input"], to: string): Promise<Buffer> => {
     const key = `${input}.${to}`;
@@ -105,7 +130,7 @@ test(`fuzz: --jobs 0 to 64 under ulimit -v 1.0 to 4.5 GB (${CASES} cases): exit 
       : run.command === "inspect" ? ["inspect", input, ...common]
       : ["diff", input, join(dir, `reference.${run.input === "truncated" ? "multi" : run.input}.${run.to}.safetensors`), ...common];
     if (run.command === "diff") await reference(run.input === "truncated" ? "multi" : run.input, run.to);
-    const r = cli(args, run.limit);
+    const r = cli(args, run.limit === undefined ? undefined : floor + run.limit);
     const stderr = String(r.stderr);
     let outcome: Outcome;
     if (r.error || r.signal === "SIGTERM") outcome = "hang";

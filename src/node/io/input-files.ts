@@ -118,5 +118,7 @@ export async function checkpointFilesOf(c: Checkpoint): Promise<InputFiles> {
     { path: join(c.folder, c.indexName), role: `the input's index ${c.indexName}` },
     ...c.shards.map((s) => ({ path: join(c.folder, s), role: `the input's shard ${s}` })),
     ...c.others.map((o) => ({ path: join(c.folder, o), role: `the input's file ${o}` })),
+    // Left out of the copy (a second hard link, a link out of the folder, a subfolder...), still the input's.
+    ...c.skipped.map((o) => ({ path: join(c.folder, o.name), role: `the input's file ${o.name}` })),
   ]);
 }
