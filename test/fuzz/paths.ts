@@ -23,7 +23,7 @@
 import { execFile, execFileSync } from "node:child_process";
 import { copyFileSync, linkSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
-import { join, relative } from "node:path";
+import { basename, join, relative } from "node:path";
 import { TensorcastError } from "../../src/index.js";
 import { convertCheckpoint, convertFile, convertModelFile, indexCheckpoint, type FileFormat } from "../../src/node/index.js";
 import { randomFloat32, safetensorsBytes } from "../node/helpers.js";
@@ -238,13 +238,17 @@ async function collisionCase(dir: string, rng: Rng, k: number): Promise<Collisio
   const victim = pick(rng, input.files.slice(1));
   const name = pick(rng, [...SHARD_NAMES, "config.json", INDEX_NAME]);
   const linked = join(out, name);
-  if (!control) (rng.below(2) === 0 ? linkSync : symlinkSync)(victim, linked);
+  const hard = !control && rng.below(2) === 0;
+  if (!control) (hard ? linkSync : symlinkSync)(victim, linked);
   else writeFileSync(linked, "an earlier output");
   if (op === "replace" && name !== INDEX_NAME) writeFileSync(join(out, INDEX_NAME), "{}");
   const s = op === "slice" ? (shard ?? { index: 0, count: 1 }) : undefined;
   // What the conversion writes there: a slice its shards (slice 0 also config.json); a whole
   // conversion replaces the folder, which --force allows only for regular files (a hard link).
-  const written = s ? [...SHARD_NAMES.filter((_, i) => i % s.count === s.index), ...(s.index === 0 ? ["config.json"] : [])] : [name];
+  // A hard link to the input's config.json gives it two links: it is left out of the copy (issue 24
+  // point 8), so a slice writes no config.json at all.
+  const configCopied = !(hard && basename(victim) === "config.json");
+  const written = s ? [...SHARD_NAMES.filter((_, i) => i % s.count === s.index), ...(s.index === 0 && configCopied ? ["config.json"] : [])] : [name];
   const collides = !control && written.includes(name);
   return {
     label: `${op} folder with ${name} -> ${control ? "nothing" : relative(dir, victim)}${s ? ` --shard ${s.index}/${s.count}` : ""}${force ? " --force" : ""}`,
