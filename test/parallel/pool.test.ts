@@ -178,6 +178,6 @@ test("callerConverts: false leaves every range to the workers; the calling threa
   await castAsyncOn(host, x, "float16", { minElements: 0, threads: 2 });
   assert.ok(host.postedElements - mid < x.size, "with callerConverts at its default, the calling thread converted nothing");
   await assert.rejects(castAsyncOn(host, x, "float16", { minElements: 0, callerConverts: "no" as never }), (e: unknown) =>
-    e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE" && e.message === "callerConverts must be true or false, got no");
+    e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE" && e.message === 'callerConverts must be true or false, got "no"');
   await closePool(host);
 });
