@@ -49,11 +49,15 @@ export function checkGraphs(model: PbMessage): void {
     // Nodes are read with peek (parsed, not kept): a million-node graph's parses are never all
     // held at once, here or in the precision pass after (precision/pb.ts).
     const nodeFields = graph.all(1);
-    // Every output, so that an input made by a later node is told apart from one made by none.
-    const later = new Map<string, number>();
-    nodeFields.forEach((f, i) => {
-      for (const o of graph.peek(f, "NodeProto").strings(2)) if (o !== "" && !later.has(o)) later.set(o, i);
-    });
+    /**
+     * The first node from `from` on that makes `name`, for the message about a value read before
+     * it is made (a cycle or an order onnx refuses) or never made: looked up only on that error,
+     * so a valid graph's nodes are each parsed once.
+     */
+    const madeLater = (name: string, from: number): number | undefined => {
+      for (let k = from; k < nodeFields.length; k++) if (graph.peek(nodeFields[k], "NodeProto").strings(2).includes(name)) return k;
+      return undefined;
+    };
     const scope = [...outer, defined];
     for (let i = 0; i < nodeFields.length; i++) {
       const n = graph.peek(nodeFields[i], "NodeProto");
@@ -61,7 +65,7 @@ export function checkGraphs(model: PbMessage): void {
       const node = `${where}: node ${i}${n.string(3) ? ` ${quote(n.string(3))}` : ""} (${op})`;
       for (const input of n.strings(1)) {
         if (input === "" || scope.some((s) => s.has(input))) continue;
-        const by = later.get(input);
+        const by = madeLater(input, i);
         throw new TensorcastError(
           "INVALID_DATA",
           by === undefined

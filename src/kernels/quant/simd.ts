@@ -28,6 +28,7 @@ import {
   f32x4Mul, f32x4Ne, f32x4Nearest, f32x4Pmax, f32x4Pmin, f32x4Sub, get, i32, load, moduleBytes, narrowS, narrowS8,
   narrowU8, relaxedTruncS, select, set, store, truncSatS, type Code, type Func,
 } from "../wasm/encoder.js";
+import type { WasmApi } from "../wasm/index.js";
 import { loop } from "../wasm/kernels.js";
 import type { DequantizeArgs, QuantizeArgs } from "./kernels.js";
 import type { QuantLayout } from "./layout.js";
@@ -109,11 +110,6 @@ interface Loaded {
   readonly q_u8: Kernel;
   readonly dq_i8: Kernel;
   readonly dq_u8: Kernel;
-}
-interface WasmApi {
-  validate(bytes: Uint8Array): boolean;
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports?: object) => { readonly exports: Record<string, unknown> };
 }
 
 /** The module's bytes; `relaxed`: quantize truncates with relaxed SIMD (engines without it do not validate it). */

@@ -23,7 +23,8 @@ import { byteLut } from "../fast/tables.js";
 import { u8View } from "../fast/views.js";
 import { kernelModule, lutAddress, type KernelName } from "./kernels.js";
 
-interface WasmApi {
+/** The slice of the WebAssembly API the kernel modules use (no DOM or Node typings needed). */
+export interface WasmApi {
   validate(bytes: Uint8Array): boolean;
   Module: new (bytes: Uint8Array) => object;
   Instance: new (module: object, imports?: object) => { readonly exports: Record<string, unknown> };

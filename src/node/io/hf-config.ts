@@ -11,6 +11,7 @@
  * was (no re-serialization: key order, spacing, number spellings and comments-free formatting
  * are the author's).
  */
+import { parseJsonFile } from "./json.js";
 import { dtype, type DTypeName } from "../../index.js";
 
 /** The keys that name the type a checkpoint is loaded in. */
@@ -26,22 +27,16 @@ export interface ConfigDtypeKey {
   readonly end: number;
 }
 
-/**
- * The one place config.json is parsed: whether `text` is JSON, and its value.
- * @throws SyntaxError (JSON.parse's) when it is not.
- */
-export function parseConfigJson(text: string): unknown {
-  return JSON.parse(text);
-}
 
 /**
  * The data-type keys of the config.json `text` (see the file comment for which), in file order.
- * `text` must be valid JSON (parseConfigJson); the scan is iterative, one pass, no tree built.
+ * `text` must be valid JSON within the nesting limit (parseJsonFile); the scan is iterative, one
+ * pass, no tree built.
  * @example configDtypeKeys('{"torch_dtype": "float32", "text_config": {"dtype": "float32"}}')
  * // [{ key: "torch_dtype", value: "float32", start: 16, end: 25 }, { key: "text_config.dtype", ... }]
  */
 export function configDtypeKeys(text: string): ConfigDtypeKey[] {
-  parseConfigJson(text);
+  parseJsonFile(text, "config.json");
   const found: ConfigDtypeKey[] = [];
   // One frame per open object or array: for objects, the key being read or whose value comes next.
   const frames: { object: boolean; key?: string; wantKey: boolean }[] = [];

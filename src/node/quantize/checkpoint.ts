@@ -192,12 +192,7 @@ async function quantizeShard(inPath: string, outPath: string, opts: QuantizeOpti
  * already has a quantization_config.
  */
 export function quantizedConfigText(text: string, mode: QuantizeMode, block: readonly [number, number], keptModules: readonly string[]): string {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (e) {
-    throw new TensorcastError("INVALID_DATA", `config.json is not JSON: ${(e as Error).message}`);
-  }
+  const parsed = parseJsonFile(text, "config.json");
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new TensorcastError("INVALID_DATA", "config.json is not a JSON object");
   if ("quantization_config" in parsed) {
     throw new TensorcastError("INVALID_ATTRIBUTE", "config.json already has a quantization_config: the checkpoint is quantized; dequantize it first with convert --to bfloat16");
