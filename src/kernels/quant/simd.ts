@@ -737,6 +737,8 @@ export function simdScaledCast(x: Float32Array, layout: QuantLayout, scales: Flo
   return run({ kernel: mode === "fp8" ? "q_f8_mul" : "q_f4", group: bits === 4 ? 32 : 16, inBits: 32, outBits: bits, records: recs }, x, y, layout);
 }
 
+let amaxScratch = new Float32Array(0);
+
 /**
  * The largest magnitude of each group of `layout` (NaN for a group holding a NaN; 0 for an
  * all-zero one) into out[0 .. scaleCount): as groupAbsMax(..., true) on float32, by amax32 over
@@ -753,7 +755,8 @@ export function simdAbsMax(x: Float32Array, layout: QuantLayout, out: Float64Arr
   if (!aligned) return false;
   const w = privateInstance();
   if (!w) return false;
-  const per32 = new Float32Array(layout.count / 32);
+  if (amaxScratch.length < layout.count / 32) amaxScratch = new Float32Array(layout.count / 32);
+  const per32 = amaxScratch;
   const src = u8View(x);
   for (let start = 0; start < layout.count; start += CHUNK) {
     const n = Math.min(CHUNK, layout.count - start);
