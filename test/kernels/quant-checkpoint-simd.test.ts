@@ -11,17 +11,9 @@ import assert from "node:assert/strict";
 import { dtype } from "../../src/index.js";
 import { fp8BlockDequantize, fp8QuantizeBand, mxfp4Dequantize, mxfp4Quantize, transposeMatrices } from "../../src/kernels/quant/checkpoint.js";
 import { blockLayout, rowBandLayout } from "../../src/kernels/quant/layout.js";
-import { dequantizeSimd, simdAbsMax, simdScaledCast, useQuantSimd } from "../../src/kernels/quant/simd.js";
+import { dequantizeSimd, simdAbsMax, simdScaledCast } from "../../src/kernels/quant/simd.js";
 import { Rng } from "../support/rng.js";
-
-function scalar<T>(run: () => T): T {
-  useQuantSimd(false);
-  try {
-    return run();
-  } finally {
-    useQuantSimd(true);
-  }
-}
+import { withoutQuantSimd } from "../support/quant-simd.js";
 
 const everyCode = (): Uint8Array => new Uint8Array(new Uint16Array(65536).map((_, i) => i).buffer);
 
@@ -45,7 +37,7 @@ test("FP8 blocks: every bfloat16 and float16 code, one row in blocks of 32 codes
     const x = everyCode();
     for (const format of ["float32", "ue8m0"] as const) {
       const fast = fp8QuantizeBand(x, dtype(t), 1, 65536, 32, format);
-      const slow = scalar(() => fp8QuantizeBand(x, dtype(t), 1, 65536, 32, format));
+      const slow = withoutQuantSimd(() => fp8QuantizeBand(x, dtype(t), 1, 65536, 32, format));
       assert.deepEqual(fast.scaleInv, slow.scaleInv, `${t} ${format} scales`);
       assert.deepEqual(fast.weight, slow.weight, `${t} ${format} weight`);
     }
@@ -63,7 +55,7 @@ test("FP8 blocks of 128 x 128 on float32 weights with NaN, Inf, ties, subnormals
     const x = edgeWeights(rows * cols, seed);
     for (const format of ["float32", "ue8m0"] as const) {
       const fast = fp8QuantizeBand(x, dtype("float32"), rows, cols, 128, format);
-      const slow = scalar(() => fp8QuantizeBand(x, dtype("float32"), rows, cols, 128, format));
+      const slow = withoutQuantSimd(() => fp8QuantizeBand(x, dtype("float32"), rows, cols, 128, format));
       assert.deepEqual(fast.scaleInv, slow.scaleInv, `seed ${seed} ${format} scales`);
       assert.deepEqual(fast.weight, slow.weight, `seed ${seed} ${format} weight`);
     }
@@ -75,7 +67,7 @@ test("FP8 blocks of 128 x 128 on float32 weights with NaN, Inf, ties, subnormals
 test("MXFP4: every bfloat16 and float16 code (blocks of 32 codes), and float32 edges in experts: SIMD equals scalar", () => {
   for (const t of ["bfloat16", "float16"] as const) {
     const fast = mxfp4Quantize(everyCode(), dtype(t), [1, 65536, 1]);
-    const slow = scalar(() => mxfp4Quantize(everyCode(), dtype(t), [1, 65536, 1]));
+    const slow = withoutQuantSimd(() => mxfp4Quantize(everyCode(), dtype(t), [1, 65536, 1]));
     assert.deepEqual(fast.scales, slow.scales, `${t} scales`);
     assert.deepEqual(fast.blocks, slow.blocks, `${t} blocks`);
   }
@@ -83,7 +75,7 @@ test("MXFP4: every bfloat16 and float16 code (blocks of 32 codes), and float32 e
     const shape = [3, 96, 40];
     const x = edgeWeights(3 * 96 * 40, 100 + seed);
     const fast = mxfp4Quantize(x, dtype("float32"), shape);
-    const slow = scalar(() => mxfp4Quantize(x, dtype("float32"), shape));
+    const slow = withoutQuantSimd(() => mxfp4Quantize(x, dtype("float32"), shape));
     assert.deepEqual(fast.scales, slow.scales, `seed ${seed} scales`);
     assert.deepEqual(fast.blocks, slow.blocks, `seed ${seed} blocks`);
   }
@@ -136,10 +128,10 @@ test("the way back with e8m0 scales: every float8e4m3fn code (ue8m0 FP8) and eve
   const mxScales = Uint8Array.from({ length: 4 * 2 * 16 }, (_, i) => [0, 1, 100, 127, 128, 200, 253, 254][i % 8]);
   for (const out of ["float32", "bfloat16", "float16"] as const) {
     const fast = fp8BlockDequantize(q, [rows, 256], scaleCodes, dtype("float8e8m0"), [rows, 8], dtype(out));
-    const slow = scalar(() => fp8BlockDequantize(q, [rows, 256], scaleCodes, dtype("float8e8m0"), [rows, 8], dtype(out)));
+    const slow = withoutQuantSimd(() => fp8BlockDequantize(q, [rows, 256], scaleCodes, dtype("float8e8m0"), [rows, 8], dtype(out)));
     assert.deepEqual(fast, slow, `fp8 ue8m0 -> ${out}`);
     const mFast = mxfp4Dequantize(blocks, [4, 2, 16, 16], mxScales, [4, 2, 16], dtype(out));
-    const mSlow = scalar(() => mxfp4Dequantize(blocks, [4, 2, 16, 16], mxScales, [4, 2, 16], dtype(out)));
+    const mSlow = withoutQuantSimd(() => mxfp4Dequantize(blocks, [4, 2, 16, 16], mxScales, [4, 2, 16], dtype(out)));
     assert.deepEqual(mFast.data, mSlow.data, `mxfp4 -> ${out}`);
   }
   const layout = blockLayout([2, 512], 1, 32);

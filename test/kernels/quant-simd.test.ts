@@ -16,9 +16,10 @@ import {
 } from "../../src/index.js";
 import { dequantizeLinearKernel, quantizeLinearKernel, type DequantizeArgs, type QuantizeArgs } from "../../src/kernels/quant/kernels.js";
 import { axisLayout, blockLayout, tensorLayout, type QuantLayout } from "../../src/kernels/quant/layout.js";
-import { dequantizeSimd, quantSimdInPlace, quantizeSimd, useQuantSimd } from "../../src/kernels/quant/simd.js";
+import { dequantizeSimd, quantSimdInPlace, quantizeSimd } from "../../src/kernels/quant/simd.js";
 import { allocateStorage } from "../../src/tensor.js";
 import { canReleaseStorage } from "../../src/storage-pool.js";
+import { withoutQuantSimd } from "../support/quant-simd.js";
 import type { DType, Storage } from "../../src/dtype/table.js";
 
 const F32 = dtype("float32");
@@ -32,25 +33,10 @@ const bytes = (s: Storage): number[] => {
   return Array.from(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
 };
 
-/** `run()` with the fast paths switched off: the reference kernels' result. */
-function slow<T>(run: () => T): T {
-  useQuantSimd(false);
-  try {
-    return run();
-  } finally {
-    useQuantSimd(true);
-  }
-}
-
 /** The reference's bytes for the same arguments, the fast path switched off. */
 function reference<T extends QuantizeArgs | DequantizeArgs>(a: T, run: (a: T) => void): Storage {
   const y = allocateStorage(a.yType, a.layout.count);
-  useQuantSimd(false);
-  try {
-    run({ ...a, y });
-  } finally {
-    useQuantSimd(true);
-  }
+  withoutQuantSimd(() => run({ ...a, y }));
   return y;
 }
 
@@ -207,14 +193,14 @@ test("quantizeLinearInto / dequantizeLinearInto in an arena run in place, equal 
       out.bytes().fill(0xff); // stale bytes: every one must be overwritten
       assert.ok(quantSimdInPlace(xa.data, out.data), "not in place");
       quantizeLinearInto(xa, scale, zp, out, zp ? {} : opts);
-      const want = slow(() => quantizeLinear(x, scale, zp, zp ? {} : opts));
+      const want = withoutQuantSimd(() => quantizeLinear(x, scale, zp, zp ? {} : opts));
       assert.deepEqual(Array.from(out.bytes()), Array.from(want.bytes()), `${t} e8m0 ${e8m0}`);
       assert.ok(before.bytes().every((b) => b === 0xa5) && after.bytes().every((b) => b === 0x5a), `${t}: bytes outside the output changed`);
       const back = arena.zeros("float32", x.shape);
       const after2 = arena.zeros("uint8", [64]);
       after2.bytes().fill(0x5a);
       dequantizeLinearInto(out, scale, zp, back, { outputDtype: "float32" });
-      assert.deepEqual(Array.from(back.bytes()), Array.from(slow(() => dequantizeLinear(want, scale, zp, { outputDtype: "float32" })).bytes()), `${t} back`);
+      assert.deepEqual(Array.from(back.bytes()), Array.from(withoutQuantSimd(() => dequantizeLinear(want, scale, zp, { outputDtype: "float32" })).bytes()), `${t} back`);
       assert.ok(after2.bytes().every((b) => b === 0x5a), `${t} back: bytes outside the output changed`);
     }
   }
@@ -233,11 +219,11 @@ test("quantizeLinearInto / dequantizeLinearInto in an arena run in place, equal 
       out.bytes().fill(0xff);
       const guard = arena.zeros("uint8", [64]);
       quantizeLinearInto(xa, scale, zp, out, { ...opts, outputDtype: t });
-      const want = slow(() => quantizeLinear(xs, scale, zp, { ...opts, outputDtype: t }));
+      const want = withoutQuantSimd(() => quantizeLinear(xs, scale, zp, { ...opts, outputDtype: t }));
       assert.deepEqual(Array.from(out.bytes()), Array.from(want.bytes()), `${t} ${JSON.stringify(shape)} ${JSON.stringify(opts)}`);
       const back = arena.zeros("float32", shape);
       dequantizeLinearInto(out, scale, zp, back, opts);
-      assert.deepEqual(Array.from(back.bytes()), Array.from(slow(() => dequantizeLinear(want, scale, zp, opts)).bytes()), `${t} back ${JSON.stringify(shape)}`);
+      assert.deepEqual(Array.from(back.bytes()), Array.from(withoutQuantSimd(() => dequantizeLinear(want, scale, zp, opts)).bytes()), `${t} back ${JSON.stringify(shape)}`);
       assert.ok(guard.bytes().every((b) => b === 0), "bytes after the output changed");
     }
   }
@@ -246,7 +232,7 @@ test("quantizeLinearInto / dequantizeLinearInto in an arena run in place, equal 
   const xb = arena.from(x);
   const q = arena.zeros("int8", x.shape);
   quantizeLinearInto(xb, Tensor.fromValues([0.5], "float32", []), undefined, q, { outputDtype: "int8" });
-  assert.deepEqual(Array.from(q.bytes()), Array.from(slow(() => quantizeLinear(x, Tensor.fromValues([0.5], "float32", []), undefined, { outputDtype: "int8" })).bytes()));
+  assert.deepEqual(Array.from(q.bytes()), Array.from(withoutQuantSimd(() => quantizeLinear(x, Tensor.fromValues([0.5], "float32", []), undefined, { outputDtype: "int8" })).bytes()));
 });
 
 test("quantizeLinearInto / dequantizeLinearInto refuse a wrong shape, a type that contradicts the zero point, and aliasing", () => {
