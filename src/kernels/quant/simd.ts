@@ -612,13 +612,25 @@ function scaleValues(s: Storage, t: DType): Float32Array | undefined {
   return v;
 }
 
-/** The zero point of scale g as a number (packed 4-bit zero points: element 0 in the low nibble). */
-function zeroAt(zp: Storage | undefined, t: DType, g: number): number {
-  if (!zp) return 0;
-  const a = zp as Uint8Array | Int8Array;
-  if (t.bits === 8) return a[g];
-  const nibble = ((a[g >> 1] & 0xff) >> (4 * (g & 1))) & 0xf;
-  return t.kind === "int" && nibble >= 8 ? nibble - 16 : nibble;
+let zeroScratch = new Int32Array(1024);
+/**
+ * Every integer zero point as a number (packed 4-bit ones unpacked, element 0 in the low nibble,
+ * int4 sign-extended), in an array reused from call to call; undefined without zero points.
+ */
+function zeroPoints(zp: Storage | undefined, t: DType, count: number): Int32Array | Int8Array | Uint8Array | undefined {
+  if (!zp) return undefined;
+  if (t.bits === 8) return zp as Int8Array | Uint8Array;
+  if (zeroScratch.length < count) zeroScratch = new Int32Array(Math.max(count, 2 * zeroScratch.length));
+  const out = zeroScratch;
+  const bytes = zp as Uint8Array;
+  const signed = t.kind === "int";
+  for (let g = 0; g < count; g += 2) {
+    const b = bytes[g >> 1];
+    // Shifting the nibble to the top of an int32 and back sign-extends it (int4) or not (uint4).
+    out[g] = signed ? (b << 28) >> 28 : b & 0xf;
+    if (g + 1 < count) out[g + 1] = signed ? (b << 24) >> 28 : (b >> 4) & 0xf;
+  }
+  return out;
 }
 
 /** The raw code of float zero point g (float8: a byte; float4: a nibble, element 0 low). */
@@ -650,11 +662,13 @@ const FLOAT_QUANT: Record<string, KernelName> = { float8e4m3fn: "q_f8", float4e2
 function floatRecords(scales: Float32Array, zero: number, nanSign: number | "scale", maxCode: number): Int32Array {
   const r = records(scales.length);
   const scaleWords = new Int32Array(scales.buffer, scales.byteOffset, scales.length);
+  const fixed = nanSign === "scale" ? 0 : nanSign;
+  const fromScale = nanSign === "scale";
   for (let g = 0; g < scales.length; g++) {
     const s = scales[g];
     r.f32[4 * g] = s;
     r.f32[4 * g + 1] = zero;
-    r.i32[4 * g + 2] = nanSign === "scale" ? (s !== s ? scaleWords[g] & SIGN : 0) : nanSign;
+    r.i32[4 * g + 2] = fromScale && s !== s ? scaleWords[g] & SIGN : fixed;
     r.i32[4 * g + 3] = maxCode;
   }
   return r.i32;
@@ -677,9 +691,9 @@ export function quantizeSimd(a: QuantizeArgs): boolean {
     const min = t.min as number;
     const max = t.max as number;
     const r = records(scales.length);
-    const bytes = t.bits === 8 ? (a.zeroPoint as Int8Array | Uint8Array | undefined) : undefined;
+    const zps = zeroPoints(a.zeroPoint, t, scales.length);
     for (let g = 0; g < scales.length; g++) {
-      const zp = bytes ? bytes[g] : zeroAt(a.zeroPoint, t, g);
+      const zp = zps ? zps[g] : 0;
       r.f32[4 * g] = scales[g];
       r.i32[4 * g + 1] = MAGIC - zp;
       r.f32[4 * g + 2] = min - zp;
@@ -715,10 +729,10 @@ export function dequantizeSimd(a: DequantizeArgs): boolean {
   const float = t.kind === "float";
   if (float && zeroPointSign(a.zeroPoint, t, a.layout.scaleCount) !== "+") return false;
   const r = records(scales.length);
-  const bytes = t.bits === 8 && !float ? (a.zeroPoint as Int8Array | Uint8Array | undefined) : undefined;
+  const zps = float ? undefined : zeroPoints(a.zeroPoint, t, scales.length);
   for (let g = 0; g < scales.length; g++) {
     r.f32[4 * g] = scales[g];
-    r.f32[4 * g + 1] = float ? 0 : bytes ? bytes[g] : zeroAt(a.zeroPoint, t, g);
+    r.f32[4 * g + 1] = zps ? zps[g] : 0;
   }
   return run({ kernel, group: t.bits === 4 ? 32 : 16, inBits: t.bits, outBits: 32, records: r.i32 }, a.x, a.y, a.layout);
 }
