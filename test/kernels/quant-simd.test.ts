@@ -269,3 +269,20 @@ test("quantizeLinear reuses a disposed output's memory (no page faults) and stil
   const minus = quantizeLinear(Tensor.fromStorage(new Float32Array(n).fill(-1), "float32", [n]), s, undefined, { outputDtype: "int2" });
   assert.ok(minus.bytes().every((b) => b === 0xff), "int2 -1 is 0b11 in each of four places");
 });
+
+test("a shared arena: quantizeLinearInto / dequantizeLinearInto stream through the private memory (no in-place instance on shared memory) and give the reference's bytes", () => {
+  const arena = createArena(1 << 20, { shared: true });
+  const values = Float32Array.from({ length: 4099 }, (_, i) => (i % 301) / 7 - 21.5);
+  const xa = arena.from(Tensor.fromStorage(values, "float32", [values.length]));
+  const scale = Tensor.fromValues([0.25], "float32", []);
+  for (const t of OUTPUTS) {
+    const out = arena.zeros(t, xa.shape);
+    assert.equal(quantSimdInPlace(xa.data, out.data), false);
+    quantizeLinearInto(xa, scale, undefined, out, { outputDtype: t });
+    const want = withoutQuantSimd(() => quantizeLinear(xa, scale, undefined, { outputDtype: t }));
+    assert.deepEqual(Array.from(out.bytes()), Array.from(want.bytes()), t);
+    const back = arena.zeros("float32", xa.shape);
+    dequantizeLinearInto(out, scale, undefined, back, { outputDtype: "float32" });
+    assert.deepEqual(Array.from(back.bytes()), Array.from(withoutQuantSimd(() => dequantizeLinear(want, scale, undefined, { outputDtype: "float32" })).bytes()), `${t} back`);
+  }
+});
