@@ -48,7 +48,7 @@ import {
   and, extendHighS16, extendHighS8, extendHighU16, extendHighU8, extendLowS16, extendLowS8, extendLowU16, extendLowU8,
   f32x4Add, f32x4ConvertS, f32x4Div, f32x4Mul, f32x4Ne, f32x4Pmax, f32x4Pmin, f32x4Sub, get, i16x8ShrU, i32, i32x4Add,
   i32x4Eq, i32x4ExtractLane, i32x4LtS, i32x4MaxS, i32x4MinS, i32x4Shl, i32x4ShrU, i32x4Sub, i8x16Shl, i8x16ShrS, i8x16ShrU,
-  i32Add, i32Eqz, i32Sub, load, load32Splat, moduleBytes, whileNot, narrowS, narrowS8, narrowU, narrowU8, or, select, set, shuffle, store, storeI32, xor, type Code, type Func,
+  anyTrue, i32Add, i32Eqz, i32Sub, ifElse, load, load32Splat, moduleBytes, whileNot, narrowS, narrowS8, narrowU, narrowU8, or, select, set, shuffle, store, storeI32, xor, type Code, type Func,
 } from "../wasm/encoder.js";
 import type { WasmApi } from "../wasm/index.js";
 import { residentMemoryOf, type WasmMemory } from "../wasm/resident.js";
@@ -95,7 +95,9 @@ const Q = 11;
 const A = 12;
 const B = 13;
 const C = 14;
-const FIRST_CONSTANT = 15;
+/** The float kernels' quotients of one group, four lanes each (up to 8: 32 elements). */
+const QS = 15;
+const FIRST_CONSTANT = 23;
 /** Bytes of one block's record: scale, zero point (or its bits), and two more parameters, 4 bytes each. */
 const RECORD = 16;
 
@@ -199,31 +201,48 @@ function quantize4(k: Locals): Code {
   return loop([store(get(DST), narrowU8(packNibbles(bytes(0), k.c), packNibbles(bytes(64), k.c)))], 128, 16);
 }
 
-/** Four float32 at src + offset -> their minifloat codes in i32 lanes. */
-function floatLanes(f: Minifloat, multiply: boolean, offset: number, c: Locals["c"]): Code {
+/** The quotient (plus the zero) of the four float32 at src + offset. */
+const quotient = (multiply: boolean, offset: number, x: Code = load(get(SRC), offset)): Code =>
+  f32x4Add((multiply ? f32x4Mul : f32x4Div)(x, get(S)), get(Z));
+
+/** The minifloat codes of the non-NaN float32 lanes of local q, in i32 lanes (uses A). */
+function codeOf(f: Minifloat, q: number, c: Locals["c"]): Code {
   const drop = 23 - f.man;
   const emin = 1 - f.bias;
-  const toSign = 32 - f.bits;
   const normal = i32x4Sub(i32x4ShrU(i32x4Add(i32x4Add(get(A), c((1 << (drop - 1)) - 1)), and(i32x4ShrU(get(A), drop), c(1))), drop), c((127 - f.bias) << f.man));
   const subnormalStep = (127 + emin - f.man + 23) << 23; // a float32 whose ulp is the format's smallest subnormal
   const subnormal = i32x4Sub(f32x4Add(get(A), c(subnormalStep)), c(subnormalStep));
   const magnitude = i32x4MinS(select(subnormal, normal, i32x4LtS(get(A), c((127 + emin) << 23))), f.nanMag === undefined ? c((1 << (f.bits - 1)) - 1) : get(MAXC));
-  const code = or(magnitude, i32x4ShrU(and(get(Q), c(SIGN)), toSign));
-  const nanCode = xor(c(f.nanBase), i32x4ShrU(and(select(get(X), get(AN), f32x4Ne(get(X), get(X))), c(SIGN)), toSign));
+  return [...set(A, and(get(q), c(ABS))), ...or(magnitude, i32x4ShrU(and(get(q), c(SIGN)), 32 - f.bits))];
+}
+
+/** Four float32 at src + offset -> their minifloat codes in i32 lanes, NaN lanes included. */
+function floatLanes(f: Minifloat, multiply: boolean, offset: number, c: Locals["c"]): Code {
+  const nanCode = xor(c(f.nanBase), i32x4ShrU(and(select(get(X), get(AN), f32x4Ne(get(X), get(X))), c(SIGN)), 32 - f.bits));
   return [
     ...set(X, load(get(SRC), offset)),
-    ...set(Q, f32x4Add((multiply ? f32x4Mul : f32x4Div)(get(X), get(S)), get(Z))),
-    ...set(A, and(get(Q), c(ABS))),
-    ...select(nanCode, code, f32x4Ne(get(Q), get(Q))),
+    ...set(Q, quotient(multiply, offset, get(X))),
+    ...select(nanCode, codeOf(f, Q, c), f32x4Ne(get(Q), get(Q))),
   ];
 }
 
-/** 16 float32 -> 16 float8 codes, or 32 float32 -> 32 float4 codes (16 bytes), per group. */
+/**
+ * 16 float32 -> 16 float8 codes, or 32 float32 -> 32 float4 codes (16 bytes), per group. The
+ * group's quotients are computed first; only a group with a NaN quotient takes the lanes' NaN
+ * codes (about a third of the operations), the others encode straight from the quotients.
+ */
 function quantizeFloat(k: Locals, f: Minifloat, multiply: boolean): Code {
-  const l = (o: number): Code => floatLanes(f, multiply, o, k.c);
-  const bytes = (o: number): Code => narrowU8(narrowU(l(o), l(o + 16)), narrowU(l(o + 32), l(o + 48)));
-  if (f.bits === 8) return loop([store(get(DST), bytes(0))], 64, 16);
-  return loop([store(get(DST), narrowU8(packNibbles(bytes(0), k.c), packNibbles(bytes(64), k.c)))], 128, 16);
+  const sets = f.bits === 8 ? 4 : 8;
+  const quotients = Array.from({ length: sets }, (_, i) => set(QS + i, quotient(multiply, 16 * i)));
+  let anyNaN = f32x4Ne(get(QS), get(QS));
+  for (let i = 1; i < sets; i++) anyNaN = or(anyNaN, f32x4Ne(get(QS + i), get(QS + i)));
+  const narrow = (lane: (i: number) => Code, first: number): Code =>
+    narrowU8(narrowU(lane(first), lane(first + 1)), narrowU(lane(first + 2), lane(first + 3)));
+  const group = (lane: (i: number) => Code): Code =>
+    f.bits === 8 ? store(get(DST), narrow(lane, 0)) : store(get(DST), narrowU8(packNibbles(narrow(lane, 0), k.c), packNibbles(narrow(lane, 4), k.c)));
+  const fast = group((i) => codeOf(f, QS + i, k.c));
+  const slow = group((i) => floatLanes(f, multiply, 16 * i, k.c));
+  return loop([...quotients, ifElse(anyTrue(anyNaN), slow, fast)], 16 * sets, 16);
 }
 
 const INTERLEAVE_LOW = [0, 1, 2, 3, 4, 5, 6, 7].flatMap((i) => [i, 16 + i]);
