@@ -34,8 +34,9 @@ function edges(s: number): number[] {
 test("the SIMD module validates and is used here; the relaxed build where the engine has relaxed SIMD (Node 22+)", () => {
   assert.ok(quantSimdAvailable(), "no WebAssembly SIMD in this runtime");
   assert.ok(quantModule().length > 100);
-  const major = Number(process.versions.node.split(".")[0]);
-  assert.equal(quantSimdRelaxed(), major >= 22);
+  // In a browser, Bun or Deno (the codec checks) the engine decides; Node's V8 has it from 22 on.
+  const node = (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node;
+  if (node !== undefined && !("Bun" in globalThis) && !("Deno" in globalThis)) assert.equal(quantSimdRelaxed(), Number(node.split(".")[0]) >= 22);
 });
 
 for (const build of ["auto", "plain"] as const) {
