@@ -108,8 +108,12 @@ function tokenizerJson(): unknown {
   };
 }
 
-/** Writes the folder `dir` (config.json, tokenizer.json, tokenizer_config.json, onnx/model.onnx); returns the model's bytes. */
-export function writeTinyBert(dir: string): Uint8Array {
+/**
+ * Writes a model folder `dir` transformers.js loads as a BERT: config.json, tokenizer.json,
+ * tokenizer_config.json and `model` as onnx/model.onnx (any model reading input_ids below VOCAB's
+ * length and writing last_hidden_state).
+ */
+export function writeModelFolder(dir: string, model: Uint8Array): void {
   mkdirSync(join(dir, "onnx"), { recursive: true });
   const config = {
     model_type: "bert", architectures: ["BertModel"], hidden_size: HIDDEN, intermediate_size: INTERMEDIATE, num_attention_heads: 1,
@@ -122,7 +126,10 @@ export function writeTinyBert(dir: string): Uint8Array {
   writeFileSync(join(dir, "config.json"), JSON.stringify(config, null, 2));
   writeFileSync(join(dir, "tokenizer.json"), JSON.stringify(tokenizerJson()));
   writeFileSync(join(dir, "tokenizer_config.json"), JSON.stringify(tokenizerConfig, null, 2));
-  const model = tinyBertModel();
   writeFileSync(join(dir, "onnx", "model.onnx"), model);
-  return model;
+}
+
+/** Writes the tiny BERT's folder `dir` (writeModelFolder with tinyBertModel()). */
+export function writeTinyBert(dir: string): void {
+  writeModelFolder(dir, tinyBertModel());
 }

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { runCli } from "../../support/cli.js";
 import { scratch } from "../../node/helpers.js";
 import { quantizeModel } from "../../../src/onnx/index.js";
-import { GOLDEN, golden, goldenFeeds, readNpy, runModel } from "./golden.js";
+import { GOLDEN, golden, goldenFeeds, readNpy, relativeL2, runModel } from "./golden.js";
 
 const MODES = ["fp16", "q8", "int8", "uint8", "q4", "q4f16", "bnb4"] as const;
 type Mode = (typeof MODES)[number];
@@ -40,16 +40,6 @@ function boundVsFloat32(mode: Mode): number {
   if (mode === "fp16") return 8 * U16;
   if (mode === "q4" || mode === "q4f16" || mode === "bnb4") return 0.35;
   return 0.05;
-}
-
-function relativeL2(got: Float32Array, want: Float32Array): number {
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < want.length; i++) {
-    num += (got[i] - want[i]) ** 2;
-    den += want[i] ** 2;
-  }
-  return Math.sqrt(num / den);
 }
 
 function largestDifference(got: Float32Array, want: ArrayLike<number>): number {
