@@ -7,7 +7,7 @@
  * loaded the same way, are no closer to float32 than ours. Missing locally (no `npm install` since it became a devDependency), the test is skipped
  * with the reason; under CI it fails.
  */
-import { test } from "node:test";
+import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -17,7 +17,19 @@ import { HIDDEN, writeModelFolder, writeTinyBert } from "../support/tiny-bert.js
 import { PbMessage } from "../../src/io/onnx/precision/pb.js";
 import { golden, relativeL2 } from "../io/quantize/golden.js";
 
-type Transformers = typeof import("@huggingface/transformers");
+/**
+ * The part of @huggingface/transformers the tests use, spelled here: the module is imported by a
+ * name TypeScript does not resolve, so the tests build (and skip with the reason) without it.
+ */
+interface Transformers {
+  env: { allowRemoteModels: boolean; allowLocalModels: boolean; localModelPath: string; useBrowserCache: boolean };
+  pipeline(task: "feature-extraction", model: string, options: { dtype: string; device: string }): Promise<FeatureExtractor>;
+}
+interface FeatureExtractor {
+  (texts: string[]): Promise<{ data: unknown; dims: number[] }>;
+  dispose(): Promise<void>;
+}
+const TRANSFORMERS: string = "@huggingface/transformers";
 
 const MODES = ["fp16", "q8", "int8", "uint8", "q4", "q4f16", "bnb4"] as const;
 type Mode = (typeof MODES)[number];
@@ -39,15 +51,19 @@ const U16 = 2 ** -11;
  * - 4-bit (q4, q4f16, bnb4): a block of 32 (q4) or 64 (bnb4) Gaussian weights has amax ~2.1-2.4 RMS
  *   and a step of about amax / 8, an RMS weight error of 2.1 / 8 / sqrt(12) = 7.6% or more: 0.2.
  * A wrong scale, zero point or nibble order gives errors near 1 or above; the measured errors are in
- * docs/quantize.md.
+ * the README ("Make the transformers.js variants").
  */
 const BOUND: Record<Mode, number> = { fp16: 4 * U16, q8: 0.04, int8: 0.04, uint8: 0.04, q4: 0.2, q4f16: 0.2, bnb4: 0.2 };
 
-async function loadTransformers(): Promise<Transformers | string> {
+/** The module, or undefined after skipping `t` with the reason it is missing (under CI: failing). */
+async function loadTransformers(t: TestContext): Promise<Transformers | undefined> {
   try {
-    return await import("@huggingface/transformers");
+    return (await import(TRANSFORMERS)) as Transformers;
   } catch (e) {
-    return `@huggingface/transformers is not installed (${(e as Error).message.split("\n")[0]}); run npm install`;
+    const why = `@huggingface/transformers is not installed (${(e as Error).message.split("\n")[0]}); run npm install`;
+    if (process.env.CI) assert.fail(why);
+    t.skip(why);
+    return undefined;
   }
 }
 
@@ -69,12 +85,8 @@ function featureExtractor({ env, pipeline }: Transformers, root: string, name: s
 }
 
 test("transformers.js loads every variant of quantize DIR through pipeline('feature-extraction', { dtype }), close to float32", async (t) => {
-  const transformers = await loadTransformers();
-  if (typeof transformers === "string") {
-    if (process.env.CI) assert.fail(transformers);
-    t.skip(transformers);
-    return;
-  }
+  const transformers = await loadTransformers(t);
+  if (!transformers) return;
   const root = scratch();
   const dir = join(root, "tiny-bert");
   writeTinyBert(dir);
@@ -125,12 +137,8 @@ function asBert(bytes: Uint8Array): Uint8Array {
 }
 
 test("through transformers.js, our variants of the fixture model are as close to float32 as onnxruntime Python's golden ones", async (t) => {
-  const transformers = await loadTransformers();
-  if (typeof transformers === "string") {
-    if (process.env.CI) assert.fail(transformers);
-    t.skip(transformers);
-    return;
-  }
+  const transformers = await loadTransformers(t);
+  if (!transformers) return;
   // Python's onnxruntime is not needed: its variants of test/fixtures/quantize/model.onnx are golden
   // files. Both folders hold the same model (the fixture, renamed for BertModel); "ours" gets its
   // variants from quantize DIR, "python" the golden files under transformers.js' names.
