@@ -36,7 +36,6 @@ test("the SIMD module validates and is used here (no relaxed SIMD needed: Node 2
   assert.ok(quantModule().length > 100);
 });
 
-
 test("quantize float32 -> int8 / uint8, per tensor: every edge value, with and without zero points, bit for bit the reference", () => {
   for (const s of [1, 0.5, 0.1, 3, 1e-40, 2e-45, -0.25, 1e30, 0, -0, Infinity, NaN]) {
     const x = Tensor.fromValues(edges(Number.isFinite(s) && s !== 0 ? s : 1), "float32");
