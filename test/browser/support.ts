@@ -78,7 +78,7 @@ export const CODEC_TEST_FILES = [
   // The quantization operators: their SIMD paths (relaxed SIMD where the engine has it) and the
   // exact oracle's property tests, in every engine. quantize-exhaustive is left to Node (47 s).
   "test/ops/quantize-simd.test.js", "test/ops/quantize-rules.test.js", "test/ops/quantize-properties.test.js",
-  "test/ops/quantize-dynamic-properties.test.js",
+  "test/ops/quantize-dynamic-properties.test.js", "test/kernels/quant-simd.test.js", "test/kernels/quant-checkpoint-simd.test.js",
 ];
 
 /**

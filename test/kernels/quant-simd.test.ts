@@ -270,7 +270,17 @@ test("quantizeLinear reuses a disposed output's memory (no page faults) and stil
   assert.ok(minus.bytes().every((b) => b === 0xff), "int2 -1 is 0b11 in each of four places");
 });
 
-test("a shared arena: quantizeLinearInto / dequantizeLinearInto stream through the private memory (no in-place instance on shared memory) and give the reference's bytes", () => {
+/** Why a shared arena cannot be made here (a page without cross-origin isolation), or false. */
+function sharedMemoryMissing(): string | false {
+  try {
+    new (globalThis as unknown as { WebAssembly: { Memory: new (d: object) => unknown } }).WebAssembly.Memory({ initial: 1, maximum: 1, shared: true });
+    return typeof SharedArrayBuffer === "function" ? false : "no SharedArrayBuffer here (a page needs cross-origin isolation)";
+  } catch {
+    return "no shared WebAssembly memory here (a page needs cross-origin isolation)";
+  }
+}
+
+test("a shared arena: quantizeLinearInto / dequantizeLinearInto stream through the private memory (no in-place instance on shared memory) and give the reference's bytes", { skip: sharedMemoryMissing() }, () => {
   const arena = createArena(1 << 20, { shared: true });
   const values = Float32Array.from({ length: 4099 }, (_, i) => (i % 301) / 7 - 21.5);
   const xa = arena.from(Tensor.fromStorage(values, "float32", [values.length]));
