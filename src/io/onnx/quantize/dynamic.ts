@@ -25,7 +25,8 @@ import { minMax, ortQuantizeValues, ortScaleZeroPoint, type OrtIntType, type Ort
 import { PbMessage, type PbField } from "../precision/pb.js";
 import { bodiesOf } from "../precision/graph.js";
 import { utf8Bytes } from "../precision/pb.js";
-import { cleanInitializers, insertOrdered, intAttribute, makeNode, nodeLabel, rawTensor, readInitializer } from "./edit.js";
+import { cleanInitializers, initializerHeader, insertOrdered, intAttribute, makeNode, nodeLabel, readInitializer, typeName } from "./edit.js";
+import { IN_MEMORY, type QuantizeStorage } from "./storage.js";
 import { findInitializer } from "./matmul-nbits.js";
 import type { QuantizeReport } from "./report.js";
 
@@ -47,8 +48,8 @@ const FLOAT = 1;
 const LEFT_FLOAT_OPS = new Set(["Attention", "LSTM", "EmbedLayerNormalization"]);
 
 /** Rewrites `model` in place (see the file comment), counting into `report`. */
-export function dynamicPass(model: PbMessage, graph: PbMessage, s: DynamicSettings, report: QuantizeReport): void {
-  new DynamicPass(graph, s, report).run();
+export function dynamicPass(model: PbMessage, graph: PbMessage, s: DynamicSettings, report: QuantizeReport, storage: QuantizeStorage = IN_MEMORY): void {
+  new DynamicPass(graph, s, report, storage).run();
   cleanInitializers(graph);
   for (const [no, value] of [[2, "onnx.quantize"], [3, "0.1.0"]] as const) {
     model.remove(no);
@@ -68,7 +69,7 @@ class DynamicPass {
   private readonly nodeNames = new Set<string>();
   private readonly dql = new Map<string, QValue>();
 
-  constructor(private readonly g: PbMessage, private readonly s: DynamicSettings, private readonly report: QuantizeReport) {}
+  constructor(private readonly g: PbMessage, private readonly s: DynamicSettings, private readonly report: QuantizeReport, private readonly storage: QuantizeStorage) {}
 
   run(): void {
     const nodes = this.g.subs(1, "NodeProto");
@@ -133,7 +134,7 @@ class DynamicPass {
     if (known) return known;
     const found = findInitializer(name, [this.g]);
     if (!found) return `${name} is not an initializer`;
-    const tensor = readInitializer(found.field);
+    const tensor = readInitializer(found.field, this.storage.readExternal);
     if (typeof tensor === "string") return `${name}: ${tensor}`;
     if (tensor.dtype.name !== "float32") return `${name} is ${tensor.dtype.name}; tensorcast quantizes float32 weights`;
     const x = tensor.data as Float32Array;
@@ -162,7 +163,7 @@ class DynamicPass {
     const v: QValue = { q: `${name}_quantized`, scale: `${name}_scale`, zp: `${name}_zero_point` };
     this.addInitializer(typedTensor(v.scale, FLOAT, shape, params.map((p) => p.scale)));
     this.addInitializer(typedTensor(v.zp, ELEM[t], shape, params.map((p) => p.zeroPoint)));
-    this.addInitializer(rawTensor(v.q, ELEM[t], dims, new Uint8Array(out.buffer)));
+    this.addInitializer(this.storage.store(v.q, ELEM[t], dims, new Uint8Array(out.buffer)));
     this.quantized.set(name, v);
     return v;
   }
@@ -192,8 +193,9 @@ class DynamicPass {
     if (inputs.length < 2) return reject("it has fewer than two inputs");
     const w = findInitializer(inputs[1], [this.g]);
     if (!w) return reject(opType === "MatMulInteger" ? "B is not an initializer (MatMulConstBOnly)" : "W is not an initializer");
-    const t = readInitializer(w.field);
-    if (typeof t === "string" || t.dtype.name !== "float32") return reject(typeof t === "string" ? `the weight: ${t}` : `the weight is ${t.dtype.name}`);
+    // The header only: the weight is read once, by quantizeInitializer.
+    const header = initializerHeader(w.field);
+    if (header.dataType !== FLOAT) return reject(`the weight is ${typeName(header.dataType)}`);
     const mark = this.newNodes.length;
     const a = this.activation(inputs[0]);
     if (typeof a === "string") return reject(a);
@@ -216,7 +218,7 @@ class DynamicPass {
     const scaled = hasBias ? `${out}quant_scaled_output` : out;
     this.push(makeNode("Mul", [`${qOut}_cast_output`, `${mulName}:0`], [scaled], qName ? `${name}_output_scale_mul` : "", ""));
     if (hasBias) {
-      const rank = t.shape.length;
+      const rank = header.dims.length;
       const shape = new Array<number>(rank).fill(1);
       shape[1] = -1;
       this.addInitializer(typedTensor(`${out}_bias_reshape_shape`, 7, [rank], shape));

@@ -6,7 +6,7 @@
  * are matMulWeightPass's).
  */
 import { BNB4_QUANT_TYPE, quantizeBnb4, type Bnb4Type } from "../../../kernels/quant/bnb4.js";
-import { float32Bytes, intAttribute, rawTensor } from "./edit.js";
+import { float32Bytes, intAttribute } from "./edit.js";
 import type { WeightRule } from "./matmul-nbits.js";
 
 /** MatMulBnb4Quantizer's rule for blocks of `blockSize` of type `type`. */
@@ -14,14 +14,14 @@ export function bnb4Rule(blockSize: number, type: Bnb4Type): WeightRule {
   return {
     opType: "MatMulBnb4",
     nameSuffix: "_Bnb4",
-    quantize(t, b) {
+    quantize(t, b, store) {
       const [k, n] = t.shape;
       const w = t.data as Float32Array;
       const transposed = new Float32Array(k * n);
       for (let r = 0; r < k; r++) for (let c = 0; c < n; c++) transposed[c * k + r] = w[r * n + c];
       const q = quantizeBnb4(transposed, blockSize, type);
       return {
-        tensors: [rawTensor(`${b}_Bnb4`, 2, [q.packed.length], q.packed), rawTensor(`${b}_absmax`, 1, [q.absmax.length], float32Bytes(q.absmax))],
+        tensors: [store(`${b}_Bnb4`, 2, [q.packed.length], q.packed), store(`${b}_absmax`, 1, [q.absmax.length], float32Bytes(q.absmax))],
         attributes: [intAttribute("K", k), intAttribute("N", n), intAttribute("block_size", blockSize), intAttribute("quant_type", BNB4_QUANT_TYPE[type])],
       };
     },

@@ -10,8 +10,10 @@ import { mlasQuantize4 } from "../../../kernels/quant/mlas-blockwise.js";
 import type { PbField, PbMessage } from "../precision/pb.js";
 import type { Tensor } from "../../../tensor.js";
 import { bodiesOf } from "../precision/graph.js";
-import { cleanInitializers, float32Bytes, insertOrdered, intAttribute, makeNode, nodeLabel, readInitializer, rawTensor, setOpsetImport } from "./edit.js";
+import { initializerHeader, typeName } from "./edit.js";
+import { cleanInitializers, float32Bytes, insertOrdered, intAttribute, makeNode, nodeLabel, readInitializer, setOpsetImport } from "./edit.js";
 import type { QuantizeReport } from "./report.js";
+import { IN_MEMORY, type QuantizeStorage } from "./storage.js";
 
 /** The q4 settings. */
 export interface NBitsSettings {
@@ -31,7 +33,7 @@ const FLOAT = 1;
 export interface WeightRule {
   readonly opType: string;
   readonly nameSuffix: string;
-  quantize(b: Tensor, name: string): { tensors: PbMessage[]; attributes: PbMessage[] } | string;
+  quantize(b: Tensor, name: string, store: QuantizeStorage["store"]): { tensors: PbMessage[]; attributes: PbMessage[] } | string;
 }
 
 /** MatMulNBitsQuantizer's rule (see the file comment). */
@@ -39,15 +41,15 @@ export function nBitsRule(s: NBitsSettings): WeightRule {
   return {
     opType: "MatMulNBits",
     nameSuffix: "_Q4",
-    quantize(t, b) {
+    quantize(t, b, store) {
       const [k, n] = t.shape;
       const w = mlasQuantize4(t.data as Float32Array, k, n, s.blockSize, s.symmetric);
       const blocks = Math.ceil(k / s.blockSize);
       const tensors = [
-        rawTensor(`${b}_Q4`, UINT8, [n, blocks, s.blockSize / 2], w.packed),
-        rawTensor(`${b}_scales`, FLOAT, [n, blocks], float32Bytes(w.scales)),
+        store(`${b}_Q4`, UINT8, [n, blocks, s.blockSize / 2], w.packed),
+        store(`${b}_scales`, FLOAT, [n, blocks], float32Bytes(w.scales)),
       ];
-      if (w.zeroPoints) tensors.push(rawTensor(`${b}_zero_points`, UINT8, [n, Math.ceil(blocks / 2)], w.zeroPoints));
+      if (w.zeroPoints) tensors.push(store(`${b}_zero_points`, UINT8, [n, Math.ceil(blocks / 2)], w.zeroPoints));
       const attributes = [intAttribute("K", k), intAttribute("N", n), intAttribute("bits", 4), intAttribute("block_size", s.blockSize)];
       if (s.accuracyLevel) attributes.push(intAttribute("accuracy_level", s.accuracyLevel));
       return { tensors, attributes };
@@ -61,7 +63,7 @@ export function nBitsRule(s: NBitsSettings): WeightRule {
  * initializers are appended to the graph holding B, B's graph input (if any) is dropped, and every
  * initializer no node reads any more is removed. A B read by several MatMuls is quantized once.
  */
-export function matMulWeightPass(model: PbMessage, graph: PbMessage, rule: WeightRule, report: QuantizeReport): void {
+export function matMulWeightPass(model: PbMessage, graph: PbMessage, rule: WeightRule, report: QuantizeReport, storage: QuantizeStorage = IN_MEMORY): void {
   setOpsetImport(model, "com.microsoft", 1);
   const done = new Map<PbField, Made>();
   const walk = (g: PbMessage, stack: PbMessage[]): void => {
@@ -70,7 +72,7 @@ export function matMulWeightPass(model: PbMessage, graph: PbMessage, rule: Weigh
       const node = g.message(f, "NodeProto");
       for (const body of bodiesOf(node)) walk(body, [...stack, body]);
       if (node.string(4) !== "MatMul" || !isDefaultDomain(node.string(7))) continue;
-      const q = quantizeMatMul(node, stack, rule, done);
+      const q = quantizeMatMul(node, stack, rule, done, storage);
       if (typeof q === "string") report.left.push({ node: nodeLabel(node), opType: "MatMul", reason: q });
       else {
         f.msg = q;
@@ -107,17 +109,19 @@ interface Made {
   readonly attributes: readonly PbMessage[];
 }
 
-function quantizeMatMul(node: PbMessage, stack: readonly PbMessage[], rule: WeightRule, done: Map<PbField, Made>): PbMessage | string {
+function quantizeMatMul(node: PbMessage, stack: readonly PbMessage[], rule: WeightRule, done: Map<PbField, Made>, storage: QuantizeStorage): PbMessage | string {
   const inputs = node.strings(1);
   const found = inputs.length === 2 ? findInitializer(inputs[1], stack) : undefined;
   if (!found) return "B is not an initializer";
   let made = done.get(found.field);
   if (!made) {
-    const t = readInitializer(found.field);
+    // The header first: a weight that cannot be quantized is never read.
+    const { dataType, dims } = initializerHeader(found.field);
+    if (dims.length !== 2) return `B is ${dims.length}-D, not 2-D`;
+    if (dataType !== FLOAT) return `B is ${typeName(dataType)}; tensorcast quantizes float32 weights`;
+    const t = readInitializer(found.field, storage.readExternal);
     if (typeof t === "string") return `B: ${t}`;
-    if (t.shape.length !== 2) return `B is ${t.shape.length}-D, not 2-D`;
-    if (t.dtype.name !== "float32") return `B is ${t.dtype.name}; tensorcast quantizes float32 weights`;
-    const q = rule.quantize(t, inputs[1]);
+    const q = rule.quantize(t, inputs[1], storage.store);
     if (typeof q === "string") return q;
     dropGraphInput(found.graph, inputs[1]);
     for (const a of q.tensors) insertOrdered(found.graph, { no: 5, wire: 2, data: new Uint8Array(0), msg: a });

@@ -19,7 +19,7 @@ const FLOAT = 1;
 const FLOAT16 = 10;
 
 /** Makes every MatMulNBits of a float16-converted model compute in float16 (see the file comment); returns how many. */
-export function matMulNBitsToFloat16(bytes: Uint8Array, opset: number): { bytes: Uint8Array; count: number } {
+export function matMulNBitsToFloat16(bytes: Uint8Array, opset: number, readExternal?: (t: PbMessage) => Uint8Array | string): { bytes: Uint8Array; count: number } {
   const model = PbMessage.parse(bytes, "ModelProto");
   const graph = model.sub(7, "GraphProto")!;
   const names = new UniqueNames(graph);
@@ -41,7 +41,7 @@ export function matMulNBitsToFloat16(bytes: Uint8Array, opset: number): { bytes:
       }
       const inputs = n.strings(1);
       const scales = findInitializer(inputs[2], stack);
-      const t = scales ? readInitializer(scales.field) : "missing";
+      const t = scales ? readInitializer(scales.field, readExternal) : "missing";
       if (typeof t === "string" || t.dtype.name !== "float32") {
         out.push(f);
         continue;
