@@ -17,7 +17,8 @@ export interface Weight {
   readonly bytes: Uint8Array | ((write: (chunk: Uint8Array) => void) => void);
 }
 
-const valueInfo = (name: string, elem: number, dims: readonly (number | string)[]): W => {
+/** A ValueInfoProto of a tensor type: elem_type and dims (numbers, or names of symbolic dims). */
+export const valueInfo = (name: string, elem: number, dims: readonly (number | string)[]): W => {
   const shape = new W();
   for (const d of dims) shape.len(1, typeof d === "number" ? new W().int(1, d) : new W().len(2, d));
   return new W().len(1, name).len(2, new W().len(1, new W().int(1, elem).len(2, shape)));
