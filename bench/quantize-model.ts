@@ -13,11 +13,11 @@
  * Needs `npm run build` (the CLI runs from dist/) and about 3.5 GiB of disk.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, statfsSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, statfsSync, statSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { node, valueInfo, weightModel, type Weight } from "../test/node/quantize-model-streamed.js";
+import { writeChain } from "../test/node/quantize-model-streamed.js";
 
 const CLI = fileURLToPath(new URL("../../bin/tensorcast.js", import.meta.url));
 const MiB = 2 ** 20;
@@ -41,41 +41,6 @@ function timed(argv: string[]): Timed {
   const r = spawnSync("/usr/bin/time", ["-f", "TIME %e %M", ...argv], { encoding: "utf8", maxBuffer: 64 * MiB });
   const m = /TIME ([\d.]+) (\d+)\s*$/.exec(r.stderr);
   return { seconds: m ? Number(m[1]) : NaN, peakMiB: m ? Number(m[2]) / 1024 : NaN, status: r.status, stderr: r.stderr };
-}
-
-/**
- * A float32 weight [k, n] whose values look like a trained layer's (about N(0, 0.02), a few larger),
- * different in every row, generated a block of rows at a time.
- */
-function weight(name: string, k: number, n: number, external: boolean, seed: number): Weight {
-  return {
-    name, dims: [k, n], external,
-    bytes: (write) => {
-      const rows = Math.max(1, Math.floor((4 * MiB) / (4 * n)));
-      const chunk = new Float32Array(rows * n);
-      let s = seed >>> 0;
-      for (let r = 0; r < k; r += rows) {
-        const m = Math.min(rows, k - r);
-        for (let i = 0; i < m * n; i++) {
-          s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-          // The sum of two uniforms: a triangular bump, scaled to a layer's spread.
-          const u = (s & 0xffff) / 65536 + (s >>> 16) / 65536 - 1;
-          chunk[i] = u * 0.035 * (i % 997 === 0 ? 8 : 1);
-        }
-        write(new Uint8Array(chunk.buffer, 0, 4 * m * n));
-      }
-    },
-  };
-}
-
-/** A chain of MatMuls x -> h0 -> h1 ... over `shapes`; external weights go to DIR/NAME.data. */
-function writeChain(dir: string, name: string, shapes: readonly (readonly [number, number])[], external: boolean): string {
-  const weights = shapes.map(([k, n], l) => weight(`w${l}`, k, n, external, 17 + l));
-  const nodes = shapes.map((_, l) => node("MatMul", [l === 0 ? "x" : `h${l - 1}`, `w${l}`], [`h${l}`], `mm${l}`));
-  const path = join(dir, `${name}.onnx`);
-  const io = [[valueInfo("x", 1, ["n", shapes[0][0]])], [valueInfo(`h${shapes.length - 1}`, 1, ["n", shapes[shapes.length - 1][1]])]];
-  writeFileSync(path, weightModel(nodes, weights, io[0], io[1], { dir, dataName: `${name}.data`, inline: !external }));
-  return path;
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
