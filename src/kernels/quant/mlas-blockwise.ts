@@ -6,7 +6,8 @@
  * operators' rules in src/kernels/quant/scales.ts, so it lives here once:
  *
  * - a block is `blockSize` consecutive rows (K) of one column (N) of the row-major [K, N] weight;
- *   its range is the float32 min / max of its elements (NaN skipped, as `v < min` skips it);
+ *   its range is the float32 min / max of its elements, starting from FLT_MAX / -FLT_MAX (NaN
+ *   skipped, as `v < min` skips it; a block of only NaN has min FLT_MAX, max -FLT_MAX);
  * - symmetric (`range2scale`): m = the one of min / max with the larger magnitude (min on a tie),
  *   scale = -m / 8, codes centred on 8 (the larger half maps to [0, 8]);
  * - asymmetric (`range2scalezp`): the range widened to include 0, scale = (max - min) / 15 in
@@ -62,9 +63,10 @@ export function mlasQuantize4(w: Float32Array, K: number, N: number, blockSize: 
   for (let b = 0; b < blocks; b++) {
     const r0 = b * blockSize;
     const r1 = Math.min(r0 + blockSize, K);
-    // NaN skipped (`v < min` is false); a block of only NaN keeps +Inf / -Inf.
-    mins.fill(Infinity);
-    maxs.fill(-Infinity);
+    // MLAS starts from min = FLT_MAX, max = -FLT_MAX and skips NaN (`v < min` is false): a block
+    // of only NaN keeps those, and an infinity replaces them.
+    mins.fill(F32_MAX);
+    maxs.fill(-F32_MAX);
     for (let r = r0; r < r1; r++) {
       const row = r * N;
       for (let j = 0; j < N; j++) {
@@ -74,9 +76,8 @@ export function mlasQuantize4(w: Float32Array, K: number, N: number, blockSize: 
       }
     }
     for (let j = 0; j < N; j++) {
-      // MLAS starts from -/+FLT_MAX: an infinite bound becomes the largest float32.
-      const lo = Math.max(mins[j], -F32_MAX);
-      const hi = Math.min(maxs[j], F32_MAX);
+      const lo = mins[j];
+      const hi = maxs[j];
       let scale: number;
       // A task's zero points start at 8 (kMid), which symmetric blocks keep.
       let zp = 8;

@@ -37,9 +37,9 @@ function referenceQuantize4(w: Float32Array, K: number, N: number, blockSize: nu
       for (let p = 0; p < 2; p++) {
         const b = r / blockSize + p;
         if (b >= blocks) break;
-        // groupMinMax leaves +/-Inf for an all-NaN block; MLAS starts from -/+FLT_MAX.
-        const lo = Math.max(mins[b * N + j], -F32_MAX);
-        const hi = Math.min(maxs[b * N + j], F32_MAX);
+        // groupMinMax leaves +Inf / -Inf for an all-NaN block; MLAS starts from FLT_MAX / -FLT_MAX.
+        const lo = Math.min(mins[b * N + j], F32_MAX);
+        const hi = Math.max(maxs[b * N + j], -F32_MAX);
         if (symmetric) scales[j * blocks + b] = symmetricScale4(lo, hi);
         else {
           const { scale, zeroPoint } = asymmetricParams4(lo, hi);
@@ -119,6 +119,27 @@ test("mlasQuantize4 (a block of rows at a time) equals the column-by-column rule
     }
   }
   assert.equal(cases, 96);
+});
+
+test("mlasQuantize4: a block's range starts from FLT_MAX / -FLT_MAX, as MLAS's quantizeAndTranspose does", () => {
+  const f32 = (x: number): number => Math.fround(x);
+  // Column 0: all NaN -> min FLT_MAX, max -FLT_MAX, m = min (equal magnitudes) -> scale -FLT_MAX / 8.
+  // Column 1: +Inf and 1 -> max +Inf -> scale -Inf, reciprocal -0: 1 * -0 + 8 = 8, Inf * -0 = NaN -> 0.
+  // Column 2: -Inf and 1 -> m = -Inf -> scale +Inf, reciprocal 0: every code 8 but NaN's.
+  const w = new Float32Array(16 * 3);
+  for (let r = 0; r < 16; r++) {
+    w[r * 3] = NaN;
+    w[r * 3 + 1] = r === 0 ? Infinity : 1;
+    w[r * 3 + 2] = r === 0 ? -Infinity : 1;
+  }
+  const q = mlasQuantize4(w, 16, 3, 16, true);
+  assert.deepEqual(Array.from(q.scales), [f32(-3.4028234663852886e38 / 8), -Infinity, Infinity]);
+  assert.deepEqual(Array.from(q.packed.subarray(8, 10)), [0x80, 0x88]);
+  assert.deepEqual(Array.from(q.packed.subarray(16, 18)), [0x80, 0x88]);
+  // Asymmetric, the all-NaN column: the range widened to 0 gives scale 0 and zero point 0.
+  const a = mlasQuantize4(w, 16, 3, 16, false);
+  assert.equal(a.scales[0], 0);
+  assert.equal(a.zeroPoints![0] & 0xf, 0);
 });
 
 test("ortQuantizeValues' float32 loop equals its element-by-element rule; minMax too", () => {
