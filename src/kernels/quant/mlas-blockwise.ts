@@ -18,6 +18,10 @@
  *   byte, the lower row in the low nibble; scales [N, blocks]; zero points [N, ceil(blocks / 2)]
  *   bytes, the even block in the low nibble.
  *
+ * - a float16 weight (MLAS's MLFloat16 instantiation): the same in float32 (float16 values are
+ *   exact there), but each scale is stored as float16 (nearest even) and the codes use the stored
+ *   scale's reciprocal, while an asymmetric zero point comes from the float32 scale.
+ *
  * MLAS quantizes in thread tasks of two blocks of one column; two details of that show in the
  * bytes and are kept: a task's zero points start at 8 (kMid), so when the number of blocks is odd
  * the unused high nibble of a column's last zero-point byte is 8, not 0; and for an odd K the
@@ -25,11 +29,14 @@
  * same task (the pair buffer `vi` is not cleared between pairs), 0 when the task holds one row.
  */
 
+import { dtype } from "../../dtype/table.js";
+import { convert } from "../convert.js";
+
 /** The three tensors of a MatMulNBits weight. */
 export interface Blockwise4 {
   /** [N, blocks, blockSize / 2] bytes. */
   readonly packed: Uint8Array;
-  /** [N, blocks] float32 scales. */
+  /** [N, blocks] scales: float32 values (float16 ones for scaleType "float16"). */
   readonly scales: Float32Array;
   /** [N, ceil(blocks / 2)] bytes of two 4-bit zero points; undefined when symmetric. */
   readonly zeroPoints?: Uint8Array;
@@ -44,7 +51,7 @@ export function roundHalfAway(v: number): number {
  * MLAS's blockwise 4-bit quantization of a row-major float32 [K, N] weight (see the file comment).
  * @example mlasQuantize4(new Float32Array(32), 32, 1, 32, true).scales  // Float32Array [0] (and every code 8)
  */
-export function mlasQuantize4(w: Float32Array, K: number, N: number, blockSize: number, symmetric: boolean): Blockwise4 {
+export function mlasQuantize4(w: Float32Array, K: number, N: number, blockSize: number, symmetric: boolean, scaleType: "float32" | "float16" = "float32"): Blockwise4 {
   const blocks = Math.ceil(K / blockSize);
   const qRows = blocks * (blockSize / 2);
   const packed = new Uint8Array(N * qRows);
@@ -60,6 +67,8 @@ export function mlasQuantize4(w: Float32Array, K: number, N: number, blockSize: 
   const reciprocals = new Float32Array(N);
   const zps = new Uint8Array(N);
   const taskZp = new Uint8Array(N);
+  const blockScales = new Float32Array(N);
+  const halfScales = scaleType === "float16" ? new Uint16Array(N) : undefined;
   for (let b = 0; b < blocks; b++) {
     const r0 = b * blockSize;
     const r1 = Math.min(r0 + blockSize, K);
@@ -87,9 +96,19 @@ export function mlasQuantize4(w: Float32Array, K: number, N: number, blockSize: 
         scale = p.scale;
         zp = p.zeroPoint;
       }
+      blockScales[j] = scale;
+      zps[j] = zp;
+    }
+    // A float16 weight's scales are stored as float16 (MLFloat16(scale_f), nearest even), and the
+    // codes divide by the stored scale; the zero point came from the float one.
+    if (halfScales) {
+      convert(blockScales, F32, halfScales, F16, N, CAST);
+      convert(halfScales, F16, blockScales, F32, N, CAST);
+    }
+    for (let j = 0; j < N; j++) {
+      const scale = blockScales[j];
       scales[j * blocks + b] = scale;
       reciprocals[j] = scale !== 0 ? Math.fround(1 / scale) : 0;
-      zps[j] = zp;
     }
     if (zeroPoints) {
       // Two blocks per byte, the even one low; an odd last block leaves the high nibble at 8.
@@ -132,6 +151,9 @@ function code4(v: number): number {
 }
 
 const F32_MAX = 3.4028234663852886e38;
+const F32 = dtype("float32");
+const F16 = dtype("float16");
+const CAST = { saturate: false, roundMode: "up" } as const;
 
 /** MLAS range2scale for 4 bits: -m / 8, m the bound of larger magnitude. */
 function symmetricScale4(min: number, max: number): number {

@@ -14,6 +14,7 @@ export function bnb4Rule(blockSize: number, type: Bnb4Type): WeightRule {
   return {
     opType: "MatMulBnb4",
     nameSuffix: "_Bnb4",
+    acceptsFloat16: false,
     quantize(t, b, store) {
       const [k, n] = t.shape;
       const w = t.data as Float32Array;

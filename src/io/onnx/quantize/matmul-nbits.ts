@@ -1,7 +1,7 @@
 /**
  * The weight-only variants q4 and bnb4. q4 as onnxruntime's MatMulNBitsQuantizer
  * (DefaultWeightOnlyQuantizer, QOperator format) makes it: every MatMul whose B is a 2-D float32 initializer of its graph or an enclosing
- * one becomes a com.microsoft MatMulNBits reading `B_Q4` [N, blocks, blockSize / 2], `B_scales`
+ * one (or float16: its scales are float16 then, as MLAS's MLFloat16 quantizer makes them) becomes a com.microsoft MatMulNBits reading `B_Q4` [N, blocks, blockSize / 2], `B_scales`
  * [N, blocks] and, asymmetric, `B_zero_points`; the new initializers are appended to the graph
  * holding B, B's graph input (if any) is dropped, "com.microsoft" is imported at version 1, and
  * every initializer no node reads any more is removed (its clean_initializers).
@@ -10,6 +10,8 @@ import { mlasQuantize4 } from "../../../kernels/quant/mlas-blockwise.js";
 import type { PbField, PbMessage } from "../precision/pb.js";
 import type { Tensor } from "../../../tensor.js";
 import { bodiesOf } from "../precision/graph.js";
+import { dtype } from "../../../dtype/table.js";
+import { convert } from "../../../kernels/convert.js";
 import { initializerHeader, typeName } from "./edit.js";
 import { cleanInitializers, float32Bytes, insertOrdered, intAttribute, makeNode, nodeLabel, readInitializer, setOpsetImport } from "./edit.js";
 import type { QuantizeReport } from "./report.js";
@@ -25,6 +27,21 @@ export interface NBitsSettings {
 
 const UINT8 = 2;
 const FLOAT = 1;
+const FLOAT16 = 10;
+
+/** A float16 tensor's values as float32 (exact). */
+function float32Values(t: Tensor): Float32Array {
+  const out = new Float32Array(t.size);
+  convert(t.data, t.dtype, out, dtype("float32"), t.size, { saturate: false, roundMode: "up" });
+  return out;
+}
+
+/** Little-endian float16 bytes of float32 values that are float16 values. */
+function float16Bytes(values: Float32Array): Uint8Array {
+  const out = new Uint16Array(values.length);
+  convert(values, dtype("float32"), out, dtype("float16"), values.length, { saturate: false, roundMode: "up" });
+  return new Uint8Array(out.buffer);
+}
 
 /**
  * How one weight-only quantizer rewrites a MatMul: the operator, the suffix its node name gets,
@@ -33,6 +50,8 @@ const FLOAT = 1;
 export interface WeightRule {
   readonly opType: string;
   readonly nameSuffix: string;
+  /** B may be float16 as well as float32. */
+  readonly acceptsFloat16: boolean;
   quantize(b: Tensor, name: string, store: QuantizeStorage["store"]): { tensors: PbMessage[]; attributes: PbMessage[] } | string;
 }
 
@@ -41,13 +60,16 @@ export function nBitsRule(s: NBitsSettings): WeightRule {
   return {
     opType: "MatMulNBits",
     nameSuffix: "_Q4",
+    acceptsFloat16: true,
     quantize(t, b, store) {
       const [k, n] = t.shape;
-      const w = mlasQuantize4(t.data as Float32Array, k, n, s.blockSize, s.symmetric);
+      // A float16 B keeps float16 scales (MatMulNBitsQuantizer makes them in B's type).
+      const half = t.dtype.name === "float16";
+      const w = mlasQuantize4(half ? float32Values(t) : (t.data as Float32Array), k, n, s.blockSize, s.symmetric, half ? "float16" : "float32");
       const blocks = Math.ceil(k / s.blockSize);
       const tensors = [
         store(`${b}_Q4`, UINT8, [n, blocks, s.blockSize / 2], w.packed),
-        store(`${b}_scales`, FLOAT, [n, blocks], float32Bytes(w.scales)),
+        half ? store(`${b}_scales`, FLOAT16, [n, blocks], float16Bytes(w.scales)) : store(`${b}_scales`, FLOAT, [n, blocks], float32Bytes(w.scales)),
       ];
       if (w.zeroPoints) tensors.push(store(`${b}_zero_points`, UINT8, [n, Math.ceil(blocks / 2)], w.zeroPoints));
       const attributes = [intAttribute("K", k), intAttribute("N", n), intAttribute("bits", 4), intAttribute("block_size", s.blockSize)];
@@ -118,7 +140,7 @@ function quantizeMatMul(node: PbMessage, stack: readonly PbMessage[], rule: Weig
     // The header first: a weight that cannot be quantized is never read.
     const { dataType, dims } = initializerHeader(found.field);
     if (dims.length !== 2) return `B is ${dims.length}-D, not 2-D`;
-    if (dataType !== FLOAT) return `B is ${typeName(dataType)}; tensorcast quantizes float32 weights`;
+    if (dataType !== FLOAT && !(rule.acceptsFloat16 && dataType === FLOAT16)) return `B is ${typeName(dataType)}; tensorcast quantizes ${rule.acceptsFloat16 ? "float32 and float16" : "float32"} weights`;
     const t = readInitializer(found.field, storage.readExternal);
     if (typeof t === "string") return `B: ${t}`;
     const q = rule.quantize(t, inputs[1], storage.store);
