@@ -125,7 +125,7 @@ export function quantizeModelWith(bytes: Uint8Array, opts: QuantizeOptions, stor
   let out = model.encode(bytes.length + 4096);
   if (mode === "q4f16") {
     const half = convertModelPrecision(out, { to: "float16", keepIoTypes: true, external: storage.external });
-    out = matMulNBitsToFloat16(half.bytes, half.opsetAfter, storage.readExternal).bytes;
+    out = matMulNBitsToFloat16(half.bytes, half.opsetAfter, storage.readExternal, half.widenedHalf).bytes;
   }
   return { bytes: out, mode, quantized: report.quantized, left: report.left };
 }
