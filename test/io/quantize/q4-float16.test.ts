@@ -6,11 +6,11 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import * as ort from "onnxruntime-node";
 import { quantizeModel } from "../../../src/onnx/index.js";
 import { PbMessage } from "../../../src/io/onnx/precision/pb.js";
 import { W } from "../../support/protobuf.js";
 import { runModel } from "./golden.js";
+import { float16Feed, ortData } from "../../support/ort.js";
 
 /** y = a @ w, a float16 [1, K], w the float16 initializer [K, N] of `bits`. */
 function float16Model(bits: readonly number[], K: number, N: number): Uint8Array {
@@ -49,8 +49,8 @@ test("q4 of a float16 B: float16 scales, codes from the stored scale, the zero p
   // (15 + 11) * 1.0009765625 = 26.025390625, which float16 rounds to 26.03125 (0x4E82).
   const a = new Uint16Array(16);
   a[0] = a[1] = F16["1"];
-  const y = await runModel(r.bytes, { a: new ort.Tensor("float16", a, [1, 16]) });
-  assert.deepEqual(Array.from(y.data as Uint16Array), [0x4E82]);
+  const y = await runModel(r.bytes, { a: float16Feed(a, [1, 16]) });
+  assert.deepEqual(Array.from(ortData(y) as Uint16Array), [0x4E82]);
 });
 
 test("q4 of a float16 B, symmetric block 32: scale -m / 8 is a float16 value itself; bnb4 leaves float16 B float", () => {
