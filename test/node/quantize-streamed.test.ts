@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { pathToFileURL } from "node:url";
@@ -13,6 +13,23 @@ import { quantizeModel, type QuantizeOptions } from "../../src/io/onnx/quantize/
 import { quantizeModelFile } from "../../src/node/quantize/model-file.js";
 import { assertSameBytes } from "../io/quantize/golden.js";
 import { scratch } from "./helpers.js";
+import { openTensorFile } from "../../src/node/io/reader.js";
+import type { OnnxFileTensor } from "../../src/node/io/onnx.js";
+
+/** Every initializer of a model file as read back: name, type, where (side file @ offset, or ""), bytes. */
+async function readBack(path: string): Promise<[string, string, string, Uint8Array][]> {
+  const f = await openTensorFile(path);
+  try {
+    const rows: [string, string, string, Uint8Array][] = [];
+    for (const t of f.tensors) {
+      const x = (t as OnnxFileTensor).external;
+      rows.push([t.name, t.dtype.name, x ? `${x.location}@${x.offset}` : "", await t.read(0, t.size)]);
+    }
+    return rows;
+  } finally {
+    await f.close();
+  }
+}
 import { streamedModel, writeStreamedModel } from "./quantize-model-streamed.js";
 
 const CASES: QuantizeOptions[] = [
@@ -40,6 +57,22 @@ describe("quantizeModelFile: streamed, equal to quantizeModel in memory", () => 
   }
 
   it("no spill or temporary file is left beside OUT", () => {
+    assert.deepEqual(readdirSync(dir).filter((n) => n.startsWith(".")), []);
+  });
+
+  it("with externalData, OUT's initializers of 1 KiB or more go to its own side file, read back equal to the inline result", async () => {
+    for (const opts of [{ mode: "q4" }, { mode: "int8", perChannel: true }, { mode: "q4f16" }] as QuantizeOptions[]) {
+      const out = join(dir, `ext-${opts.mode}.onnx`);
+      const r = await quantizeModelFile(input, out, { ...opts, externalData: `ext-${opts.mode}.data`, force: true });
+      assert.equal(r.externalData, join(dir, `ext-${opts.mode}.data`));
+      const inline = join(dir, `inline-${opts.mode}.onnx`);
+      writeFileSync(inline, quantizeModel(streamedModel(undefined, true), opts).bytes);
+      const [a, b] = [await readBack(out), await readBack(inline)];
+      assert.deepEqual(a.map(([name, type, , bytes]) => [name, type, bytes]), b.map(([name, type, , bytes]) => [name, type, bytes]));
+      const external = a.filter(([, , where]) => where !== "");
+      assert.ok(external.length > 0 && external.every(([, , where, bytes]) => where.startsWith(`ext-${opts.mode}.data@`) && bytes.length >= 1024), JSON.stringify(external.map((x) => x.slice(0, 3))));
+    }
+    await assert.rejects(quantizeModelFile(input, join(dir, "ext-x.onnx"), { mode: "q4", externalData: "model.data", force: true }), { code: "OUTPUT_IS_INPUT" });
     assert.deepEqual(readdirSync(dir).filter((n) => n.startsWith(".")), []);
   });
 

@@ -11,11 +11,18 @@ import { basename, join } from "node:path";
 import { TensorcastError } from "../../index.js";
 import { QUANTIZE_MODES, type LeftFloat, type QuantizeMode, type QuantizeOptions } from "../../io/onnx/quantize/model.js";
 import { checkOutput } from "../io/file.js";
+import { sideFilePath } from "../io/external-data.js";
 import { quantizeStreamed } from "./streamed.js";
 
 /** What quantizeModelFile does: quantizeModel's options, and `force` to replace an existing OUT. */
 export interface QuantizeFileOptions extends QuantizeOptions {
   force?: boolean;
+  /**
+   * OUT's side file, relative to OUT's folder: every initializer of 1024 bytes or more is written
+   * there (as `convert --external-data`). Default: inline, unless OUT would pass 2 GiB; then
+   * `<OUT>.data`. IN's own files are never written to.
+   */
+  externalData?: string;
 }
 
 /**
@@ -50,8 +57,14 @@ export async function quantizeModelFile(input: string, output: string, opts: Qua
   if (opts === undefined) throw new TensorcastError("INVALID_ATTRIBUTE", "quantizeModelFile needs its options, with a mode (q4, q8, int8, uint8, bnb4, fp16 or q4f16)");
   const start = performance.now();
   await checkOutput(output, { input, force: opts.force === true });
-  const { force: _force, ...modelOpts } = opts;
-  const r = await quantizeStreamed(input, output, modelOpts, opts.force === true);
+  if (opts.externalData !== undefined) {
+    if (typeof opts.externalData !== "string" || opts.externalData === "") {
+      throw new TensorcastError("INVALID_ATTRIBUTE", `quantizeModelFile's externalData must be a file name relative to the output's folder, got ${JSON.stringify(opts.externalData)}`);
+    }
+    await checkOutput(sideFilePath(output, opts.externalData), { input, force: opts.force === true });
+  }
+  const { force: _force, externalData, ...modelOpts } = opts;
+  const r = await quantizeStreamed(input, output, modelOpts, opts.force === true, externalData);
   return {
     input, output, mode: r.mode, inputBytes: r.bytesIn, outputBytes: r.bytesOut,
     seconds: (performance.now() - start) / 1000, quantized: r.quantized, left: r.left,

@@ -96,9 +96,10 @@ function readFully(fd: number, length: number, position: number, path: string): 
 /**
  * Quantizes IN into OUT streamed (see the file comment); OUT has been checked by the caller.
  * @example await quantizeStreamed("big.onnx", "big_q4.onnx", { mode: "q4" }, false)  // { bytesOut: ..., quantized: 96, ... }
+ * `externalData`: OUT's side file, relative to OUT's folder (see QuantizeFileOptions).
  * @throws TensorcastError as quantizeModel, naming IN; OUTPUT_IS_INPUT when OUT (or its side file) is one of IN's files.
  */
-export async function quantizeStreamed(input: string, output: string, opts: QuantizeOptions, force: boolean): Promise<StreamedResult> {
+export async function quantizeStreamed(input: string, output: string, opts: QuantizeOptions, force: boolean, externalData?: string): Promise<StreamedResult> {
   const file = (await openTensorFile(input, { format: "onnx" })) as OnnxModelFile;
   const fds = new Map<string, number>();
   const spillPath = temporaryPath(output);
@@ -182,7 +183,7 @@ export async function quantizeStreamed(input: string, output: string, opts: Quan
       const entry = placeholderEntry(t);
       return entry?.location === SPILLED ? spilled[entry.index] : placeholderOf(t, file);
     };
-    const plan = await planEditedModel(editedModel(result.bytes, file, resolve), output, {});
+    const plan = await planEditedModel(editedModel(result.bytes, file, resolve), output, { externalData });
     if (plan.external) await checkSideFile(plan.external.path, inputs, output, force);
     await removeStaleTemporaries(output, inputs);
     if (plan.external) {
