@@ -8,6 +8,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mlasQuantize4, roundHalfAway } from "../../../src/kernels/quant/mlas-blockwise.js";
 import { minMax, ortQuantizeValues, ortScaleZeroPoint } from "../../../src/kernels/quant/ort-minmax.js";
+import { bnb4Code } from "../../../src/kernels/quant/bnb4.js";
 import { groupMinMax } from "../../../src/kernels/quant/scales.js";
 import { blockLayout } from "../../../src/kernels/quant/layout.js";
 import { dtype } from "../../../src/dtype/table.js";
@@ -157,5 +158,36 @@ test("ortQuantizeValues' float32 loop equals its element-by-element rule; minMax
       ortQuantizeValues(Array.from(x), p, t, slow, 0, 1);
       assert.deepEqual(fast, slow, `${t} ${symmetric ? "symmetric" : "asymmetric"}${specials ? " with NaN / Inf" : ""}`);
     }
+  }
+});
+
+test("bnb4Code equals the count of float32 midpoints strictly below, at and beside every midpoint", () => {
+  const NF4 = [-0.8480964004993439, -0.6106329262256622, -0.4599952697753906, -0.33967943489551544, -0.23460740596055984,
+    -0.13791173323988914, -0.045525018125772476, 0.03979014977812767, 0.1202552504837513, 0.2035212516784668,
+    0.2920137718319893, 0.3893125355243683, 0.5016634166240692, 0.6427869200706482, 0.8614784181118011].map(Math.fround);
+  const FP4 = [0.00260417, 0.0859375, 0.20833333, 0.29166667, 0.4166667, 0.583333, 0.8333333].map(Math.fround);
+  const FP4_CODES = [0b000, 0b001, 0b110, 0b111, 0b100, 0b101, 0b010, 0b011];
+  const linear = (x: number, m: number[]): number => {
+    let k = 0;
+    while (k < m.length && x > m[k]) k++;
+    return k;
+  };
+  const bits = new Float32Array(1);
+  const words = new Uint32Array(bits.buffer);
+  const neighbours = (x: number): number[] => {
+    bits[0] = x;
+    const w = words[0];
+    const out = [x];
+    for (const d of [-1, 1]) {
+      words[0] = w + d;
+      out.push(bits[0]);
+    }
+    return out;
+  };
+  const xs = [NaN, 0, -0, 1, -1, 2, -2, ...[...NF4, ...FP4].flatMap((m) => [...neighbours(m), ...neighbours(-m)])];
+  for (let i = 0; i < 2000; i++) xs.push(Math.fround(Math.sin(i * 12.9898) * 1.1));
+  for (const x of xs) {
+    assert.equal(bnb4Code(x, "nf4"), linear(x, NF4), `nf4 ${x}`);
+    assert.equal(bnb4Code(x, "fp4"), FP4_CODES[linear(Math.abs(x), FP4)] + (x < 0 ? 8 : 0), `fp4 ${x}`);
   }
 });
