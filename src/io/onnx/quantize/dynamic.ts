@@ -22,9 +22,9 @@
  * graph is quantized in that graph (its initializers, its DynamicQuantizeLinear before the node),
  * and the node is made again by make_node (attributes sorted by name).
  *
- * Not done: the value_info of onnx's shape inference (onnxruntime writes it; the file marks itself
- * shape-inferred with metadata onnx.infer = onnxruntime.quant all the same, as onnxruntime's does),
- * Scan bodies (left float: Scan has attributes make_node would write anew), Attention, LSTM and
+ * The value_info of onnx's shape inference, which onnxruntime runs on the float model first, is
+ * added for the operators shape-infer.ts knows (the metadata onnx.infer = onnxruntime.quant marks
+ * the file shape-inferred, as onnxruntime's does). Not done: Scan bodies (left float: Scan has attributes make_node would write anew), Attention, LSTM and
  * EmbedLayerNormalization (left float, listed).
  */
 import { minMax, ortQuantizeValues, ortScaleZeroPoint, type OrtIntType, type OrtQuantParams } from "../../../kernels/quant/ort-minmax.js";
@@ -33,6 +33,7 @@ import { bodiesOf } from "../precision/graph.js";
 import { utf8Bytes } from "../precision/pb.js";
 import { cleanInitializers, initializerHeader, insertOrdered, intAttribute, makeNode, nodeLabel, readInitializer, typeName } from "./edit.js";
 import { IN_MEMORY, type QuantizeStorage } from "./storage.js";
+import { addInferredValueInfo } from "./shape-infer.js";
 import { findInitializer } from "./matmul-nbits.js";
 import type { QuantizeReport } from "./report.js";
 
@@ -57,6 +58,8 @@ const GRAPH = 5;
 
 /** Rewrites `model` in place (see the file comment), counting into `report`. */
 export function dynamicPass(model: PbMessage, graph: PbMessage, s: DynamicSettings, report: QuantizeReport, storage: QuantizeStorage = IN_MEMORY): void {
+  // onnxruntime shape-infers the float model first and keeps what that adds (value_info).
+  addInferredValueInfo(graph);
   new DynamicPass(graph, s, report, storage).run();
   cleanInitializers(graph);
   for (const [no, value] of [[2, "onnx.quantize"], [3, "0.1.0"]] as const) {
