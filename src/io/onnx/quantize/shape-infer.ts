@@ -6,9 +6,10 @@
  * short and certain (element-wise, MatMul, Gemm, Gather, Conv, Flatten, Transpose, Cast, ...); a
  * node of any other operator, or one whose inputs are not all known, gets no entry, and neither
  * does anything computed from it: an entry is written only when onnx would write the same one.
- * Dimensions follow onnx: a number, a symbol (dim_param) carried through, or unknown (an empty
- * Dimension) where onnx cannot tell (a symbolic spatial size in Conv, two different symbols
- * broadcast together).
+ * Dimensions follow onnx: a number, or a symbol (dim_param) carried through. Where onnx cannot
+ * tell a size (a symbolic spatial size in Conv, a product with a symbol in Flatten) it invents a
+ * symbol (unk__1, unk__2, ...) numbered across the whole graph, which cannot be matched without
+ * inferring every node: such an entry, and what is computed from it, is left out.
  */
 import { PbMessage } from "../precision/pb.js";
 import { initializerHeader, insertOrdered } from "./edit.js";
@@ -218,7 +219,7 @@ export function addInferredValueInfo(graph: PbMessage): void {
     const out = node.strings(2)[0];
     if (out === undefined || out === "") continue;
     const k = inferNode(node, known);
-    if (!k) continue;
+    if (!k || k.shape.some((d) => !isValue(d) && !isParam(d))) continue;
     if (!known.has(out)) known.set(out, k);
     if (!declared.has(out)) {
       declared.add(out);
