@@ -14,7 +14,7 @@ import { promises as fsp } from "node:fs";
 import { join } from "node:path";
 import { dtype, TensorcastError, type DType } from "../../index.js";
 import {
-  fp8BlockDequantize, fp8BlockRefusal, fp8QuantizeBand, mxfp4Dequantize, mxfp4Quantize, mxfp4Refusal, type Fp8ScaleFormat,
+  fp8BlockRefusal, fp8QuantizeBand, MX_BLOCK, mxfp4Quantize, mxfp4Refusal, type Fp8ScaleFormat,
 } from "../../kernels/quant/index.js";
 import { readCheckpoint, type Checkpoint } from "../io/checkpoint.js";
 import { AtomicOutput, checkOutput, fileError, sameFile, systemError, temporaryPath } from "../io/file.js";
@@ -22,8 +22,11 @@ import { forgetAtExit, removeAtExit } from "../io/exit-cleanup.js";
 import { parseJsonFile } from "../io/json.js";
 import { openTensorFile } from "../io/reader.js";
 import { encodeSafetensorsHeader } from "../io/safetensors.js";
-import { rawByteLength, type FileTensor, type TensorFile, type TensorInfo } from "../io/tensors.js";
+import { checkReadRange, rawByteLength, type FileTensor, type TensorFile, type TensorInfo } from "../io/tensors.js";
+import { LogicalRows, ReadBuffer, type LogicalTensor } from "./logical-reader.js";
 import { checkOutputFolder, commitFolder, copyAtomically, indexCheckpoint, sliceShards, type ShardSlice } from "../convert/sharded.js";
+
+export type { LogicalTensor } from "./logical-reader.js";
 
 /** The schemes `quantize` writes. */
 export type QuantizeMode = "fp8" | "fp8-ue8m0" | "mxfp4";
@@ -119,6 +122,52 @@ function planTensor(t: Pick<TensorInfo, "name" | "dtype" | "shape">, opts: Quant
   };
 }
 
+/** Copies a tensor's bytes into `out` at `at` in runs of about RUN bytes; returns the end. */
+async function copyTensor(t: FileTensor, out: AtomicOutput, at: number, buffer: ReadBuffer): Promise<number> {
+  const per = Math.max(8, Math.floor(RUN / Math.max(1, t.byteLength / Math.max(1, t.size))) & ~7);
+  for (let start = 0; start < t.size; start += per) {
+    const n = Math.min(per, t.size - start);
+    const bytes = await t.read(start, n, buffer.take(rawByteLength(t.dtype, start + n) - rawByteLength(t.dtype, start)));
+    await out.write(bytes, at);
+    at += bytes.length;
+  }
+  return at;
+}
+
+/**
+ * MXFP4 experts [E, in, out] into `out` at `at` (blocks, then scales): one expert's packed blocks
+ * and scales assembled in memory (in * out / 2 + in * out / 32 bytes), its source read in runs of
+ * whole groups of 32 input rows (about RUN bytes). The stored layout is transposed ([out, in]), so
+ * a run of input rows lands in every output row: assembling the expert keeps the writes large.
+ */
+async function quantizeExperts(t: FileTensor, out: AtomicOutput, at: number, buffer: ReadBuffer, expert: [ReadBuffer, ReadBuffer]): Promise<number> {
+  const [experts, inDim, outDim] = t.shape;
+  const groups = inDim / MX_BLOCK;
+  const rowBlocks = groups * (MX_BLOCK / 2);
+  const perExpert = inDim * outDim;
+  const blocksBytes = (experts * perExpert) / 2;
+  const elementBytes = t.byteLength / Math.max(1, t.size);
+  const runGroups = Math.max(1, Math.floor(RUN / (MX_BLOCK * outDim * elementBytes)));
+  for (let e = 0; e < experts; e++) {
+    const blocks = expert[0].take(perExpert / 2);
+    const scales = expert[1].take(perExpert / MX_BLOCK);
+    for (let g0 = 0; g0 < groups; g0 += runGroups) {
+      const k = Math.min(runGroups, groups - g0);
+      const n = k * MX_BLOCK * outDim;
+      const x = await t.read(e * perExpert + g0 * MX_BLOCK * outDim, n, buffer.take(n * elementBytes));
+      // [1, 32k, out] gives [1, out, k, 16] and [1, out, k]: each output row's k groups at g0.
+      const q = mxfp4Quantize(x, t.dtype, [1, k * MX_BLOCK, outDim]);
+      for (let o = 0; o < outDim; o++) {
+        blocks.set(q.blocks.subarray(o * k * (MX_BLOCK / 2), (o + 1) * k * (MX_BLOCK / 2)), o * rowBlocks + g0 * (MX_BLOCK / 2));
+        scales.set(q.scales.subarray(o * k, (o + 1) * k), o * groups + g0);
+      }
+    }
+    await out.write(blocks, at + e * blocks.length);
+    await out.write(scales, at + blocksBytes + e * scales.length);
+  }
+  return at + blocksBytes + perExpert * experts / MX_BLOCK;
+}
+
 /** Writes one shard: the planned header, then each tensor streamed. */
 async function quantizeShard(inPath: string, outPath: string, opts: QuantizeOptions, report: QuantizedTensor[], force = false): Promise<{ bytesIn: number; bytesOut: number }> {
   const file = await openTensorFile(inPath, { format: "safetensors" });
@@ -135,16 +184,13 @@ async function quantizeShard(inPath: string, outPath: string, opts: QuantizeOpti
     await out.write(header, 0);
     let at = header.length;
     let bytesIn = 0;
+    const buffer = new ReadBuffer();
+    const expert: [ReadBuffer, ReadBuffer] = [new ReadBuffer(), new ReadBuffer()];
     for (const p of plans) {
       const t = p.source;
       bytesIn += t.byteLength;
       if (p.kind === "copy") {
-        const per = Math.max(8, Math.floor(RUN / Math.max(1, t.byteLength / Math.max(1, t.size))) & ~7);
-        for (let start = 0; start < t.size; start += per) {
-          const bytes = await t.read(start, Math.min(per, t.size - start));
-          await out.write(bytes, at);
-          at += bytes.length;
-        }
+        at = await copyTensor(t, out, at, buffer);
         report.push({ name: t.name, action: "kept", reason: p.reason, written: [t.name] });
       } else if (p.kind === "fp8") {
         const [rows, cols] = t.shape;
@@ -152,7 +198,7 @@ async function quantizeShard(inPath: string, outPath: string, opts: QuantizeOpti
         const format: Fp8ScaleFormat = opts.mode === "fp8-ue8m0" ? "ue8m0" : "float32";
         let scaleAt = at + rows * cols;
         for (let r = 0; r < rows; r += br) {
-          const band = fp8QuantizeBand(await t.read(r * cols, br * cols), t.dtype, br, cols, bc, format);
+          const band = fp8QuantizeBand(await t.read(r * cols, br * cols, buffer.take((br * cols * t.dtype.bits) / 8)), t.dtype, br, cols, bc, format);
           await out.write(band.weight, at + r * cols);
           await out.write(band.scaleInv, scaleAt);
           scaleAt += band.scaleInv.length;
@@ -160,15 +206,7 @@ async function quantizeShard(inPath: string, outPath: string, opts: QuantizeOpti
         at = scaleAt;
         report.push({ name: t.name, action: "quantized", written: p.outputs.map((o) => o.name) });
       } else {
-        const [experts, inDim, outDim] = t.shape;
-        const perExpert = inDim * outDim;
-        const blocksBytes = (experts * perExpert) / 2;
-        for (let e = 0; e < experts; e++) {
-          const q = mxfp4Quantize(await t.read(e * perExpert, perExpert), t.dtype, [1, inDim, outDim]);
-          await out.write(q.blocks, at + e * q.blocks.length);
-          await out.write(q.scales, at + blocksBytes + e * q.scales.length);
-        }
-        at += blocksBytes + (experts * perExpert) / 32;
+        at = await quantizeExperts(t, out, at, buffer, expert);
         report.push({ name: t.name, action: "quantized", written: p.outputs.map((o) => o.name) });
       }
     }
@@ -320,14 +358,6 @@ async function buildFolder(
   }
 }
 
-/** A quantized tensor's parts as a file holds them, and the logical tensor they make. */
-export interface LogicalTensor {
-  readonly name: string;
-  readonly scheme: "fp8" | "fp8-ue8m0" | "mxfp4";
-  readonly shape: readonly number[];
-  readonly parts: readonly FileTensor[];
-}
-
 /**
  * The quantized tensors of a file's tensor list, recognized by their names: `X.weight` float8e4m3fn
  * with `X.weight_scale_inv`, and `X_blocks` / `X_scales` uint8 pairs (MXFP4 experts).
@@ -351,16 +381,15 @@ export function logicalTensors(tensors: readonly FileTensor[]): LogicalTensor[] 
 }
 
 /**
- * The dequantized value of a logical tensor as raw bytes of `to` (float32, float16 or bfloat16):
- * transformers' Fp8Dequantize or convert_moe_packed_tensors, bit for bit.
+ * The dequantized value of a whole logical tensor as raw bytes of `to` (float32, float16 or
+ * bfloat16): transformers' Fp8Dequantize or convert_moe_packed_tensors, bit for bit. Holds the
+ * whole tensor: the file jobs read runs of rows through LogicalRows instead.
  * @throws TensorcastError INVALID_DATA for a NaN, Inf, zero or negative scale.
  */
 export async function dequantizeLogical(l: LogicalTensor, to: DType): Promise<Uint8Array> {
-  const [w, s] = l.parts;
-  const wb = await w.read(0, w.size);
-  const sb = await s.read(0, s.size);
-  if (l.scheme === "mxfp4") return mxfp4Dequantize(wb, w.shape, sb, s.shape, to).data;
-  return fp8BlockDequantize(wb, w.shape, sb, s.dtype, s.shape, to);
+  const rows = new LogicalRows(l, to);
+  await rows.checkScales();
+  return rows.read(0, rows.rows);
 }
 
 /**
@@ -384,11 +413,22 @@ export async function dequantizeFile(input: string, output: string, to: DType, f
     const header = encodeSafetensorsHeader(items.map((i) => (i.kind === "copy" ? i.t : info(i.l.name, to, i.l.shape))), file.metadata, output);
     out = await AtomicOutput.create(output);
     await out.write(header, 0);
+    // Every scale checked before anything is written (scales are small: a run at a time).
+    const readers = new Map(logical.map((l) => [l.name, new LogicalRows(l, to)] as const));
+    const buffer = new ReadBuffer();
+    for (const r of readers.values()) await r.checkScales();
     let at = header.length;
     for (const i of items) {
-      const bytes = i.kind === "copy" ? await i.t.read(0, i.t.size) : await dequantizeLogical(i.l, to);
-      await out.write(bytes, at);
-      at += bytes.length;
+      if (i.kind === "copy") {
+        at = await copyTensor(i.t, out, at, buffer);
+        continue;
+      }
+      const rows = readers.get(i.l.name)!;
+      for (let r = 0; r < rows.rows; r = rows.runEnd(r)) {
+        const bytes = await rows.read(r, rows.runEnd(r), true);
+        await out.write(bytes, at);
+        at += bytes.length;
+      }
     }
     await out.finish(at);
     await out.commit(force);
@@ -508,9 +548,10 @@ export function describeLogical(l: LogicalTensor): string {
 
 /**
  * `file` with each quantized pair shown as one logical tensor of type `typeOf(name)` (its
- * dequantized values, as transformers loads them), for `inspect` and `diff`. A logical tensor is
- * dequantized whole on its first read and kept until another is read. `quantized` maps each
- * logical name to describeLogical's text.
+ * dequantized values, as transformers loads them), for `inspect` and `diff`. A read dequantizes
+ * the rows that hold the elements asked for (LogicalRows: one band or one expert's packed
+ * blocks at most beside them), never the whole tensor. `quantized` maps each logical name to
+ * describeLogical's text.
  */
 export function dequantizedView(file: TensorFile, typeOf: (name: string) => DType): { file: TensorFile; quantized: Map<string, string> } {
   const logical = logicalTensors(file.tensors);
@@ -518,7 +559,6 @@ export function dequantizedView(file: TensorFile, typeOf: (name: string) => DTyp
   if (logical.length === 0) return { file, quantized };
   const partOf = new Map<string, LogicalTensor>();
   for (const l of logical) for (const p of l.parts) partOf.set(p.name, l);
-  let cached: { name: string; bytes: Uint8Array } | undefined;
   const tensors: FileTensor[] = [];
   for (const t of file.tensors) {
     const l = partOf.get(t.name);
@@ -527,12 +567,19 @@ export function dequantizedView(file: TensorFile, typeOf: (name: string) => DTyp
       const to = typeOf(l.name);
       const i = info(l.name, to, l.shape);
       quantized.set(l.name, describeLogical(l));
+      let reader: LogicalRows | undefined;
       tensors.push({
         ...i,
+        // `into` is ignored, as the FileTensor contract allows a decoding reader to.
         async read(start: number, count: number): Promise<Uint8Array> {
-          if (cached?.name !== l.name) cached = { name: l.name, bytes: await dequantizeLogical(l, to) };
+          checkReadRange(i, start, count);
+          if (count === 0) return new Uint8Array(0);
+          reader ??= new LogicalRows(l, to);
           const per = to.bits / 8;
-          return cached.bytes.subarray(start * per, (start + count) * per);
+          const r0 = Math.floor(start / reader.cols);
+          const r1 = Math.max(r0, Math.ceil((start + count) / reader.cols));
+          const from = (start - r0 * reader.cols) * per;
+          return (await reader.read(r0, r1)).subarray(from, from + count * per);
         },
       });
     }
