@@ -241,7 +241,10 @@ export function quantizedConfigText(text: string, mode: QuantizeMode, block: rea
   const end = text.lastIndexOf("}");
   const before = text.slice(0, end).replace(/\s*$/, "");
   const empty = before.endsWith("{");
-  return `${before}${empty ? "" : ","}\n  "quantization_config": ${JSON.stringify(q)}\n${text.slice(end)}`;
+  // The whitespace that closed the object stays after the new key, so that the way back
+  // (unquantizedConfigText) gives every byte of the text again.
+  const closing = text.slice(before.length, end);
+  return `${before}${empty ? "" : ","}\n  "quantization_config": ${JSON.stringify(q)}${closing}${text.slice(end)}`;
 }
 
 /**
@@ -475,6 +478,8 @@ export function unquantizedConfigText(text: string): string {
   else {
     const after = text.slice(end).match(/^\s*,\s*/);
     if (after) end += after[0].length;
+    // The only key: the whitespace before it goes too ("{\n  KEY}" was "{}").
+    else start = before.length;
   }
   return text.slice(0, start) + text.slice(end);
 }
