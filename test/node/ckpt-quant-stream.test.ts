@@ -14,6 +14,7 @@ import { fp8BlockDequantize, fp8BlockQuantize, mxfp4Dequantize, mxfp4Quantize } 
 import { openTensorFile } from "../../src/node/index.js";
 import { dequantizedView, logicalTensors, quantizeCheckpoint, dequantizeCheckpoint } from "../../src/node/quantize/checkpoint.js";
 import { LogicalRows } from "../../src/node/quantize/logical-reader.js";
+import { readSafetensors, type Raw } from "./ckpt-quant-oracle.js";
 import { random, randomBytes, safetensorsBytes, scratch } from "./helpers.js";
 
 const dir = scratch();
@@ -36,13 +37,8 @@ function bf16(n: number, seed: number, amp = 0.05): Uint8Array {
   return new Uint8Array(out.buffer);
 }
 
-async function readAll(path: string): Promise<Map<string, { dtype: string; shape: readonly number[]; bytes: Uint8Array }>> {
-  const f = await openTensorFile(path);
-  const m = new Map<string, { dtype: string; shape: readonly number[]; bytes: Uint8Array }>();
-  for (const t of f.tensors) m.set(t.name, { dtype: t.dtype.name, shape: t.shape, bytes: (await t.read(0, t.size)).slice() });
-  await f.close();
-  return m;
-}
+/** Every tensor of a file, read by its header alone (the oracle's reader). */
+const readAll = async (path: string): Promise<Map<string, Raw>> => readSafetensors(path).tensors;
 
 // fp8: 4096 x 2048 bfloat16 (16 MiB) is 4 runs of 1024 rows at bfloat16, 32 bands of 128.
 // mxfp4: experts [2, 1024, 4096] (16 MiB) are 2 source runs of 16 groups per expert, and 2 runs of
