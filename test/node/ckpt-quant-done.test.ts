@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { cli, random, safetensorsBytes, scratch, type RawTensor } from "./helpers.js";
 import {
-  bf16Values, fp8DequantOracle, fp8Oracle, float32Values, mxfp4DequantOracle, mxfp4Oracle, readSafetensors, u16, type Raw,
+  bf16Values, fp8DequantOracle, fp8Oracle, float32Values, mxfp4DequantOracle, mxfp4Oracle, nvfp4Oracle, readSafetensors, u16, type Raw,
 } from "./ckpt-quant-oracle.js";
 
 const dir = scratch();
@@ -127,6 +127,80 @@ for (const mode of ["fp8", "fp8-ue8m0"] as const) {
     }
   });
 }
+
+test("nvfp4: the 3-shard Llama-like folder there and back equals the oracle (compressed-tensors' names, config and rule in float32)", async () => {
+  const q = join(dir, "llama-nvfp4");
+  const r = await cli(["quantize", LLAMA, "--mode", "nvfp4", "-o", q]);
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.out, /kept {6}model\.layers\.0\.conv\.weight: not 2-D \(shape \[128, 128, 2\]\)/);
+  const config = JSON.parse(readFileSync(join(q, "config.json"), "utf8")) as Record<string, unknown>;
+  assert.deepEqual(config.quantization_config, {
+    quant_method: "compressed-tensors", format: "nvfp4-pack-quantized", quantization_status: "compressed",
+    config_groups: {
+      group_0: {
+        targets: ["Linear"], weights: { num_bits: 4, type: "float", strategy: "tensor_group", group_size: 16, symmetric: true, dynamic: false, observer: "minmax" },
+        input_activations: null, output_activations: null,
+      },
+    },
+    ignore: ["model.embed_tokens", "lm_head"],
+  });
+  const src = readFolder(LLAMA);
+  const got = readFolder(q);
+  const back = join(dir, "llama-nvfp4-back");
+  const b = await cli(["convert", q, "--to", "bfloat16", "-o", back]);
+  assert.equal(b.code, 0, b.err);
+  assert.match(b.out, /4 quantized tensors dequantized to bfloat16/);
+  const deq = readFolder(back);
+  assert.equal(readFileSync(join(back, "config.json"), "utf8"), LLAMA_CONFIG);
+  assert.deepEqual([...deq.keys()].sort(), [...src.keys()].sort());
+  for (const [name, s] of src) {
+    const d = deq.get(name)!;
+    assert.deepEqual([d.dtype, d.shape], ["BF16", s.shape], name);
+    if (!FP8_QUANTIZED.includes(name)) {
+      assert.deepEqual(d.bytes, s.bytes, `${name} back`);
+      continue;
+    }
+    const base = name.slice(0, -"weight".length);
+    const [rows, cols] = s.shape;
+    const o = nvfp4Oracle(bf16Values(s.bytes), rows, cols);
+    const packed = got.get(`${base}weight_packed`)!;
+    const scales = got.get(`${base}weight_scale`)!;
+    const global = got.get(`${base}weight_global_scale`)!;
+    assert.deepEqual([packed.dtype, packed.shape, scales.dtype, scales.shape, global.dtype, global.shape], ["U8", [rows, cols / 2], "F8_E4M3", [rows, cols / 16], "F32", [1]], name);
+    assert.equal(got.has(name), false, `${name} replaced`);
+    assert.equal(float32Values(global.bytes)[0], o.g, `${name} global scale`);
+    sameCodes(scales.bytes, o.scales, `${name} weight_scale`);
+    sameCodes(packed.bytes, o.packed, `${name} weight_packed`);
+    sameCodes(u16(d.bytes), o.back, `${name} dequantized`);
+  }
+});
+
+test("nvfp4 kernel: -0, an all-zero block (scale 0.125), element ties, tiny blocks and float32 output equal the oracle", async () => {
+  const { nvfp4AbsMax, nvfp4DequantizeRows, nvfp4GlobalScale, nvfp4QuantizeRows } = await import("../../src/kernels/quant/index.js");
+  const { dtype } = await import("../../src/index.js");
+  const F32 = dtype("float32");
+  const rows = 8;
+  const cols = 64;
+  const w = new Float32Array(rows * cols);
+  const r = random(41);
+  for (let i = 0; i < w.length; i++) w[i] = ((r() / 4294967296) * 2 - 1) * 10 ** (-3 * (r() / 4294967296));
+  w[0] = 6; // amax: g = 448, so s_b / g is exact for a block with amax 6 and the ties below are exact
+  for (const [i, v] of [[1, 0.25], [2, 0.75], [3, 2.5], [4, 5], [5, -1.25], [6, -0], [7, 3.5], [8, -0.0001]] as const) w[i] = v;
+  for (let i = 16; i < 32; i++) w[i] = i === 20 ? -0 : 0; // an all-zero block
+  for (let i = 32; i < 48; i++) w[i] = 1e-9 * (i - 40); // a block far below the global amax
+  const x = new Uint8Array(w.buffer);
+  const g = nvfp4GlobalScale(nvfp4AbsMax(x, F32, w.length));
+  const o = nvfp4Oracle(Float64Array.from(w), rows, cols);
+  assert.equal(g, o.g);
+  const q = nvfp4QuantizeRows(x, F32, rows, cols, g);
+  sameCodes(q.scales, o.scales, "scales");
+  sameCodes(q.packed, o.packed, "packed");
+  assert.equal(q.scales[1], 0x20, "all-zero block: scale 0.125");
+  assert.deepEqual([q.packed[0] >> 4, q.packed[1] & 15, q.packed[1] >> 4, q.packed[2] & 15, q.packed[2] >> 4, q.packed[3] & 15, q.packed[3] >> 4, q.packed[4] & 15],
+    [0, 2, 4, 6, 10, 0, 6, 8], "ties to the even code (0.25 -> 0, 0.75 -> 1, 2.5 -> 2, 5 -> 4, -1.25 -> -1, 3.5 -> 4), -0 -> +0, a tiny negative -> -0");
+  const back = new Float32Array(nvfp4DequantizeRows(q.packed, q.scales, rows, cols, g, F32).buffer);
+  sameCodes(back, o.values, "float32 values back");
+});
 
 const OSS = join(dir, "oss");
 const OSS_CONFIG = '{"architectures": ["GptOssForCausalLM"], "torch_dtype": "bfloat16"}';

@@ -181,3 +181,33 @@ export function float32Values(bytes: Uint8Array): Float64Array {
 export function u16(bytes: Uint8Array): Uint16Array {
   return new Uint16Array(bytes.slice().buffer);
 }
+
+/**
+ * compressed-tensors' NVFP4 of a [rows, cols] weight read in float32: g = 2688 / amax, block scale
+ * e4m3(min(448, g * (amax_b / 6))) (0 -> 0.125), element e2m1(clamp(w / (s_b / g), +/-6)), an exact
+ * zero +0; packed two a byte along each row, low nibble first.
+ */
+export function nvfp4Oracle(w: Float64Array, rows: number, cols: number): { packed: Uint8Array; scales: Uint8Array; g: number; back: Uint16Array; values: Float32Array } {
+  let amax = 0;
+  for (const v of w) amax = Math.max(amax, Math.abs(v));
+  const g = amax === 0 ? 1 : Math.fround(2688 / amax);
+  const packed = new Uint8Array((rows * cols) / 2);
+  const scales = new Uint8Array((rows * cols) / 16);
+  const back = new Uint16Array(rows * cols);
+  const values = new Float32Array(rows * cols);
+  for (let b = 0; b < scales.length; b++) {
+    let amaxB = 0;
+    for (let i = b * 16; i < b * 16 + 16; i++) amaxB = Math.max(amaxB, Math.abs(w[i]));
+    let code = e4m3Code(Math.min(448, Math.fround(g * Math.fround(amaxB / 6))));
+    if (e4m3Value(code) === 0) code = e4m3Code(0.125);
+    scales[b] = code;
+    const s = Math.fround(e4m3Value(code) / g);
+    for (let i = b * 16; i < b * 16 + 16; i++) {
+      const q = e2m1Code(w[i] === 0 ? 0 : Math.max(-6, Math.min(6, Math.fround(w[i] / s))));
+      packed[i >> 1] |= i % 2 === 0 ? q : q << 4;
+      values[i] = e2m1Value(q) * s;
+      back[i] = numberToBf16(values[i]);
+    }
+  }
+  return { packed, scales, g, back, values };
+}

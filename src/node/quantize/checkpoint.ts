@@ -14,7 +14,7 @@ import { promises as fsp } from "node:fs";
 import { join } from "node:path";
 import { dtype, TensorcastError, type DType } from "../../index.js";
 import {
-  fp8BlockRefusal, fp8QuantizeBand, MX_BLOCK, mxfp4Quantize, mxfp4Refusal, type Fp8ScaleFormat,
+  fp8BlockRefusal, fp8QuantizeBand, MX_BLOCK, NV_BLOCK, nvfp4AbsMax, nvfp4GlobalScale, nvfp4QuantizeRows, nvfp4Refusal, mxfp4Quantize, mxfp4Refusal, type Fp8ScaleFormat,
 } from "../../kernels/quant/index.js";
 import { readCheckpoint, type Checkpoint } from "../io/checkpoint.js";
 import { AtomicOutput, checkOutput, fileError, sameFile, systemError, temporaryPath } from "../io/file.js";
@@ -29,8 +29,8 @@ import { checkOutputFolder, commitFolder, copyAtomically, indexCheckpoint, slice
 export type { LogicalTensor } from "./logical-reader.js";
 
 /** The schemes `quantize` writes. */
-export type QuantizeMode = "fp8" | "fp8-ue8m0" | "mxfp4";
-export const QUANTIZE_MODES: readonly QuantizeMode[] = ["fp8", "fp8-ue8m0", "mxfp4"];
+export type QuantizeMode = "fp8" | "fp8-ue8m0" | "mxfp4" | "nvfp4";
+export const QUANTIZE_MODES: readonly QuantizeMode[] = ["fp8", "fp8-ue8m0", "mxfp4", "nvfp4"];
 
 export interface QuantizeOptions {
   mode: QuantizeMode;
@@ -76,11 +76,11 @@ const EXPERTS = /(^|\.)experts\.(gate_up_proj|down_proj)$/;
 const RUN = 4 * 1024 * 1024;
 
 /** Names that only a quantized checkpoint has. */
-export const QUANTIZED_NAME = /(\.weight_scale_inv|_scale_inv|_blocks|_scales)$/;
+export const QUANTIZED_NAME = /(\.weight_scale_inv|_scale_inv|_blocks|_scales|\.weight_packed|\.weight_global_scale)$/;
 
 interface Plan {
   readonly outputs: TensorInfo[];
-  readonly kind: "copy" | "fp8" | "mxfp4";
+  readonly kind: "copy" | "fp8" | "mxfp4" | "nvfp4";
   readonly reason?: string;
 }
 
@@ -111,6 +111,19 @@ function planTensor(t: Pick<TensorInfo, "name" | "dtype" | "shape">, opts: Quant
   if (!t.name.endsWith(".weight")) return keep("not a .weight");
   if (DEFAULT_KEPT.test(t.name.slice(0, -".weight".length))) return keep("embedding, lm_head or norm (kept by default)");
   if (!FLOAT_SOURCES.has(t.dtype.name)) return keep(`type ${t.dtype.name} (float32, float16 or bfloat16 are quantized)`);
+  if (opts.mode === "nvfp4") {
+    const refusal = nvfp4Refusal(t.shape);
+    if (refusal) return keep(refusal);
+    const [rows, cols] = t.shape;
+    const base = t.name.slice(0, -"weight".length);
+    return {
+      kind: "nvfp4",
+      outputs: [
+        info(`${base}weight_packed`, dtype("uint8"), [rows, cols / 2]), info(`${base}weight_scale`, dtype("float8e4m3fn"), [rows, cols / NV_BLOCK]),
+        info(`${base}weight_global_scale`, dtype("float32"), [1]),
+      ],
+    };
+  }
   const block = opts.block ?? [128, 128];
   const refusal = fp8BlockRefusal(t.shape, block);
   if (refusal) return keep(refusal);
@@ -168,6 +181,40 @@ async function quantizeExperts(t: FileTensor, out: AtomicOutput, at: number, buf
   return at + blocksBytes + perExpert * experts / MX_BLOCK;
 }
 
+/**
+ * NVFP4 of a [rows, cols] weight into `out` at `at` (weight_packed, weight_scale, weight_global_scale):
+ * a first pass over the weight for its amax (the global scale needs it before any block), then runs
+ * of rows of about RUN bytes.
+ */
+async function quantizeNvfp4(t: FileTensor, out: AtomicOutput, at: number, buffer: ReadBuffer): Promise<number> {
+  const [rows, cols] = t.shape;
+  const elementBytes = t.byteLength / Math.max(1, t.size);
+  const runRows = Math.max(1, Math.floor(RUN / Math.max(1, cols * elementBytes)));
+  let amax = 0;
+  for (let r = 0; r < rows; r += runRows) {
+    const n = Math.min(runRows, rows - r) * cols;
+    amax = Math.max(amax, nvfp4AbsMax(await t.read(r * cols, n, buffer.take(n * elementBytes)), t.dtype, n));
+    if (amax !== amax) break;
+  }
+  let g: number;
+  try {
+    g = nvfp4GlobalScale(amax);
+  } catch (e) {
+    throw e instanceof TensorcastError ? new TensorcastError(e.code, `${t.name}: ${e.message}`) : e;
+  }
+  const packedAt = at;
+  const scalesAt = at + (rows * cols) / 2;
+  for (let r = 0; r < rows; r += runRows) {
+    const k = Math.min(runRows, rows - r);
+    const q = nvfp4QuantizeRows(await t.read(r * cols, k * cols, buffer.take(k * cols * elementBytes)), t.dtype, k, cols, g);
+    await out.write(q.packed, packedAt + (r * cols) / 2);
+    await out.write(q.scales, scalesAt + (r * cols) / NV_BLOCK);
+  }
+  const globalAt = scalesAt + (rows * cols) / NV_BLOCK;
+  await out.write(new Uint8Array(new Float32Array([g]).buffer), globalAt);
+  return globalAt + 4;
+}
+
 /** Writes one shard: the planned header, then each tensor streamed. */
 async function quantizeShard(inPath: string, outPath: string, opts: QuantizeOptions, report: QuantizedTensor[], force = false): Promise<{ bytesIn: number; bytesOut: number }> {
   const file = await openTensorFile(inPath, { format: "safetensors" });
@@ -205,6 +252,9 @@ async function quantizeShard(inPath: string, outPath: string, opts: QuantizeOpti
         }
         at = scaleAt;
         report.push({ name: t.name, action: "quantized", written: p.outputs.map((o) => o.name) });
+      } else if (p.kind === "nvfp4") {
+        at = await quantizeNvfp4(t, out, at, buffer);
+        report.push({ name: t.name, action: "quantized", written: p.outputs.map((o) => o.name) });
       } else {
         at = await quantizeExperts(t, out, at, buffer, expert);
         report.push({ name: t.name, action: "quantized", written: p.outputs.map((o) => o.name) });
@@ -235,7 +285,19 @@ export function quantizedConfigText(text: string, mode: QuantizeMode, block: rea
   if ("quantization_config" in parsed) {
     throw new TensorcastError("INVALID_ATTRIBUTE", "config.json already has a quantization_config: the checkpoint is quantized; dequantize it first with convert --to bfloat16");
   }
-  const q: Record<string, unknown> = mode === "mxfp4"
+  const q: Record<string, unknown> = mode === "nvfp4"
+    ? {
+      quant_method: "compressed-tensors", format: "nvfp4-pack-quantized", quantization_status: "compressed",
+      config_groups: {
+        group_0: {
+          targets: ["Linear"],
+          weights: { num_bits: 4, type: "float", strategy: "tensor_group", group_size: NV_BLOCK, symmetric: true, dynamic: false, observer: "minmax" },
+          input_activations: null, output_activations: null,
+        },
+      },
+      ignore: keptModules,
+    }
+    : mode === "mxfp4"
     ? { quant_method: "mxfp4", modules_to_not_convert: keptModules }
     : { quant_method: "fp8", weight_block_size: [...block], activation_scheme: "dynamic", ...(mode === "fp8-ue8m0" ? { scale_fmt: "ue8m0" } : {}), modules_to_not_convert: keptModules };
   const end = text.lastIndexOf("}");
@@ -276,7 +338,7 @@ export async function quantizeCheckpoint(input: string, output: string, opts: Qu
     if (opts.shard) throw fileError("INVALID_ATTRIBUTE", input, "is a file; --shard slices a sharded checkpoint (a folder or its .index.json)");
     await checkOutput(output, { input, force: opts.force });
     const r = await quantizeShard(input, output, opts, tensors);
-    return { input, output, mode: opts.mode, block: opts.mode === "mxfp4" ? undefined : block, tensors, copied: [], config: false, ...r, seconds: (performance.now() - started) / 1000 };
+    return { input, output, mode: opts.mode, block: opts.mode === "mxfp4" || opts.mode === "nvfp4" ? undefined : block, tensors, copied: [], config: false, ...r, seconds: (performance.now() - started) / 1000 };
   }
   const c: Checkpoint = await readCheckpoint(input);
   const configText = c.others.includes("config.json") ? await fsp.readFile(join(c.folder, "config.json"), "utf8") : undefined;
@@ -305,7 +367,7 @@ export async function quantizeCheckpoint(input: string, output: string, opts: Qu
     const copied = opts.shard.index === 0 ? [...c.others] : [];
     for (const name of copied) await copyAtomically(join(c.folder, name), join(out, name), force, undefined, undefined, await config(name));
     return {
-      input, output, mode: opts.mode, block: opts.mode === "mxfp4" ? undefined : block, tensors, copied, config: copied.includes("config.json"),
+      input, output, mode: opts.mode, block: opts.mode === "mxfp4" || opts.mode === "nvfp4" ? undefined : block, tensors, copied, config: copied.includes("config.json"),
       bytesIn, bytesOut, seconds: (performance.now() - started) / 1000,
     };
   }
@@ -317,7 +379,7 @@ export async function quantizeCheckpoint(input: string, output: string, opts: Qu
     }
   }, config);
   return {
-    input, output, mode: opts.mode, block: opts.mode === "mxfp4" ? undefined : block, tensors, copied: built.copied, config: configText !== undefined,
+    input, output, mode: opts.mode, block: opts.mode === "mxfp4" || opts.mode === "nvfp4" ? undefined : block, tensors, copied: built.copied, config: configText !== undefined,
     bytesIn, bytesOut, totalSize: built.totalSize, seconds: (performance.now() - started) / 1000,
   };
 }
@@ -372,6 +434,13 @@ export function logicalTensors(tensors: readonly FileTensor[]): LogicalTensor[] 
     if (t.dtype.name === "float8e4m3fn") {
       const s = byName.get(t.name.endsWith(".weight") ? `${t.name}_scale_inv` : `${t.name}_scale_inv`);
       if (s) out.push({ name: t.name, scheme: s.dtype.name === "float32" ? "fp8" : "fp8-ue8m0", shape: t.shape, parts: [t, s] });
+    } else if (t.name.endsWith(".weight_packed") && t.dtype.name === "uint8" && t.shape.length === 2) {
+      const base = t.name.slice(0, -"_packed".length);
+      const s = byName.get(`${base}_scale`);
+      const g = byName.get(`${base}_global_scale`);
+      if (s && g && s.dtype.name === "float8e4m3fn" && g.dtype.name === "float32" && g.size === 1) {
+        out.push({ name: base, scheme: "nvfp4", shape: [t.shape[0], t.shape[1] * 2], parts: [t, s, g] });
+      }
     } else if (t.name.endsWith("_blocks") && t.dtype.name === "uint8") {
       const s = byName.get(`${t.name.slice(0, -"_blocks".length)}_scales`);
       if (s && t.shape.length === 4) {
@@ -488,7 +557,7 @@ export function unquantizedConfigText(text: string): string {
  * Whether a checkpoint folder or safetensors file is quantized: config.json's quantization_config
  * (a folder) or a tensor pair that logicalTensors recognizes.
  */
-/** Whether config.json's text names quant_method "fp8" or "mxfp4" (false for text that is not JSON). */
+/** Whether config.json's text names quant_method "fp8", "mxfp4" or compressed-tensors' nvfp4-pack-quantized (false for text that is not JSON). */
 function ourScheme(text: string, file: string): boolean {
   let config: unknown;
   try {
@@ -496,8 +565,9 @@ function ourScheme(text: string, file: string): boolean {
   } catch {
     return false;
   }
-  const q = (config as { quantization_config?: { quant_method?: unknown } } | null)?.quantization_config;
-  return typeof q === "object" && q !== null && (q.quant_method === "fp8" || q.quant_method === "mxfp4");
+  const q = (config as { quantization_config?: { quant_method?: unknown; format?: unknown } } | null)?.quantization_config;
+  return typeof q === "object" && q !== null &&
+    (q.quant_method === "fp8" || q.quant_method === "mxfp4" || (q.quant_method === "compressed-tensors" && q.format === "nvfp4-pack-quantized"));
 }
 
 export async function isQuantized(input: string): Promise<boolean> {
@@ -511,7 +581,7 @@ export async function isQuantized(input: string): Promise<boolean> {
     const c = await readCheckpoint(input);
     // Only the schemes this module writes: a bitsandbytes or GPTQ quantization_config is not ours.
     if (c.others.includes("config.json") && ourScheme(await fsp.readFile(join(c.folder, "config.json"), "utf8"), join(c.folder, "config.json"))) return true;
-    return c.tensors.some((ts) => ts.some((t) => /(_scale_inv|_blocks)$/.test(t.name)));
+    return c.tensors.some((ts) => ts.some((t) => /(_scale_inv|_blocks|\.weight_packed)$/.test(t.name)));
   }
   if (!input.endsWith(".safetensors")) return false;
   const f = await openTensorFile(input, { format: "safetensors" });
@@ -546,6 +616,7 @@ export async function dequantizeCheckpoint(input: string, output: string, to: DT
 /** How a logical tensor is stored: "fp8 128x128 (float8e4m3fn + weight_scale_inv float32 [2, 3])". */
 export function describeLogical(l: LogicalTensor): string {
   const [w, s] = l.parts;
+  if (l.scheme === "nvfp4") return `nvfp4 1x16 (weight_packed uint8 [${w.shape.join(", ")}] + weight_scale float8e4m3fn [${s.shape.join(", ")}] + weight_global_scale)`;
   if (l.scheme === "mxfp4") return `mxfp4 1x32 (${w.name.slice(l.name.length + 1)} uint8 [${w.shape.join(", ")}] + scales e8m0 [${s.shape.join(", ")}])`;
   const block = `${w.shape[0] / s.shape[0]}x${w.shape[1] / s.shape[1]}`;
   return `${l.scheme} ${block} (float8e4m3fn + weight_scale_inv ${s.dtype.name} [${s.shape.join(", ")}])`;

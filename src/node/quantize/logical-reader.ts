@@ -14,7 +14,7 @@
  */
 import { TensorcastError, type DType } from "../../index.js";
 import {
-  blockLayout, checkScales, dequantizeLinearKernel, fp8BlockDequantize, MX_BLOCK, mxfp4Dequantize, rowBandLayout, storageOfBytes,
+  blockLayout, checkScales, dequantizeLinearKernel, NV_BLOCK, nvfp4DequantizeRows, fp8BlockDequantize, MX_BLOCK, mxfp4Dequantize, rowBandLayout, storageOfBytes,
 } from "../../kernels/quant/index.js";
 import { dtype } from "../../index.js";
 import type { FileTensor } from "../io/tensors.js";
@@ -25,7 +25,7 @@ export const RUN_BYTES = 4 * 1024 * 1024;
 /** A quantized tensor's parts as a file holds them, and the logical tensor they make. */
 export interface LogicalTensor {
   readonly name: string;
-  readonly scheme: "fp8" | "fp8-ue8m0" | "mxfp4";
+  readonly scheme: "fp8" | "fp8-ue8m0" | "mxfp4" | "nvfp4";
   readonly shape: readonly number[];
   readonly parts: readonly FileTensor[];
 }
@@ -77,7 +77,15 @@ export class LogicalRows {
     const [w, s] = logical.parts;
     if (!OUTPUT_TYPES.has(to.name)) throw new TensorcastError("UNSUPPORTED_TYPE", `dequantize ${logical.name}: output type ${to.name} is not one of float32, float16, bfloat16`);
     this.elementBytes = to.bits / 8;
-    if (logical.scheme === "mxfp4") {
+    if (logical.scheme === "nvfp4") {
+      const [rows, half] = w.shape;
+      if (w.shape.length !== 2 || s.shape.length !== 2 || s.shape[0] !== rows || s.shape[1] * NV_BLOCK !== half * 2) {
+        throw new TensorcastError("SHAPE_MISMATCH", `nvfp4 dequantize: weight_packed [${w.shape.join(", ")}] and weight_scale [${s.shape.join(", ")}] are not [out, in/2] and [out, in/16]`);
+      }
+      this.rows = rows;
+      this.cols = half * 2;
+      this.runRows = Math.max(1, Math.floor(RUN_BYTES / Math.max(1, this.cols * this.elementBytes)));
+    } else if (logical.scheme === "mxfp4") {
       const [experts, outDim, groups, half] = w.shape;
       if (w.shape.length !== 4 || half !== MX_BLOCK / 2 || s.shape.length !== 3 || [experts, outDim, groups].some((d, i) => d !== s.shape[i])) {
         throw new TensorcastError("SHAPE_MISMATCH", `mxfp4 dequantize: blocks [${w.shape.join(", ")}] and scales [${s.shape.join(", ")}] are not [E, out, G, 16] and [E, out, G]`);
@@ -107,10 +115,14 @@ export class LogicalRows {
    * @throws TensorcastError INVALID_DATA naming the scale.
    */
   async checkScales(): Promise<void> {
+    if (this.logical.scheme === "nvfp4") {
+      const g = await this.globalScale();
+      if (!(g > 0 && g < Infinity)) throw new TensorcastError("INVALID_DATA", `nvfp4 dequantize ${this.logical.parts[2].name}: global scale ${g}; it must be finite and positive`);
+    }
     const s = this.logical.parts[1];
     const t = scaleValueType(s.dtype);
     const per = Math.max(1, Math.floor(RUN_BYTES / Math.max(1, t.bits / 8)));
-    const what = `${this.logical.scheme === "mxfp4" ? "mxfp4" : "fp8"} dequantize ${s.name}`;
+    const what = `${this.logical.scheme.replace("-ue8m0", "")} dequantize ${s.name}`;
     for (let start = 0; start < s.size; start += per) {
       const n = Math.min(per, s.size - start);
       try {
@@ -127,7 +139,7 @@ export class LogicalRows {
 
   /** Where the run starting at row `r` ends: runRows on, or the end of r's band (FP8) or expert (MXFP4). */
   runEnd(r: number): number {
-    const unit = this.logical.scheme === "mxfp4" ? this.logical.parts[1].shape[2] * MX_BLOCK : this.rows / this.logical.parts[1].shape[0];
+    const unit = this.logical.scheme === "mxfp4" ? this.logical.parts[1].shape[2] * MX_BLOCK : this.logical.scheme === "nvfp4" ? this.rows : this.rows / this.logical.parts[1].shape[0];
     return Math.min(this.rows, r + this.runRows, (Math.floor(r / unit) + 1) * unit);
   }
 
@@ -142,7 +154,7 @@ export class LogicalRows {
       throw new TensorcastError("INVALID_VALUE", `rows [${r0}, ${r1}) of ${this.logical.name}: 0 <= r0 <= r1 <= ${this.rows} expected`);
     }
     const rowBytes = this.cols * this.elementBytes;
-    const piece = this.logical.scheme === "mxfp4" ? this.mxfp4Piece.bind(this) : this.fp8Piece.bind(this);
+    const piece = this.logical.scheme === "mxfp4" ? this.mxfp4Piece.bind(this) : this.logical.scheme === "nvfp4" ? this.nvfp4Piece.bind(this) : this.fp8Piece.bind(this);
     const first = await piece(r0, r1, reuse);
     // One band or expert: the kernel's output as it is (no second buffer of garbage per run).
     if (first.end === r1) return first.bytes;
@@ -154,6 +166,23 @@ export class LogicalRows {
       r = p.end;
     }
     return out;
+  }
+
+  private global: number | undefined;
+
+  /** NVFP4's float32 global scale, read once. */
+  private async globalScale(): Promise<number> {
+    if (this.global === undefined) this.global = new Float32Array((await this.logical.parts[2].read(0, 1)).slice().buffer)[0];
+    return this.global;
+  }
+
+  /** NVFP4 rows [r, r1): rows are independent (one scale per 16 elements of a row). */
+  private async nvfp4Piece(r: number, r1: number): Promise<{ bytes: Uint8Array; end: number }> {
+    const [w, s] = this.logical.parts;
+    const n = (r1 - r) * this.cols;
+    const packed = await w.read((r * this.cols) / 2, n / 2, this.buffer.take(n / 2));
+    const scales = (await s.read((r * this.cols) / NV_BLOCK, n / NV_BLOCK)).slice();
+    return { bytes: nvfp4DequantizeRows(packed, scales, r1 - r, this.cols, await this.globalScale(), this.to), end: r1 };
   }
 
   /** Rows from `r` up to `r1` or the end of r's band, and where they stop. */
