@@ -283,3 +283,25 @@ test("point 6: NaN e8m0 scales (0xFF) in mxfp4 _scales and fp8-ue8m0 weight_scal
     assert.ok(!readdirSync(dir).includes(`nan-${what}-out.safetensors`), what);
   }
 });
+
+test("point 6: nvfp4 global scales 0, -1, NaN, Inf and a zero block scale are INVALID_DATA on the way back, nothing written", async () => {
+  const cases: [string, number, number, RegExp][] = [
+    ["g0", 0, 0x38, /global scale 0/], ["gneg", -1, 0x38, /global scale -1/], ["gnan", NaN, 0x38, /global scale NaN/],
+    ["ginf", Infinity, 0x38, /global scale Infinity/], ["s0", 448, 0, /scale 5 is 0/],
+  ];
+  for (const [what, g, scale, message] of cases) {
+    const scales = new Uint8Array(16 * 2).fill(0x38);
+    scales[5] = scale;
+    const file = join(dir, `nv-${what}.safetensors`);
+    writeFileSync(file, safetensorsBytes([
+      { name: "x.weight_packed", dtype: "uint8", shape: [16, 16], bytes: new Uint8Array(256).fill(0x21) },
+      { name: "x.weight_scale", dtype: "float8e4m3fn", shape: [16, 2], bytes: scales },
+      { name: "x.weight_global_scale", dtype: "float32", shape: [1], bytes: new Uint8Array(new Float32Array([g]).buffer) },
+    ]));
+    const r = await cli(["convert", file, "--to", "bfloat16", "-o", join(dir, `nv-${what}-out.safetensors`)]);
+    assert.equal(r.code, 1, what);
+    assert.match(r.err, message, what);
+    assert.match(r.err, /INVALID_DATA/, what);
+    assert.ok(!readdirSync(dir).includes(`nv-${what}-out.safetensors`), what);
+  }
+});
