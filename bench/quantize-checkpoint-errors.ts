@@ -16,7 +16,9 @@
  * float32.
  */
 import { cast, Tensor, dtype } from "../src/index.js";
-import { fp8BlockDequantize, fp8BlockQuantize, mxfp4Dequantize, mxfp4Quantize } from "../src/kernels/quant/index.js";
+import {
+  fp8BlockDequantize, fp8BlockQuantize, mxfp4Dequantize, mxfp4Quantize, nvfp4AbsMax, nvfp4DequantizeRows, nvfp4GlobalScale, nvfp4QuantizeRows,
+} from "../src/kernels/quant/index.js";
 
 const args = process.argv.slice(2);
 const seedArg = args.indexOf("--seed");
@@ -57,7 +59,7 @@ function weight(rows: number, cols: number, std = 0.02): Float32Array {
 const bytesOf = (f: Float32Array): Uint8Array => new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
 const floatsOf = (b: Uint8Array): Float32Array => new Float32Array(b.slice().buffer);
 
-type Scheme = "fp8" | "fp8-ue8m0" | "mxfp4" | "float8e4m3fn cast" | "bfloat16 cast";
+type Scheme = "fp8" | "fp8-ue8m0" | "mxfp4" | "nvfp4" | "float8e4m3fn cast" | "bfloat16 cast";
 
 /** The weight after a scheme's round trip. `rows x cols` is [out, in] (a Linear weight). */
 function roundTrip(w: Float32Array, rows: number, cols: number, scheme: Scheme): Float32Array {
@@ -66,6 +68,11 @@ function roundTrip(w: Float32Array, rows: number, cols: number, scheme: Scheme):
     case "fp8-ue8m0": {
       const q = fp8BlockQuantize(bytesOf(w), F32, [rows, cols], [128, 128], scheme === "fp8" ? "float32" : "ue8m0");
       return floatsOf(fp8BlockDequantize(q.weight, [rows, cols], q.scaleInv, q.scaleType, q.scaleShape, F32));
+    }
+    case "nvfp4": {
+      const g = nvfp4GlobalScale(nvfp4AbsMax(bytesOf(w), F32, w.length));
+      const q = nvfp4QuantizeRows(bytesOf(w), F32, rows, cols, g);
+      return floatsOf(nvfp4DequantizeRows(q.packed, q.scales, rows, cols, g, F32));
     }
     case "mxfp4": {
       // As gpt-oss stores an expert: [in, out] = the Linear weight transposed, blocks along in.
@@ -96,7 +103,7 @@ function relativeError(a: ArrayLike<number>, b: ArrayLike<number>): number {
 
 // ---- (1) per-tensor relative error ---------------------------------------------------------------
 
-const SCHEMES: Scheme[] = ["bfloat16 cast", "float8e4m3fn cast", "fp8", "fp8-ue8m0", "mxfp4"];
+const SCHEMES: Scheme[] = ["bfloat16 cast", "float8e4m3fn cast", "fp8", "fp8-ue8m0", "mxfp4", "nvfp4"];
 console.log("Per-tensor rms relative error ||W' - W|| / ||W|| (float32 source):\n");
 console.log(`| weight | ${SCHEMES.join(" | ")} |`);
 console.log(`| --- |${SCHEMES.map(() => " --- |").join("")}`);
@@ -237,7 +244,8 @@ function model(moe: boolean): { embed: Float32Array; layers: Layer[]; head: Line
 /** The model with the weights `scheme` quantizes (transformers' choice) after its round trip. */
 function quantized(m: ReturnType<typeof model>, scheme: Scheme, moe: boolean): ReturnType<typeof model> {
   const rt = (l: Linear): Linear => ({ ...l, w: roundTrip(l.w, l.rows, l.cols, scheme) });
-  // mxfp4 takes only the experts (gpt-oss); fp8 every Linear but embeddings and lm_head; the plain
+  // mxfp4 takes only the experts (gpt-oss); fp8 and nvfp4 every Linear but embeddings, lm_head and
+  // the routers (fp8: smaller than a tile; nvfp4: llm-compressor's MoE recipes ignore them); the plain
   // casts every tensor, as convert --to T does.
   const attn = scheme === "mxfp4" ? (l: Linear): Linear => l : rt;
   const castAll = scheme.endsWith("cast");
