@@ -229,8 +229,9 @@ test("peak memory: quantizing 64 MiB of bfloat16 experts to mxfp4 and a 64 MiB w
     const { growthMiB, peakMiB } = childRss("quantizeCheckpoint", src, join(dir, `big-quantized-${mode}.safetensors`), { mode });
     t.diagnostic(`quantize --mode ${mode}: peak RSS grew by ${growthMiB.toFixed(1)} MiB (to ${peakMiB.toFixed(0)} MiB) for a 64 MiB source tensor`);
     // Whole-tensor buffering holds the 64 MiB source and its transposed copy (mxfp4) or the 32 MiB
-    // output and the source: fp8 measured 17 MiB; mxfp4 70-92 MiB, the kernel's per-run transposed
-    // copies waiting for the collector (V8 collects ArrayBuffers past ~64 MiB of external memory).
-    assert.ok(growthMiB < (mode === "fp8" ? 48 : 120), `${mode}: peak RSS grew by ${growthMiB.toFixed(1)} MiB`);
+    // output and the source (fp8: 96 MiB and more). Measured: fp8 17 MiB with the reference kernels,
+    // 44 MiB with the SIMD ones (wt-qkern2); mxfp4 70-92 MiB, the kernel's per-run transposed copies
+    // waiting for the collector (V8 collects ArrayBuffers past ~64 MiB of external memory), 53 with SIMD.
+    assert.ok(growthMiB < (mode === "fp8" ? 72 : 120), `${mode}: peak RSS grew by ${growthMiB.toFixed(1)} MiB`);
   }
 });
