@@ -31,8 +31,11 @@ export const DEFAULT_PORT = 5173;
  * interop joined the core (about 2.3 KiB gzipped; a tree-shaking bundler drops it from apps that do not call it),
  * 44 KiB until QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear did (43.3 -> 47.2 KiB: 3.9 KiB for every
  * version's rules, the kernels and runModel's three operators), 48 KiB until their first WebAssembly SIMD kernels
- * did (47.2 -> 48.8 KiB with issue 24's storage checks: the kernels are built from source in the bundle). */
-export const CORE_GZIP_BUDGET = 52 * 1024;
+ * did (47.2 -> 48.8 KiB with issue 24's storage checks: the kernels are built from source in the bundle), 52 KiB
+ * until the rest of issue 25's kernels did (49.2 -> 52.8 KiB: int4 / uint4, float8e4m3fn and float4e2m1 both ways,
+ * e8m0 scales, the per-block record table, the arena path, quantizeLinearInto / dequantizeLinearInto and the
+ * checkpoint block kernels). */
+export const CORE_GZIP_BUDGET = 56 * 1024;
 /** What the page targets: every browser with ES2022 (class fields, top-level await, BigInt64Array). */
 const TARGET = "es2022";
 

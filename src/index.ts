@@ -51,7 +51,7 @@ export {
 export { fromTfjs, toTfjs, TFJS_DTYPES, type TfjsDType, type TfjsTensorLike, type TfjsData } from "./interop/tfjs.js";
 // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (the arithmetic itself: src/kernels/quant/).
 export {
-  quantizeLinear, dequantizeLinear, dynamicQuantizeLinear,
+  quantizeLinear, dequantizeLinear, dynamicQuantizeLinear, quantizeLinearInto, dequantizeLinearInto,
   type QuantizeOptions, type DequantizeOptions, type DynamicQuantizeOptions, type DynamicQuantized,
 } from "./ops/quantize.js";
 export {

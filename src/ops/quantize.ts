@@ -6,11 +6,12 @@
 import { expectOptions, isBoolean } from "../args.js";
 import { TensorcastError } from "../errors.js";
 import { dtype, type DType, type DTypeLike, type DTypeName } from "../dtype/table.js";
-import { dequantizeLinearKernel, quantizeLinearKernel } from "../kernels/quant/kernels.js";
+import { dequantizeLinearKernel, quantizeLinearKernel, type DequantizeArgs, type QuantizeArgs } from "../kernels/quant/kernels.js";
+import { dequantizeSimd, quantizeSimd } from "../kernels/quant/simd.js";
 import { axisLayout, blockLayout, blockedScaleShape, tensorLayout, type QuantLayout } from "../kernels/quant/layout.js";
 import type { PrecisionName } from "../kernels/quant/arithmetic.js";
 import { dynamicQuantizeParams, groupMinMax } from "../kernels/quant/scales.js";
-import { allocateStorage, expectTensor, shapeText, Tensor } from "../tensor.js";
+import { allocateOutputStorage, allocateStorage, expectStorage, expectTensor, shapeText, Tensor } from "../tensor.js";
 import {
   DEQUANTIZE_OUTPUT_TYPES, LATEST_OPSET, quantizeOperatorVersion, type QuantizeOperatorVersion,
 } from "./opsets.js";
@@ -91,20 +92,87 @@ const ATTRIBUTE: Record<string, string> = { axis: "axis", blockSize: "block_size
  *         zero point's type.
  */
 export function quantizeLinear(x: Tensor, scale: Tensor, zeroPoint?: Tensor, opts: QuantizeOptions = {}): Tensor {
-  expectOptions(opts, "quantizeLinear", QUANTIZE_OPTIONS, EXPECTED);
+  const { args, out } = checkQuantize("quantizeLinear", x, scale, zeroPoint, opts);
+  // Memory a disposed output left in the pool when there is one (no page faults; the SIMD kernels write every byte).
+  const { data: y, reused } = allocateOutputStorage(out, args.layout.count);
+  const a = { ...args, y };
+  if (!quantizeSimd(a)) {
+    if (reused) (y as Uint8Array).fill(0); // the reference merges packed codes into zeros
+    quantizeLinearKernel(a);
+  }
+  return Tensor.fromStorage(y, out, x.shape);
+}
+
+/**
+ * `quantizeLinear(x, scale, zeroPoint, opts)` written into `out` (the output type is `out`'s: it
+ * must be the zero point's type and `outputDtype` when given; the shape must be x's). The bytes are
+ * quantizeLinear's. When `x` and `out` live in one arena (createArena, src/arena.ts), the
+ * WebAssembly SIMD kernels run in place on the arena's memory, without the chunk copies ordinary
+ * arrays need (float32 -> int8 / uint8 / int4 / uint4 / float8e4m3fn / float4e2m1 with float32 or
+ * float8e8m0 scales; the scale and zero point may live anywhere). Returns `out`.
+ * @example const a = createArena(5 << 22); const xa = a.from(x); const q = a.zeros("int8", x.shape);
+ *          quantizeLinearInto(xa, scale, zeroPoint, q) // in place
+ * @throws TensorcastError as quantizeLinear; SHAPE_MISMATCH when out's shape differs from x's;
+ *         INVALID_ATTRIBUTE when out's type contradicts the zero point or outputDtype;
+ *         ALIASED_OUTPUT when out's bytes overlap x's.
+ */
+export function quantizeLinearInto<N extends DTypeName>(x: Tensor, scale: Tensor, zeroPoint: Tensor | undefined, out: Tensor<N>, opts: QuantizeOptions = {}): Tensor<N> {
+  checkOutput("quantizeLinearInto", x, out);
+  const { args, out: type } = checkQuantize("quantizeLinearInto", x, scale, zeroPoint, opts, out.dtype);
+  if (type !== out.dtype) {
+    throw new TensorcastError(
+      "INVALID_ATTRIBUTE",
+      `quantizeLinearInto: the output type is ${type.name} (the zero point's, output_dtype, or uint8) but the output tensor is ${out.dtype.name}`,
+    );
+  }
+  checkAliasing("quantizeLinearInto", x, out);
+  const a = { ...args, y: out.data };
+  if (!quantizeSimd(a)) {
+    if (out.dtype.packed) (out.data as Uint8Array).fill(0); // the reference merges packed codes into zeros
+    quantizeLinearKernel(a);
+  }
+  return out;
+}
+
+/**
+ * quantizeLinear's checks; the kernel's arguments but the output. `wanted`: an *Into output's
+ * type, the output type when neither a zero point nor outputDtype says it and the version has output_dtype.
+ */
+function checkQuantize(
+  fn: string, x: Tensor, scale: Tensor, zeroPoint: Tensor | undefined, opts: QuantizeOptions, wanted?: DType,
+): { args: Omit<QuantizeArgs, "y">; out: DType } {
+  expectOptions(opts, fn, QUANTIZE_OPTIONS, EXPECTED);
   const { version, name, layout } = checkCommon("QuantizeLinear", x, scale, zeroPoint, opts);
   if (version.scaleIsInputType && scale.dtype !== x.dtype) {
     throw new TensorcastError("UNSUPPORTED_TYPE", `${name}: the scale must have the input's type (both are T1): x is ${x.dtype.name}, the scale ${scale.dtype.name}`);
   }
-  const out = outputTypeOf(name, zeroPoint, opts.outputDtype);
+  const out = outputTypeOf(name, zeroPoint, opts.outputDtype ?? (version.attributes.has("output_dtype") ? wanted : undefined));
   checkType(name, zeroPoint ? "zero point / output" : "output", out, version.outputs);
   const precision = precisionOf(name, scale.dtype, opts.precision);
-  const y = allocateStorage(out, layout.count);
-  quantizeLinearKernel({
-    x: x.data, xType: x.dtype, scale: scale.data, scaleType: scale.dtype, zeroPoint: zeroPoint?.data,
-    y, yType: out, layout, precision, saturate: opts.saturate ?? true,
-  });
-  return Tensor.fromStorage(y, out, x.shape);
+  return {
+    out,
+    args: {
+      x: x.data, xType: x.dtype, scale: scale.data, scaleType: scale.dtype, zeroPoint: zeroPoint?.data,
+      yType: out, layout, precision, saturate: opts.saturate ?? true,
+    },
+  };
+}
+
+/** An *Into function's output: a live tensor of x's shape. */
+function checkOutput(fn: string, x: Tensor, out: Tensor): void {
+  if (!(out instanceof Tensor)) throw new TensorcastError("INVALID_DATA", `${fn} expects a Tensor as output, got ${typeof out}`);
+  expectStorage(out, `${fn}'s output`);
+  if (x instanceof Tensor && !sameShape(x.shape, out.shape)) {
+    throw new TensorcastError("SHAPE_MISMATCH", `${fn}: the output's shape ${shapeText(out.shape)} differs from the input's ${shapeText(x.shape)}`);
+  }
+}
+
+function checkAliasing(fn: string, x: Tensor, out: Tensor): void {
+  const a = x.data as Uint8Array;
+  const b = out.data as Uint8Array;
+  if (a.buffer === b.buffer && a.byteOffset < b.byteOffset + b.byteLength && b.byteOffset < a.byteOffset + a.byteLength) {
+    throw new TensorcastError("ALIASED_OUTPUT", `${fn}: the output's bytes overlap the input's (${x.dtype.name} -> ${out.dtype.name}); use a separate output`);
+  }
 }
 
 /**
@@ -118,21 +186,51 @@ export function quantizeLinear(x: Tensor, scale: Tensor, zeroPoint?: Tensor, opt
  *         not x's, and INVALID_ATTRIBUTE for a float8e8m0 scale without `outputDtype`.
  */
 export function dequantizeLinear(x: Tensor, scale: Tensor, zeroPoint?: Tensor, opts: DequantizeOptions = {}): Tensor {
-  expectOptions(opts, "dequantizeLinear", DEQUANTIZE_OPTIONS, EXPECTED);
+  const { args, out } = checkDequantize("dequantizeLinear", x, scale, zeroPoint, opts);
+  const { data: y } = allocateOutputStorage(out, args.layout.count);
+  dequantizeLinearKernel({ ...args, y });
+  return Tensor.fromStorage(y, out, x.shape);
+}
+
+/**
+ * `dequantizeLinear(x, scale, zeroPoint, opts)` written into `out` (float32, float16 or bfloat16,
+ * x's shape; it must agree with `outputDtype` when given, and with the scale's type when the
+ * version has no output_dtype). The bytes are dequantizeLinear's. In place on an arena's memory
+ * when `x` and `out` live in one arena (int8 / uint8 / int4 / uint4 / float8e4m3fn / float4e2m1
+ * -> float32, finite float32 or float8e8m0 scales). Returns `out`.
+ * @example dequantizeLinearInto(qa, scale, zeroPoint, arena.zeros("float32", qa.shape))
+ * @throws TensorcastError as dequantizeLinear; SHAPE_MISMATCH, INVALID_ATTRIBUTE, ALIASED_OUTPUT as quantizeLinearInto.
+ */
+export function dequantizeLinearInto<N extends DTypeName>(x: Tensor, scale: Tensor, zeroPoint: Tensor | undefined, out: Tensor<N>, opts: DequantizeOptions = {}): Tensor<N> {
+  checkOutput("dequantizeLinearInto", x, out);
+  const { args, out: type } = checkDequantize("dequantizeLinearInto", x, scale, zeroPoint, opts, out.dtype);
+  if (type !== out.dtype) {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `dequantizeLinearInto: the output type is ${type.name} (output_dtype or the scale's type) but the output tensor is ${out.dtype.name}`);
+  }
+  checkAliasing("dequantizeLinearInto", x, out);
+  const a = { ...args, y: out.data };
+  if (!dequantizeSimd(a)) dequantizeLinearKernel(a);
+  return out;
+}
+
+/** dequantizeLinear's checks; the kernel's arguments but the output. `wanted`: an *Into output's type, used when the version allows output_dtype and none is given. */
+function checkDequantize(
+  fn: string, x: Tensor, scale: Tensor, zeroPoint: Tensor | undefined, opts: DequantizeOptions, wanted?: DType,
+): { args: Omit<DequantizeArgs, "y">; out: DType } {
+  expectOptions(opts, fn, DEQUANTIZE_OPTIONS, EXPECTED);
   const { version, name, layout } = checkCommon("DequantizeLinear", x, scale, zeroPoint, opts);
   if (zeroPoint && zeroPoint.dtype !== x.dtype) {
     throw new TensorcastError("UNSUPPORTED_TYPE", `${name}: the zero point must have the input's type: x is ${x.dtype.name}, the zero point ${zeroPoint.dtype.name}`);
   }
   let out: DType;
   if (opts.outputDtype !== undefined) out = dtype(opts.outputDtype);
+  else if (wanted && version.attributes.has("output_dtype")) out = wanted;
   else if (DEQUANTIZE_OUTPUT_TYPES.has(scale.dtype.name)) out = scale.dtype;
   else {
     throw new TensorcastError("INVALID_ATTRIBUTE", `${name}: a ${scale.dtype.name} scale needs outputDtype (output_dtype): float32, float16 or bfloat16`);
   }
   checkType(name, "output", out, version.outputs);
-  const y = allocateStorage(out, layout.count);
-  dequantizeLinearKernel({ x: x.data, xType: x.dtype, scale: scale.data, scaleType: scale.dtype, zeroPoint: zeroPoint?.data, y, yType: out, layout });
-  return Tensor.fromStorage(y, out, x.shape);
+  return { out, args: { x: x.data, xType: x.dtype, scale: scale.data, scaleType: scale.dtype, zeroPoint: zeroPoint?.data, yType: out, layout } };
 }
 
 /**

@@ -75,6 +75,10 @@ export async function axeViolations(evaluate: (source: string) => Promise<string
 export const CODEC_TEST_FILES = [
   "test/dtype/minifloat.test.js", "test/ops/cast-exhaustive.test.js", "test/kernels/native-float16.test.js", "test/kernels/wasm.test.js",
   "test/kernels/fast.test.js", "test/float16-array.test.js", "test/arena.test.js",
+  // The quantization operators: their SIMD paths (relaxed SIMD where the engine has it) and the
+  // exact oracle's property tests, in every engine. quantize-exhaustive is left to Node (47 s).
+  "test/ops/quantize-simd.test.js", "test/ops/quantize-rules.test.js", "test/ops/quantize-properties.test.js",
+  "test/ops/quantize-dynamic-properties.test.js", "test/kernels/quant-simd.test.js", "test/kernels/quant-checkpoint-simd.test.js",
 ];
 
 /**

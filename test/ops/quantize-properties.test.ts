@@ -16,7 +16,7 @@ import {
 import { dequantizeOracle, quantizeOracle, valueOf } from "../support/quant-oracle.js";
 import { Rng } from "../support/rng.js";
 
-const RUNS = { numRuns: Number(process.env.TENSORCAST_QUANT_RUNS ?? 150), seed: 20261127 };
+const RUNS = { numRuns: Number((globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.TENSORCAST_QUANT_RUNS ?? 150), seed: 20261127 };
 
 /** Raw storage entries (numbers for float32 / int32, codes otherwise) for `n` elements of t. */
 function randomRaw(rng: Rng, t: DType, n: number, special: readonly number[]): number[] {

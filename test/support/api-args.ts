@@ -42,5 +42,7 @@ export const GOOD: Readonly<Record<string, readonly unknown[]>> = {
   quantizeLinear: [t, Tensor.fromValues([1], "float32", []), Tensor.fromValues([0], "int8", []), {}],
   dequantizeLinear: [Tensor.fromValues([1, 2], "int8"), Tensor.fromValues([1], "float32", []), Tensor.fromValues([0], "int8", []), {}],
   dynamicQuantizeLinear: [t, {}], quantizeOperatorVersion: ["QuantizeLinear", 21],
+  quantizeLinearInto: [t, Tensor.fromValues([1], "float32", []), Tensor.fromValues([0], "int8", []), Tensor.zeros("int8", t.shape), {}],
+  dequantizeLinearInto: [Tensor.fromValues([1, 2], "int8"), Tensor.fromValues([1], "float32", []), Tensor.fromValues([0], "int8", []), Tensor.zeros("float32", [2]), {}],
 };
 

@@ -203,3 +203,45 @@ export function dequantizeOracle(c: DequantizeCase): number {
   if (!Number.isFinite(s)) return d!.n === 0n ? NaN : negative ? -Infinity : Infinity;
   return toIeee(mul(d!, exact(s)), c.out, negative) as number;
 }
+
+/** An IEEE subtraction or division of two values, exact, rounded once to `t` (overflow to Inf). */
+function ieee(op: "sub" | "div", a: number, b: number, t: DType): number {
+  if (Number.isNaN(a) || Number.isNaN(b)) return NaN;
+  if (op === "div") return divide(a, b, t) as number;
+  if (!Number.isFinite(a) || !Number.isFinite(b)) {
+    if (!Number.isFinite(a) && !Number.isFinite(b) && neg(a) === neg(b)) return NaN;
+    return Number.isFinite(a) ? -b : a;
+  }
+  const r = add(exact(a), exact(-b));
+  return toIeee(r, t, r.n === 0n && neg(a) && !neg(b)) as number;
+}
+
+export interface DynamicQuantizeResult {
+  readonly y: number[];
+  readonly scale: number;
+  readonly zeroPoint: number;
+}
+
+/**
+ * What DynamicQuantizeLinear-11 must give for the float32 values `xs`, step by step as its function
+ * body computes in float32 (each step exact, rounded once), with tensorcast's documented choices
+ * (docs/semantics.md, "Quantization"): NaN elements do not widen the range; a NaN zero point
+ * (0 / 0 or -Inf / Inf) is 0. `f32` and `u8` are the float32 and uint8 types.
+ */
+export function dynamicQuantizeOracle(xs: readonly number[], f32: DType, u8: DType): DynamicQuantizeResult {
+  let lo = 0;
+  let hi = 0;
+  for (const x of xs) {
+    if (x < lo) lo = x;
+    if (x > hi) hi = x;
+  }
+  const scale = ieee("div", ieee("sub", hi, lo, f32), 255, f32);
+  const initial = -ieee("div", lo, scale, f32);
+  let zeroPoint: number;
+  if (Number.isNaN(initial)) zeroPoint = 0;
+  else if (initial <= 0) zeroPoint = 0;
+  else if (initial >= 255) zeroPoint = 255;
+  else zeroPoint = Number(rneInteger(exact(initial)));
+  const y = xs.map((x) => quantizeOracle({ x, scale, zeroPoint, precision: f32, out: u8, saturate: true }));
+  return { y, scale, zeroPoint };
+}

@@ -1,7 +1,8 @@
 /**
  * Runs the graph of a decoded ONNX model, for graphs made of the operators tensorcast implements:
  * Cast, CastLike, Reshape, BitCast, Constant, QuantizeLinear, DequantizeLinear and
- * DynamicQuantizeLinear. Nodes run in file order, which ONNX requires to be
+ * DynamicQuantizeLinear, and the float32 operators of DynamicQuantizeLinear's function body
+ * (run-function-body.ts) for the official `_expanded` cases. Nodes run in file order, which ONNX requires to be
  * topological; a value used before it is computed is an error, not a silent undefined.
  */
 import { describe as describeValue } from "../../args.js";
@@ -14,6 +15,7 @@ import { bitcast } from "../../ops/bitcast.js";
 import { dequantizeLinear, dynamicQuantizeLinear, quantizeLinear, type QuantizeOptions } from "../../ops/quantize.js";
 import { expectTensor, type Tensor } from "../../tensor.js";
 import { checkModel } from "./model-check.js";
+import { FUNCTION_BODY_KERNELS } from "./run-function-body.js";
 import { opsetVersion, type OnnxAttribute, type OnnxModel, type OnnxNode } from "./model.js";
 
 /**
@@ -39,6 +41,7 @@ const KERNELS = new Map<string, Kernel>([
     const r = dynamicQuantizeLinear(required(node, x, 0), { opset });
     return [r.y, r.scale, r.zeroPoint];
   }],
+  ...FUNCTION_BODY_KERNELS,
 ]);
 
 /**

@@ -61,14 +61,40 @@ export function ortScaleZeroPoint(min: number, max: number, t: OrtIntType, symme
  */
 export function ortQuantizeValues(x: ArrayLike<number>, p: OrtQuantParams, t: OrtIntType, out: Int8Array | Uint8Array, at = 0, stride = 1): void {
   const [qmin, qmax] = ortQRange(t, true);
+  if (x instanceof Float32Array && stride === 1) {
+    // The common case (a whole weight, or a per-channel slice), monomorphic.
+    if (out instanceof Int8Array) quantizeRun(x, p.scale, p.zeroPoint, qmin, qmax, out, at);
+    else quantizeRun(x, p.scale, p.zeroPoint, qmin, qmax, out as Uint8Array, at);
+    return;
+  }
   for (let i = 0; i < x.length; i++) {
     const q = roundHalfEven(Math.fround(x[i] / p.scale)) + p.zeroPoint;
     out[at + i * stride] = q < qmin ? qmin : q > qmax ? qmax : q;
   }
 }
 
+/** 1.5 * 2^52: adding and subtracting it rounds a double of magnitude below 2^51 to an integer, halves to even. */
+const ROUND_EVEN = 6755399441055744;
+
+/**
+ * ortQuantizeValues' loop on float32 values: round half to even by ROUND_EVEN (exact for every
+ * float32 quotient that can land inside [qmin, qmax]; a larger one stays beyond the bound it is
+ * clamped to), the clamp by Math.min / Math.max (NaN stays NaN and is stored as 0, as before).
+ */
+function quantizeRun<A extends Int8Array | Uint8Array>(x: Float32Array, scale: number, zeroPoint: number, qmin: number, qmax: number, out: A, at: number): void {
+  const n = x.length;
+  for (let i = 0; i < n; i++) {
+    const v = Math.fround(x[i] / scale);
+    out[at + i] = Math.min(Math.max(v + ROUND_EVEN - ROUND_EVEN + zeroPoint, qmin), qmax);
+  }
+}
+
 /** The float32 min and max of `x` (numpy's min / max: NaN wins). */
 export function minMax(x: ArrayLike<number>): [number, number] {
+  return x instanceof Float32Array ? minMaxRun(x) : minMaxRun(x as number[]);
+}
+
+function minMaxRun(x: ArrayLike<number>): [number, number] {
   let lo = Infinity;
   let hi = -Infinity;
   for (let i = 0; i < x.length; i++) {

@@ -223,3 +223,14 @@ export function moduleBytes(funcs: readonly Func[], pages: number, data?: DataSe
   const segments = data ? section(11, vec([cat([0x00], i32(data.offset), [0x0b], vec(Array.from(data.bytes, (b) => [b])))])) : [];
   return new Uint8Array(cat([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00], types, imports, fnsec, mem, exports, code, segments));
 }
+
+// ---- more SIMD, for the quantization kernels (../quant/simd.ts) --------------------------------
+export const xor = binary(0x51);
+export const i32x4Eq = binary(0x37);
+export const i32x4MaxS = binary(0xb8);
+/** i32x4.extract_lane of lane `lane` (an i32). */
+export const i32x4ExtractLane = (a: Code, lane: number): Code => cat(a, simd(0x1b), [lane]);
+/** i8x16.shl / shr_s / shr_u by a constant count. */
+export const i8x16Shl = (a: Code, n: number): Code => cat(a, i32(n), simd(0x6b));
+export const i8x16ShrS = (a: Code, n: number): Code => cat(a, i32(n), simd(0x6c));
+export const i8x16ShrU = (a: Code, n: number): Code => cat(a, i32(n), simd(0x6d));

@@ -123,6 +123,17 @@ function sharedResident(pages: number): ResidentMemory | undefined {
 }
 
 /**
+ * The WebAssembly memory whose current buffer is `buffer`, when it is a (non-shared) resident
+ * memory, i.e. an arena's: other kernel modules (the quantization kernels, ../quant/simd.ts)
+ * instantiate themselves on it to run in place too. Else undefined.
+ * @example const m = residentMemoryOf(x.data.buffer); // an arena tensor's memory, or undefined
+ */
+export function residentMemoryOf(buffer: ArrayBufferLike): WasmMemory | undefined {
+  const w = residents.get(buffer);
+  return w && w.memory.buffer === buffer && !(typeof SharedArrayBuffer === "function" && buffer instanceof SharedArrayBuffer) ? w.memory : undefined;
+}
+
+/**
  * Instantiates this thread's kernels on the shared memory `memory` (once per memory buffer) and
  * registers them, so that convert() runs storages over it in place here; returns them, or null
  * without WebAssembly SIMD. A worker calls it with the memory it was sent.

@@ -26,7 +26,7 @@ import { AtomicOutput, checkOutput, removeStaleTemporaries } from "../io/file.js
 import { inputFilesOf } from "../io/input-files.js";
 import type { OnnxFileTensor } from "../io/onnx.js";
 import { openTensorFile, type OnnxModelFile } from "../io/reader.js";
-import { rawByteLength } from "../io/tensors.js";
+import { rawByteLength, type FileTensor } from "../io/tensors.js";
 import { planEditedModel, type EditedModel, type GraphPiece, type OutputPlan, type TensorEntry } from "../io/writer.js";
 import { checkSideFile, defaultJobs, filesBytes, type ConvertReport, type TensorReport } from "./convert.js";
 import { measureConversion, type ConvertStats } from "./kernel.js";
@@ -235,7 +235,7 @@ function reportTensors(result: PrecisionResult, converted: readonly StreamedTens
  * IN's ModelProto with each initializer of `streamed` replaced by its placeholder: every other
  * byte read as it is, the big data never.
  */
-async function skeletonOf(model: OnnxModelFile, streamed: ReadonlySet<OnnxFileTensor>): Promise<Uint8Array> {
+export async function skeletonOf(model: OnnxModelFile, streamed: ReadonlySet<OnnxFileTensor>): Promise<Uint8Array> {
   const { graph, initializers } = model.layout;
   const file = model.file;
   const graphParts: Uint8Array[] = [];
@@ -275,7 +275,7 @@ async function skeletonOf(model: OnnxModelFile, streamed: ReadonlySet<OnnxFileTe
  * value, a subgraph's initializer): scanModelFile neither finds nor checks those, and copied as
  * they are they would name a file relative to IN's folder from OUT's.
  */
-function refuseNestedExternal(skeleton: Uint8Array, input: string): void {
+export function refuseNestedExternal(skeleton: Uint8Array, input: string): void {
   const refuse = (where: string): TensorcastError =>
     new TensorcastError("NOT_IMPLEMENTED", `${input}: ${where} has external data; tensorcast reads external data for the main graph's initializers only`);
   const graphs = (g: PbMessage, main: boolean): void => {
@@ -296,7 +296,7 @@ function refuseNestedExternal(skeleton: Uint8Array, input: string): void {
 }
 
 /** The initializer a placeholder stands for, or undefined when `tensor` is not one. */
-function placeholderOf(tensor: PbMessage, file: OnnxModelFile): OnnxFileTensor | undefined {
+export function placeholderOf(tensor: PbMessage, file: OnnxModelFile): OnnxFileTensor | undefined {
   let location: string | undefined;
   let offset: string | undefined;
   for (const e of tensor.subs(13, "StringStringEntryProto")) {
@@ -307,8 +307,11 @@ function placeholderOf(tensor: PbMessage, file: OnnxModelFile): OnnxFileTensor |
   return file.layout.initializers[Number(offset)];
 }
 
-/** The converted skeleton split for writer.ts: placeholders become initializer pieces whose data is streamed. */
-function editedModel(bytes: Uint8Array, file: OnnxModelFile): EditedModel {
+/**
+ * The converted skeleton split for writer.ts: placeholders become initializer pieces whose data is
+ * streamed from what `resolve` finds for them (by default IN's initializers).
+ */
+export function editedModel(bytes: Uint8Array, file: OnnxModelFile, resolve: (t: PbMessage) => FileTensor | undefined = (t) => placeholderOf(t, file)): EditedModel {
   const model = PbMessage.parse(bytes, "ModelProto");
   // The pass has found the graph; scanModelFile refused a model with two.
   const at = model.fields.findIndex((f) => f.no === 7);
@@ -316,7 +319,7 @@ function editedModel(bytes: Uint8Array, file: OnnxModelFile): EditedModel {
   const graph = model.message(model.fields[at], "GraphProto");
   const pieces: GraphPiece[] = [];
   const lists: TensorEntry[] = [];
-  const seen = new Set<OnnxFileTensor>();
+  const seen = new Set<FileTensor>();
   let run: PbField[] = [];
   for (const f of graph.fields) {
     if (f.no !== 5) {
@@ -327,7 +330,7 @@ function editedModel(bytes: Uint8Array, file: OnnxModelFile): EditedModel {
     const type = dtype(t.int(2));
     const shape = t.varints(1).map(Number);
     lists.push({ name: t.string(8), dtype: type, shape });
-    const source = t.int(14) === 1 ? placeholderOf(t, file) : undefined;
+    const source = t.int(14) === 1 ? resolve(t) : undefined;
     if (!source) {
       run.push(f);
       continue;

@@ -1,19 +1,28 @@
 /**
  * `quantizeModelFile(IN, OUT, opts)` and `quantizeModelFolder(DIR, opts)`: the transformers.js
  * variants of ONNX model files, written atomically (a temporary renamed into place, as `convert`
- * does). The model is quantized in memory by quantizeModel (src/io/onnx/quantize/); weights with
- * external data are not read (the MatMuls reading them stay float and are listed).
+ * does). The model is streamed (streamed.ts): its weights, inline or in side files, are read one at
+ * a time by quantizeModel's passes, and OUT gets a side file of its own only when it would pass
+ * protobuf's 2 GiB inline.
  */
 import { expectOptionsObject, expectPath } from "../args.js";
 import { promises as fsp } from "node:fs";
 import { basename, join } from "node:path";
 import { TensorcastError } from "../../index.js";
-import { quantizeModel, QUANTIZE_MODES, type LeftFloat, type QuantizeMode, type QuantizeOptions } from "../../io/onnx/quantize/model.js";
-import { AtomicOutput, checkOutput } from "../io/file.js";
+import { QUANTIZE_MODES, type LeftFloat, type QuantizeMode, type QuantizeOptions } from "../../io/onnx/quantize/model.js";
+import { checkOutput } from "../io/file.js";
+import { sideFilePath } from "../io/external-data.js";
+import { quantizeStreamed } from "./streamed.js";
 
 /** What quantizeModelFile does: quantizeModel's options, and `force` to replace an existing OUT. */
 export interface QuantizeFileOptions extends QuantizeOptions {
   force?: boolean;
+  /**
+   * OUT's side file, relative to OUT's folder: every initializer of 1024 bytes or more is written
+   * there (as `convert --external-data`). Default: inline, unless OUT would pass 2 GiB; then
+   * `<OUT>.data`. IN's own files are never written to.
+   */
+  externalData?: string;
 }
 
 /**
@@ -31,6 +40,8 @@ export interface QuantizeFileReport {
   quantized: number;
   /** Candidate nodes left float, and why. */
   left: LeftFloat[];
+  /** OUT's side file, written when OUT would pass protobuf's 2 GiB inline. */
+  externalData?: string;
 }
 
 /**
@@ -46,26 +57,18 @@ export async function quantizeModelFile(input: string, output: string, opts: Qua
   if (opts === undefined) throw new TensorcastError("INVALID_ATTRIBUTE", "quantizeModelFile needs its options, with a mode (q4, q8, int8, uint8, bnb4, fp16 or q4f16)");
   const start = performance.now();
   await checkOutput(output, { input, force: opts.force === true });
-  let bytes: Uint8Array;
-  try {
-    bytes = new Uint8Array(await fsp.readFile(input));
-  } catch (e) {
-    throw new TensorcastError("IO_ERROR", `${input}: cannot read it (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+  if (opts.externalData !== undefined) {
+    if (typeof opts.externalData !== "string" || opts.externalData === "") {
+      throw new TensorcastError("INVALID_ATTRIBUTE", `quantizeModelFile's externalData must be a file name relative to the output's folder, got ${JSON.stringify(opts.externalData)}`);
+    }
+    await checkOutput(sideFilePath(output, opts.externalData), { input, force: opts.force === true });
   }
-  const { force: _force, ...modelOpts } = opts;
-  const r = quantizeModel(bytes, modelOpts);
-  const out = await AtomicOutput.create(output);
-  try {
-    await out.write(r.bytes, 0);
-    await out.finish(r.bytes.length);
-  } catch (e) {
-    await out.abort();
-    throw e;
-  }
-  await out.commit(opts.force === true);
+  const { force: _force, externalData, ...modelOpts } = opts;
+  const r = await quantizeStreamed(input, output, modelOpts, opts.force === true, externalData);
   return {
-    input, output, mode: r.mode, inputBytes: bytes.length, outputBytes: r.bytes.length,
+    input, output, mode: r.mode, inputBytes: r.bytesIn, outputBytes: r.bytesOut,
     seconds: (performance.now() - start) / 1000, quantized: r.quantized, left: r.left,
+    ...(r.externalData !== undefined ? { externalData: r.externalData } : {}),
   };
 }
 

@@ -1,7 +1,7 @@
 /**
  * A stand-in for `node:assert/strict` in the browser bundle of the codec tests: the strict
  * comparisons (Object.is for `equal` / `notEqual`, structural for `deepEqual`), `ok`, `match`,
- * `throws` (with a validating function) and `fail`. A method the
+ * `throws` (with a validating function, a RegExp or an object of expected keys) and `fail`. A method the
  * tests start to use that is missing here throws, naming it, rather than passing silently.
  */
 export class AssertionError extends Error {
@@ -55,8 +55,11 @@ const methods = {
   match(text: string, pattern: RegExp, message?: string): void {
     if (!pattern.test(text)) throw new AssertionError(message ?? `expected ${show(text)} to match ${pattern}`);
   },
-  /** `validate` as node's: a function that returns true for the error (or throws its own failure). */
-  throws(fn: () => unknown, validate?: (e: unknown) => boolean, message?: string): void {
+  /**
+   * `validate` as node's: a function that returns true for the error (or throws its own failure), a
+   * RegExp its message must match, or an object whose every key the error must hold, deep-equal.
+   */
+  throws(fn: () => unknown, validate?: ((e: unknown) => boolean) | RegExp | Record<string, unknown>, message?: string): void {
     let thrown = false;
     let error: unknown;
     try {
@@ -66,7 +69,11 @@ const methods = {
       error = e;
     }
     if (!thrown) throw new AssertionError(message ?? "expected the function to throw");
-    if (validate && validate(error) !== true) throw new AssertionError(message ?? `the error did not validate: ${String(error)}`);
+    const valid = validate === undefined ? true
+      : typeof validate === "function" ? validate(error) === true
+      : validate instanceof RegExp ? validate.test(String((error as { message?: unknown })?.message ?? error))
+      : Object.entries(validate).every(([k, v]) => deepEqual((error as Record<string, unknown>)?.[k], v));
+    if (!valid) throw new AssertionError(message ?? `the error did not validate: ${String(error)}`);
   },
   fail(message?: string): never {
     throw new AssertionError(message ?? "failed");

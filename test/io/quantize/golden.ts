@@ -60,3 +60,14 @@ export function goldenFeeds(conv: boolean): Record<string, ort.Tensor> {
   const ids = readNpy("ids.npy");
   return { ids: new ort.Tensor("int64", ids.data as BigInt64Array, ids.shape) };
 }
+
+/** sqrt(sum (got - want)^2 / sum want^2): an output's error relative to its size. */
+export function relativeL2(got: Float32Array, want: Float32Array): number {
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < want.length; i++) {
+    num += (got[i] - want[i]) ** 2;
+    den += want[i] ** 2;
+  }
+  return Math.sqrt(num / den);
+}

@@ -19,6 +19,7 @@ import { allowedBy, schemaAt, slotOf } from "./schema-types.js";
 import { convertTensorField, type ConvertedTensor, type TensorCastOptions } from "./tensors.js";
 
 const FLOAT = 1;
+const FLOAT16 = 10;
 
 /**
  * Operators kept in float32 by default: those the onnxconverter-common / onnxruntime float16
@@ -59,6 +60,8 @@ export interface GraphPassReport {
   tensors: ConvertedTensor[];
   kept: KeptNode[];
   castsInserted: number;
+  /** Outputs of the Casts inserted from float16 to float32 (before nodes kept in float32). */
+  widenedHalf: string[];
 }
 
 /** Ops whose float output follows their input when no `dtype` attribute says otherwise. */
@@ -128,7 +131,7 @@ export class UniqueNames {
 }
 
 class Pass {
-  readonly report: GraphPassReport = { tensors: [], kept: [], castsInserted: 0 };
+  readonly report: GraphPassReport = { tensors: [], kept: [], castsInserted: 0, widenedHalf: [] };
   readonly T: number;
   private readonly names: UniqueNames;
 
@@ -299,6 +302,7 @@ class Pass {
           // onnxruntime infers no type for Cast-1 (its `to` is a string): the model says it.
           if (this.opset < 6) g.addMessage(13, typedValue(castName, w));
           this.report.castsInserted++;
+          if (p === FLOAT16 && w === FLOAT) this.report.widenedHalf.push(castName);
         }
         info.inputs[k] = castName;
         inputFields ??= g.message(info.field, "NodeProto").all(1);

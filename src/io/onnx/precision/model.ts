@@ -47,6 +47,8 @@ export interface PrecisionResult {
   /** Whole graph: nodes left in float32. */
   kept: KeptNode[];
   castsInserted: number;
+  /** Whole graph: the outputs of the Casts it inserted from float16 to float32 (before nodes kept in float32). */
+  widenedHalf?: string[];
   /** The default domain's opset before and after (raised for weights stored as float8 / int4 / float4). */
   opsetBefore: number;
   opsetAfter: number;
@@ -142,6 +144,7 @@ export function convertModelPrecision(bytes: Uint8Array, opts: PrecisionOptions)
     result.tensors = report.tensors;
     result.kept = report.kept;
     result.castsInserted = report.castsInserted;
+    result.widenedHalf = report.widenedHalf;
   }
   result.bytes = model.encode(bytes.length + 4096);
   return result;

@@ -17,15 +17,23 @@
  * Weights: `W_quantized` (raw), `W_scale` and `W_zero_point` (typed fields) by quant_utils'
  * rule (src/kernels/quant/ort-minmax.ts); int8 weights symmetric, uint8 asymmetric; per channel
  * along the last axis for MatMul, the first for Conv. The producer becomes "onnx.quantize" 0.1.0.
- * Not done: the value_info of onnx's shape inference (onnxruntime writes it; the file marks itself
- * shape-inferred with metadata onnx.infer = onnxruntime.quant all the same, as onnxruntime's does), bodies of If / Loop /
- * Scan (left float), Attention, LSTM and EmbedLayerNormalization (left float, listed).
+ * Subgraphs (EnableSubgraph): the bodies of If and Loop are quantized by a pass of their own with
+ * this one as parent, as ONNXQuantizer's sub-quantizers do: a weight or value of an enclosing
+ * graph is quantized in that graph (its initializers, its DynamicQuantizeLinear before the node),
+ * and the node is made again by make_node (attributes sorted by name).
+ *
+ * The value_info of onnx's shape inference, which onnxruntime runs on the float model first, is
+ * added for the operators shape-infer.ts knows (the metadata onnx.infer = onnxruntime.quant marks
+ * the file shape-inferred, as onnxruntime's does). Not done: Scan bodies (left float: Scan has attributes make_node would write anew), Attention, LSTM and
+ * EmbedLayerNormalization (left float, listed).
  */
 import { minMax, ortQuantizeValues, ortScaleZeroPoint, type OrtIntType, type OrtQuantParams } from "../../../kernels/quant/ort-minmax.js";
 import { PbMessage, type PbField } from "../precision/pb.js";
 import { bodiesOf } from "../precision/graph.js";
 import { utf8Bytes } from "../precision/pb.js";
-import { cleanInitializers, insertOrdered, intAttribute, makeNode, nodeLabel, rawTensor, readInitializer } from "./edit.js";
+import { cleanInitializers, initializerHeader, insertOrdered, intAttribute, makeNode, nodeLabel, readInitializer, typeName } from "./edit.js";
+import { IN_MEMORY, type QuantizeStorage } from "./storage.js";
+import { addInferredValueInfo } from "./shape-infer.js";
 import { findInitializer } from "./matmul-nbits.js";
 import type { QuantizeReport } from "./report.js";
 
@@ -45,10 +53,14 @@ interface QValue {
 const ELEM = { int8: 3, uint8: 2 } as const;
 const FLOAT = 1;
 const LEFT_FLOAT_OPS = new Set(["Attention", "LSTM", "EmbedLayerNormalization"]);
+/** AttributeProto.type GRAPH. */
+const GRAPH = 5;
 
 /** Rewrites `model` in place (see the file comment), counting into `report`. */
-export function dynamicPass(model: PbMessage, graph: PbMessage, s: DynamicSettings, report: QuantizeReport): void {
-  new DynamicPass(graph, s, report).run();
+export function dynamicPass(model: PbMessage, graph: PbMessage, s: DynamicSettings, report: QuantizeReport, storage: QuantizeStorage = IN_MEMORY): void {
+  // onnxruntime shape-infers the float model first and keeps what that adds (value_info).
+  addInferredValueInfo(graph);
+  new DynamicPass(graph, s, report, storage).run();
   cleanInitializers(graph);
   for (const [no, value] of [[2, "onnx.quantize"], [3, "0.1.0"]] as const) {
     model.remove(no);
@@ -68,16 +80,29 @@ class DynamicPass {
   private readonly nodeNames = new Set<string>();
   private readonly dql = new Map<string, QValue>();
 
-  constructor(private readonly g: PbMessage, private readonly s: DynamicSettings, private readonly report: QuantizeReport) {}
+  /** Names this graph defines (ONNXQuantizer's contains_tensor): its inputs, outputs, value_info and node outputs. */
+  private readonly local = new Set<string>();
+
+  /** `parent`: the pass of the graph holding this one (a body of If / Loop), as ONNXQuantizer's sub-quantizer has one. */
+  constructor(
+    private readonly g: PbMessage, private readonly s: DynamicSettings, private readonly report: QuantizeReport, private readonly storage: QuantizeStorage,
+    private readonly parent?: DynamicPass,
+  ) {}
 
   run(): void {
     const nodes = this.g.subs(1, "NodeProto");
-    for (const n of nodes) {
+    for (const no of [11, 12, 13]) for (const v of this.g.subs(no, "ValueInfoProto")) this.local.add(v.string(1));
+    for (const n of nodes) for (const o of n.strings(2)) this.local.add(o);
+    for (let n of nodes) {
       const op = n.string(4);
       const domain = n.string(7);
       const standard = domain === "" || domain === "ai.onnx";
       let done = false;
-      if (bodiesOf(n).length > 0) this.report.left.push({ node: nodeLabel(n), opType: op, reason: "its subgraphs are not quantized" });
+      if (bodiesOf(n).length > 0) {
+        const rebuilt = standard && (op === "If" || op === "Loop") ? this.withQuantizedBodies(n) : undefined;
+        if (rebuilt) n = rebuilt;
+        else this.report.left.push({ node: nodeLabel(n), opType: op, reason: "its subgraphs are not quantized" });
+      }
       if (standard && op === "MatMul") done = this.integerOp(n, "MatMulInteger", -1);
       else if (standard && op === "Conv") done = this.integerOp(n, "ConvInteger", 0);
       else if (standard && op === "Gather") done = this.gather(n);
@@ -108,7 +133,16 @@ class DynamicPass {
   }
 
   private keepFloat(n: PbMessage): void {
-    for (const input of n.strings(1)) {
+    // A body reading a value this graph holds quantized (a Gather's output) needs it float too.
+    const reads = [...n.strings(1)];
+    const bodyReads = (g: PbMessage): void => {
+      for (const m of g.subs(1, "NodeProto")) {
+        reads.push(...m.strings(1));
+        for (const b of bodiesOf(m)) bodyReads(b);
+      }
+    };
+    for (const b of bodiesOf(n)) bodyReads(b);
+    for (const input of reads) {
       const d = this.dequantize(input);
       if (d) this.push(d);
     }
@@ -123,6 +157,31 @@ class DynamicPass {
     return makeNode("DequantizeLinear", [q.q, q.scale, q.zp], [name], `${name}_DequantizeLinear`, "");
   }
 
+  /**
+   * ONNXQuantizer.quantize_node_with_sub_graph: each body quantized by a pass of its own whose
+   * parent is this one (weights and values of this graph quantized here, DynamicQuantizeLinear of
+   * them added here, before the node), and the node made again by onnx.helper.make_node: inputs,
+   * outputs, name, the attributes sorted by name (else_branch before then_branch), no doc_string.
+   * Undefined when the node has an attribute other than a graph (make_node would write it anew).
+   */
+  private withQuantizedBodies(n: PbMessage): PbMessage | undefined {
+    const attributes = n.subs(5, "AttributeProto");
+    if (attributes.some((a) => a.int(20) !== GRAPH || !a.sub(6, "GraphProto"))) return undefined;
+    const made = attributes.map((a) => {
+      const body = a.sub(6, "GraphProto")!;
+      new DynamicPass(body, this.s, this.report, this.storage, this).run();
+      return new PbMessage([], "AttributeProto").addString(1, a.string(1)).addMessage(6, body).addVarint(20, GRAPH);
+    });
+    return makeNode(n.string(4), n.strings(1), n.strings(2), n.string(3), "", made);
+  }
+
+  /** The initializer `name` of this graph, or of an enclosing one when this graph does not define the name. */
+  private lookup(name: string): { field: PbField; owner: DynamicPass } | undefined {
+    const found = findInitializer(name, [this.g]);
+    if (found) return { field: found.field, owner: this };
+    return this.parent && !this.local.has(name) ? this.parent.lookup(name) : undefined;
+  }
+
   private addInitializer(t: PbMessage): void {
     insertOrdered(this.g, { no: 5, wire: 2, data: new Uint8Array(0), msg: t });
   }
@@ -132,8 +191,10 @@ class DynamicPass {
     const known = this.quantized.get(name);
     if (known) return known;
     const found = findInitializer(name, [this.g]);
+    // A weight of an enclosing graph is quantized there (ONNXQuantizer asks its parent).
+    if (!found && this.parent && !this.local.has(name)) return this.parent.quantizeInitializer(name, t, symmetric, axis);
     if (!found) return `${name} is not an initializer`;
-    const tensor = readInitializer(found.field);
+    const tensor = readInitializer(found.field, this.storage.readExternal);
     if (typeof tensor === "string") return `${name}: ${tensor}`;
     if (tensor.dtype.name !== "float32") return `${name} is ${tensor.dtype.name}; tensorcast quantizes float32 weights`;
     const x = tensor.data as Float32Array;
@@ -162,7 +223,7 @@ class DynamicPass {
     const v: QValue = { q: `${name}_quantized`, scale: `${name}_scale`, zp: `${name}_zero_point` };
     this.addInitializer(typedTensor(v.scale, FLOAT, shape, params.map((p) => p.scale)));
     this.addInitializer(typedTensor(v.zp, ELEM[t], shape, params.map((p) => p.zeroPoint)));
-    this.addInitializer(rawTensor(v.q, ELEM[t], dims, new Uint8Array(out.buffer)));
+    this.addInitializer(this.storage.store(v.q, ELEM[t], dims, new Uint8Array(out.buffer)));
     this.quantized.set(name, v);
     return v;
   }
@@ -172,6 +233,8 @@ class DynamicPass {
     const known = this.quantized.get(name);
     if (known) return known;
     if (findInitializer(name, [this.g])) return this.quantizeInitializer(name, "uint8", false, undefined);
+    // A value of an enclosing graph: quantized there, its DynamicQuantizeLinear before this body's node.
+    if (this.parent && !this.local.has(name)) return this.parent.activation(name);
     let v = this.dql.get(name);
     if (!v) {
       v = { q: `${name}_quantized`, scale: `${name}_scale`, zp: `${name}_zero_point` };
@@ -190,10 +253,11 @@ class DynamicPass {
       return false;
     };
     if (inputs.length < 2) return reject("it has fewer than two inputs");
-    const w = findInitializer(inputs[1], [this.g]);
+    const w = this.lookup(inputs[1]);
     if (!w) return reject(opType === "MatMulInteger" ? "B is not an initializer (MatMulConstBOnly)" : "W is not an initializer");
-    const t = readInitializer(w.field);
-    if (typeof t === "string" || t.dtype.name !== "float32") return reject(typeof t === "string" ? `the weight: ${t}` : `the weight is ${t.dtype.name}`);
+    // The header only: the weight is read once, by quantizeInitializer.
+    const header = initializerHeader(w.field);
+    if (header.dataType !== FLOAT) return reject(`the weight is ${typeName(header.dataType)}`);
     const mark = this.newNodes.length;
     const a = this.activation(inputs[0]);
     if (typeof a === "string") return reject(a);
@@ -216,7 +280,7 @@ class DynamicPass {
     const scaled = hasBias ? `${out}quant_scaled_output` : out;
     this.push(makeNode("Mul", [`${qOut}_cast_output`, `${mulName}:0`], [scaled], qName ? `${name}_output_scale_mul` : "", ""));
     if (hasBias) {
-      const rank = t.shape.length;
+      const rank = header.dims.length;
       const shape = new Array<number>(rank).fill(1);
       shape[1] = -1;
       this.addInitializer(typedTensor(`${out}_bias_reshape_shape`, 7, [rank], shape));
@@ -229,7 +293,7 @@ class DynamicPass {
   /** Gather of an initializer table: quantized as an activation, the output held quantized (operators/gather.py). */
   private gather(n: PbMessage): boolean {
     const inputs = n.strings(1);
-    if (!findInitializer(inputs[0], [this.g])) return false;
+    if (!this.lookup(inputs[0])) return false;
     const v = this.quantizeInitializer(inputs[0], "uint8", false, undefined);
     if (typeof v === "string") {
       this.report.left.push({ node: nodeLabel(n), opType: "Gather", reason: v });

@@ -8,7 +8,8 @@ import { decodeTensorProto } from "../tensorproto.js";
 import { PbMessage, utf8Bytes, type PbField } from "../precision/pb.js";
 import { bodiesOf } from "../precision/graph.js";
 import { payloadOf } from "../precision/tensors.js";
-import type { Tensor } from "../../../tensor.js";
+import { Tensor } from "../../../tensor.js";
+import { dtype } from "../../../dtype/table.js";
 
 /** Inserts `field` after the last field numbered at most its number (protobuf's field order). */
 export function insertOrdered(msg: PbMessage, field: PbField): void {
@@ -64,12 +65,34 @@ export function setOpsetImport(model: PbMessage, domain: string, version: number
   insertOrdered(model, { no: 8, wire: 2, data: new Uint8Array(0), msg: o });
 }
 
-/** The float tensor of an initializer field, or a reason it cannot be read here. */
-export function readInitializer(f: PbField): Tensor | string {
-  const msg = PbMessage.parse(payloadOf(f), "TensorProto");
-  if (msg.int(14) === 1) return "its data is external";
+/**
+ * The tensor of an initializer field, or a reason it cannot be read here; external data is read
+ * through `readExternal` (see storage.ts), which says "its data is external" in memory.
+ */
+export function readInitializer(f: PbField, readExternal: (t: PbMessage) => Uint8Array | string = () => "its data is external"): Tensor | string {
+  const payload = payloadOf(f);
+  const msg = PbMessage.parse(payload, "TensorProto");
+  if (msg.int(14) === 1) {
+    const raw = readExternal(msg);
+    return typeof raw === "string" ? raw : Tensor.fromBytes(raw, dtype(msg.int(2)), msg.varints(1).map(Number));
+  }
   if (msg.has(3)) return "it is segmented";
-  return decodeTensorProto(payloadOf(f), { copy: false }).tensor;
+  return decodeTensorProto(payload, { copy: false }).tensor;
+}
+
+/** An initializer's element type (ONNX number) and dims, read from its header only. */
+export function initializerHeader(f: PbField): { dataType: number; dims: number[] } {
+  const msg = PbMessage.parse(payloadOf(f), "TensorProto");
+  return { dataType: msg.int(2), dims: msg.varints(1).map(Number) };
+}
+
+/** The name of an ONNX element type number, as messages give it. */
+export function typeName(dataType: number): string {
+  try {
+    return dtype(dataType).name;
+  } catch {
+    return `element type ${dataType}`;
+  }
 }
 
 /** The name of a node for messages: its name, else its first output. */

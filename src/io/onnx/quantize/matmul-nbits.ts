@@ -1,7 +1,7 @@
 /**
  * The weight-only variants q4 and bnb4. q4 as onnxruntime's MatMulNBitsQuantizer
  * (DefaultWeightOnlyQuantizer, QOperator format) makes it: every MatMul whose B is a 2-D float32 initializer of its graph or an enclosing
- * one becomes a com.microsoft MatMulNBits reading `B_Q4` [N, blocks, blockSize / 2], `B_scales`
+ * one (or float16: its scales are float16 then, as MLAS's MLFloat16 quantizer makes them) becomes a com.microsoft MatMulNBits reading `B_Q4` [N, blocks, blockSize / 2], `B_scales`
  * [N, blocks] and, asymmetric, `B_zero_points`; the new initializers are appended to the graph
  * holding B, B's graph input (if any) is dropped, "com.microsoft" is imported at version 1, and
  * every initializer no node reads any more is removed (its clean_initializers).
@@ -10,8 +10,12 @@ import { mlasQuantize4 } from "../../../kernels/quant/mlas-blockwise.js";
 import type { PbField, PbMessage } from "../precision/pb.js";
 import type { Tensor } from "../../../tensor.js";
 import { bodiesOf } from "../precision/graph.js";
-import { cleanInitializers, float32Bytes, insertOrdered, intAttribute, makeNode, nodeLabel, readInitializer, rawTensor, setOpsetImport } from "./edit.js";
+import { dtype } from "../../../dtype/table.js";
+import { convert } from "../../../kernels/convert.js";
+import { initializerHeader, typeName } from "./edit.js";
+import { cleanInitializers, float32Bytes, insertOrdered, intAttribute, makeNode, nodeLabel, readInitializer, setOpsetImport } from "./edit.js";
 import type { QuantizeReport } from "./report.js";
+import { IN_MEMORY, type QuantizeStorage } from "./storage.js";
 
 /** The q4 settings. */
 export interface NBitsSettings {
@@ -23,6 +27,21 @@ export interface NBitsSettings {
 
 const UINT8 = 2;
 const FLOAT = 1;
+const FLOAT16 = 10;
+
+/** A float16 tensor's values as float32 (exact). */
+function float32Values(t: Tensor): Float32Array {
+  const out = new Float32Array(t.size);
+  convert(t.data, t.dtype, out, dtype("float32"), t.size, { saturate: false, roundMode: "up" });
+  return out;
+}
+
+/** Little-endian float16 bytes of float32 values that are float16 values. */
+function float16Bytes(values: Float32Array): Uint8Array {
+  const out = new Uint16Array(values.length);
+  convert(values, dtype("float32"), out, dtype("float16"), values.length, { saturate: false, roundMode: "up" });
+  return new Uint8Array(out.buffer);
+}
 
 /**
  * How one weight-only quantizer rewrites a MatMul: the operator, the suffix its node name gets,
@@ -31,7 +50,9 @@ const FLOAT = 1;
 export interface WeightRule {
   readonly opType: string;
   readonly nameSuffix: string;
-  quantize(b: Tensor, name: string): { tensors: PbMessage[]; attributes: PbMessage[] } | string;
+  /** B may be float16 as well as float32. */
+  readonly acceptsFloat16: boolean;
+  quantize(b: Tensor, name: string, store: QuantizeStorage["store"]): { tensors: PbMessage[]; attributes: PbMessage[] } | string;
 }
 
 /** MatMulNBitsQuantizer's rule (see the file comment). */
@@ -39,15 +60,18 @@ export function nBitsRule(s: NBitsSettings): WeightRule {
   return {
     opType: "MatMulNBits",
     nameSuffix: "_Q4",
-    quantize(t, b) {
+    acceptsFloat16: true,
+    quantize(t, b, store) {
       const [k, n] = t.shape;
-      const w = mlasQuantize4(t.data as Float32Array, k, n, s.blockSize, s.symmetric);
+      // A float16 B keeps float16 scales (MatMulNBitsQuantizer makes them in B's type).
+      const half = t.dtype.name === "float16";
+      const w = mlasQuantize4(half ? float32Values(t) : (t.data as Float32Array), k, n, s.blockSize, s.symmetric, half ? "float16" : "float32");
       const blocks = Math.ceil(k / s.blockSize);
       const tensors = [
-        rawTensor(`${b}_Q4`, UINT8, [n, blocks, s.blockSize / 2], w.packed),
-        rawTensor(`${b}_scales`, FLOAT, [n, blocks], float32Bytes(w.scales)),
+        store(`${b}_Q4`, UINT8, [n, blocks, s.blockSize / 2], w.packed),
+        half ? store(`${b}_scales`, FLOAT16, [n, blocks], float16Bytes(w.scales)) : store(`${b}_scales`, FLOAT, [n, blocks], float32Bytes(w.scales)),
       ];
-      if (w.zeroPoints) tensors.push(rawTensor(`${b}_zero_points`, UINT8, [n, Math.ceil(blocks / 2)], w.zeroPoints));
+      if (w.zeroPoints) tensors.push(store(`${b}_zero_points`, UINT8, [n, Math.ceil(blocks / 2)], w.zeroPoints));
       const attributes = [intAttribute("K", k), intAttribute("N", n), intAttribute("bits", 4), intAttribute("block_size", s.blockSize)];
       if (s.accuracyLevel) attributes.push(intAttribute("accuracy_level", s.accuracyLevel));
       return { tensors, attributes };
@@ -61,7 +85,7 @@ export function nBitsRule(s: NBitsSettings): WeightRule {
  * initializers are appended to the graph holding B, B's graph input (if any) is dropped, and every
  * initializer no node reads any more is removed. A B read by several MatMuls is quantized once.
  */
-export function matMulWeightPass(model: PbMessage, graph: PbMessage, rule: WeightRule, report: QuantizeReport): void {
+export function matMulWeightPass(model: PbMessage, graph: PbMessage, rule: WeightRule, report: QuantizeReport, storage: QuantizeStorage = IN_MEMORY): void {
   setOpsetImport(model, "com.microsoft", 1);
   const done = new Map<PbField, Made>();
   const walk = (g: PbMessage, stack: PbMessage[]): void => {
@@ -70,7 +94,7 @@ export function matMulWeightPass(model: PbMessage, graph: PbMessage, rule: Weigh
       const node = g.message(f, "NodeProto");
       for (const body of bodiesOf(node)) walk(body, [...stack, body]);
       if (node.string(4) !== "MatMul" || !isDefaultDomain(node.string(7))) continue;
-      const q = quantizeMatMul(node, stack, rule, done);
+      const q = quantizeMatMul(node, stack, rule, done, storage);
       if (typeof q === "string") report.left.push({ node: nodeLabel(node), opType: "MatMul", reason: q });
       else {
         f.msg = q;
@@ -107,17 +131,19 @@ interface Made {
   readonly attributes: readonly PbMessage[];
 }
 
-function quantizeMatMul(node: PbMessage, stack: readonly PbMessage[], rule: WeightRule, done: Map<PbField, Made>): PbMessage | string {
+function quantizeMatMul(node: PbMessage, stack: readonly PbMessage[], rule: WeightRule, done: Map<PbField, Made>, storage: QuantizeStorage): PbMessage | string {
   const inputs = node.strings(1);
   const found = inputs.length === 2 ? findInitializer(inputs[1], stack) : undefined;
   if (!found) return "B is not an initializer";
   let made = done.get(found.field);
   if (!made) {
-    const t = readInitializer(found.field);
+    // The header first: a weight that cannot be quantized is never read.
+    const { dataType, dims } = initializerHeader(found.field);
+    if (dims.length !== 2) return `B is ${dims.length}-D, not 2-D`;
+    if (dataType !== FLOAT && !(rule.acceptsFloat16 && dataType === FLOAT16)) return `B is ${typeName(dataType)}; tensorcast quantizes ${rule.acceptsFloat16 ? "float32 and float16" : "float32"} weights`;
+    const t = readInitializer(found.field, storage.readExternal);
     if (typeof t === "string") return `B: ${t}`;
-    if (t.shape.length !== 2) return `B is ${t.shape.length}-D, not 2-D`;
-    if (t.dtype.name !== "float32") return `B is ${t.dtype.name}; tensorcast quantizes float32 weights`;
-    const q = rule.quantize(t, inputs[1]);
+    const q = rule.quantize(t, inputs[1], storage.store);
     if (typeof q === "string") return q;
     dropGraphInput(found.graph, inputs[1]);
     for (const a of q.tensors) insertOrdered(found.graph, { no: 5, wire: 2, data: new Uint8Array(0), msg: a });

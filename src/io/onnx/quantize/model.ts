@@ -14,6 +14,8 @@ import { bnb4Rule } from "./matmul-bnb4.js";
 import { matMulNBitsToFloat16 } from "./q4f16.js";
 import { dynamicPass } from "./dynamic.js";
 import type { LeftFloat, QuantizeReport } from "./report.js";
+import { IN_MEMORY, type QuantizeStorage } from "./storage.js";
+import type { ExternalTensorHook } from "../precision/tensors.js";
 
 export type { LeftFloat } from "./report.js";
 
@@ -70,6 +72,15 @@ const QUANTIZED_OPS = new Set([
  *         (unless `forceRequantize`); NOT_IMPLEMENTED for a mode not made yet.
  */
 export function quantizeModel(bytes: Uint8Array, opts: QuantizeOptions): QuantizeResult {
+  return quantizeModelWith(bytes, opts, IN_MEMORY);
+}
+
+/**
+ * quantizeModel with the weights and the new tensors reached through `storage` (see storage.ts):
+ * the Node streamed quantizer's entry.
+ * @example quantizeModelWith(skeleton, { mode: "q4" }, streamedStorage).bytes  // the skeleton, quantized
+ */
+export function quantizeModelWith(bytes: Uint8Array, opts: QuantizeOptions, storage: QuantizeStorage): QuantizeResult {
   expectBytes(bytes, "quantizeModel's input");
   expectObject(opts, "quantizeModel's options", "INVALID_ATTRIBUTE");
   const isBool = (v: unknown): boolean => typeof v === "boolean";
@@ -88,8 +99,10 @@ export function quantizeModel(bytes: Uint8Array, opts: QuantizeOptions): Quantiz
   validateMessage("ModelProto", bytes);
   const mode = opts.mode;
   if (mode === "fp16") {
-    const r = convertModelPrecision(bytes, { to: "float16", keepIoTypes: true });
-    return { bytes: r.bytes, mode, quantized: r.tensors.length, left: [] };
+    let streamed = 0;
+    const external: ExternalTensorHook | undefined = storage.external && ((...a) => (streamed++, storage.external!(...a)));
+    const r = convertModelPrecision(bytes, { to: "float16", keepIoTypes: true, external });
+    return { bytes: r.bytes, mode, quantized: r.tensors.length + streamed, left: [] };
   }
   const model = PbMessage.parse(bytes, "ModelProto");
   const graph = model.sub(7, "GraphProto");
@@ -100,19 +113,19 @@ export function quantizeModel(bytes: Uint8Array, opts: QuantizeOptions): Quantiz
   }
   const report: QuantizeReport = { quantized: 0, left: [] };
   if (mode === "q4" || mode === "q4f16") {
-    matMulWeightPass(model, graph, nBitsRule({ blockSize, symmetric: opts.symmetric ?? true, accuracyLevel }), report);
+    matMulWeightPass(model, graph, nBitsRule({ blockSize, symmetric: opts.symmetric ?? true, accuracyLevel }), report, storage);
   } else if (mode === "bnb4") {
-    matMulWeightPass(model, graph, bnb4Rule(opts.blockSize ?? 64, opts.quantType ?? "nf4"), report);
+    matMulWeightPass(model, graph, bnb4Rule(opts.blockSize ?? 64, opts.quantType ?? "nf4"), report, storage);
   } else if (mode === "int8" || mode === "uint8" || mode === "q8") {
     const weightType = mode === "q8" ? (hasOp(graph, Q8_UINT8_OPS) ? "uint8" : "int8") : mode;
-    dynamicPass(model, graph, { weightType, perChannel: opts.perChannel === true }, report);
+    dynamicPass(model, graph, { weightType, perChannel: opts.perChannel === true }, report, storage);
   } else {
     throw new TensorcastError("NOT_IMPLEMENTED", `quantizeModel: mode ${mode} is not implemented yet`);
   }
   let out = model.encode(bytes.length + 4096);
   if (mode === "q4f16") {
-    const half = convertModelPrecision(out, { to: "float16", keepIoTypes: true });
-    out = matMulNBitsToFloat16(half.bytes, half.opsetAfter).bytes;
+    const half = convertModelPrecision(out, { to: "float16", keepIoTypes: true, external: storage.external });
+    out = matMulNBitsToFloat16(half.bytes, half.opsetAfter, storage.readExternal, half.widenedHalf).bytes;
   }
   return { bytes: out, mode, quantized: report.quantized, left: report.left };
 }

@@ -18,7 +18,8 @@ const HELP = `Usage: tensorcast conformance <dir> [--filter REGEX] [--json]
 
 Runs every ONNX backend node-test folder under <dir> (model.onnx and test_data_set_N/input_K.pb,
 output_K.pb) through tensorcast's own .onnx / .pb reader and graph runner (Cast, CastLike,
-Reshape, BitCast, Constant, QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear), and compares each output bit for bit; any NaN equals any NaN of its
+Reshape, BitCast, Constant, QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, and the
+float32 operators of DynamicQuantizeLinear's function body), and compares each output bit for bit; any NaN equals any NaN of its
 type. Prints one row per case and the totals.
 
 Outcomes:

@@ -1,0 +1,127 @@
+/**
+ * quantizeModelFile streams (issue 26 point 4): a model whose weights are in a side file, or inline,
+ * is quantized one weight at a time, and OUT equals byte for byte what quantizeModel makes of the
+ * same model with every weight inline; IN's files are never OUT.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { pathToFileURL } from "node:url";
+import { quantizeModel, type QuantizeOptions } from "../../src/io/onnx/quantize/model.js";
+import { quantizeModelFile } from "../../src/node/quantize/model-file.js";
+import { assertSameBytes } from "../io/quantize/golden.js";
+import { scratch } from "./helpers.js";
+import { openTensorFile } from "../../src/node/io/reader.js";
+import type { OnnxFileTensor } from "../../src/node/io/onnx.js";
+
+/** Every initializer of a model file as read back: name, type, where (side file @ offset, or ""), bytes. */
+async function readBack(path: string): Promise<[string, string, string, Uint8Array][]> {
+  const f = await openTensorFile(path);
+  try {
+    const rows: [string, string, string, Uint8Array][] = [];
+    for (const t of f.tensors) {
+      const x = (t as OnnxFileTensor).external;
+      rows.push([t.name, t.dtype.name, x ? `${x.location}@${x.offset}` : "", await t.read(0, t.size)]);
+    }
+    return rows;
+  } finally {
+    await f.close();
+  }
+}
+import { streamedModel, writeStreamedModel } from "./quantize-model-streamed.js";
+
+const CASES: QuantizeOptions[] = [
+  { mode: "q4" }, { mode: "q4", symmetric: false, blockSize: 16 }, { mode: "q4f16" }, { mode: "bnb4" }, { mode: "bnb4", quantType: "fp4" },
+  { mode: "int8" }, { mode: "uint8" }, { mode: "q8" }, { mode: "int8", perChannel: true }, { mode: "fp16" },
+];
+
+describe("quantizeModelFile: streamed, equal to quantizeModel in memory", () => {
+  const dir = scratch();
+  const input = writeStreamedModel(dir);
+  const inline = streamedModel(undefined, true);
+
+  for (const opts of CASES) {
+    it(`${JSON.stringify(opts)}: the side-file model's OUT equals the inline model quantized in memory`, async () => {
+      const out = join(dir, `out-${CASES.indexOf(opts)}.onnx`);
+      const r = await quantizeModelFile(input, out, opts);
+      const expected = quantizeModel(inline, opts);
+      assert.equal(r.quantized, expected.quantized);
+      assert.deepEqual(r.left, expected.left);
+      assert.ok(r.quantized > 0);
+      assertSameBytes(new Uint8Array(readFileSync(out)), expected.bytes, JSON.stringify(opts));
+      assert.equal(r.outputBytes, expected.bytes.length);
+      assert.equal(r.externalData, undefined);
+    });
+  }
+
+  it("no spill or temporary file is left beside OUT", () => {
+    assert.deepEqual(readdirSync(dir).filter((n) => n.startsWith(".")), []);
+  });
+
+  it("with externalData, OUT's initializers of 1 KiB or more go to its own side file, read back equal to the inline result", async () => {
+    for (const opts of [{ mode: "q4" }, { mode: "int8", perChannel: true }, { mode: "q4f16" }] as QuantizeOptions[]) {
+      const out = join(dir, `ext-${opts.mode}.onnx`);
+      const r = await quantizeModelFile(input, out, { ...opts, externalData: `ext-${opts.mode}.data`, force: true });
+      assert.equal(r.externalData, join(dir, `ext-${opts.mode}.data`));
+      const inline = join(dir, `inline-${opts.mode}.onnx`);
+      writeFileSync(inline, quantizeModel(streamedModel(undefined, true), opts).bytes);
+      const [a, b] = [await readBack(out), await readBack(inline)];
+      assert.deepEqual(a.map(([name, type, , bytes]) => [name, type, bytes]), b.map(([name, type, , bytes]) => [name, type, bytes]));
+      const external = a.filter(([, , where]) => where !== "");
+      assert.ok(external.length > 0 && external.every(([, , where, bytes]) => where.startsWith(`ext-${opts.mode}.data@`) && bytes.length >= 1024), JSON.stringify(external.map((x) => x.slice(0, 3))));
+    }
+    await assert.rejects(quantizeModelFile(input, join(dir, "ext-x.onnx"), { mode: "q4", externalData: "model.data", force: true }), { code: "OUTPUT_IS_INPUT" });
+    assert.deepEqual(readdirSync(dir).filter((n) => n.startsWith(".")), []);
+  });
+
+  it("the model's own side file is never OUT", async () => {
+    await assert.rejects(quantizeModelFile(input, join(dir, "model.data"), { mode: "q4", force: true }), { code: "OUTPUT_IS_INPUT" });
+    assert.ok(existsSync(join(dir, "model.data")));
+  });
+});
+
+const url = (p: string): string => pathToFileURL(new URL(p, import.meta.url).pathname).href;
+
+describe("quantizeModelFile: memory holds one weight, not the model", () => {
+  // 16 weights of 16 MiB (256 MiB) in a side file. Streamed, q4 holds one weight and its codes at
+  // a time: the child's peak resident memory stays near Node's own (about 60 MiB) plus two weights;
+  // reading the model whole (as quantizeModelFile did before) takes the 256 MiB and more.
+  it("q4 of a 256 MiB side-file model peaks below 200 MiB resident", (t) => {
+    const code = `
+      const m = await import(${JSON.stringify(url("./quantize-model-streamed.js"))});
+      const { quantizeModelFile } = await import(${JSON.stringify(url("../../src/node/quantize/model-file.js"))});
+      const { writeFileSync, mkdtempSync, rmSync } = await import("node:fs");
+      const { join } = await import("node:path");
+      const { tmpdir } = await import("node:os");
+      const dir = mkdtempSync(join(tmpdir(), "tensorcast-qmem-"));
+      try {
+        const K = 2048, N = 2048, L = 16;
+        const chunk = new Float32Array(N * 64);
+        const weights = [];
+        const nodes = [];
+        for (let l = 0; l < L; l++) {
+          weights.push({ name: "w" + l, dims: [K, N], external: true, bytes: (write) => {
+            for (let r = 0; r < K; r += 64) {
+              for (let i = 0; i < chunk.length; i++) chunk[i] = Math.sin(i * 0.37 + r + l) * 0.05;
+              write(new Uint8Array(chunk.buffer));
+            }
+          } });
+          nodes.push(m.node("MatMul", [l === 0 ? "x" : "h" + (l - 1), "w" + l], ["h" + l], "mm" + l));
+        }
+        writeFileSync(join(dir, "big.onnx"), m.weightModel(nodes, weights, [], [], { dir, dataName: "big.data" }));
+        const before = process.resourceUsage().maxRSS;
+        const r = await quantizeModelFile(join(dir, "big.onnx"), join(dir, "big_q4.onnx"), { mode: "q4" });
+        console.log(JSON.stringify({ quantized: r.quantized, bytesOut: r.outputBytes, before: before / 1024, peak: process.resourceUsage().maxRSS / 1024 }));
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }`;
+    const p = spawnSync(process.execPath, ["--input-type=module", "-e", code], { encoding: "utf8", timeout: 300_000 });
+    assert.equal(p.status, 0, String(p.stderr).slice(-800));
+    const r = JSON.parse(String(p.stdout)) as { quantized: number; bytesOut: number; before: number; peak: number };
+    t.diagnostic(`peak resident ${r.peak.toFixed(0)} MiB, ${r.before.toFixed(0)} MiB before quantizing`);
+    assert.equal(r.quantized, 16);
+    assert.ok(r.peak < 200, `peak resident ${r.peak.toFixed(0)} MiB (before quantizing: ${r.before.toFixed(0)} MiB)`);
+  });
+});
