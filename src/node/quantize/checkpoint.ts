@@ -14,7 +14,7 @@ import { promises as fsp } from "node:fs";
 import { join } from "node:path";
 import { dtype, TensorcastError, type DType } from "../../index.js";
 import {
-  fp8BlockDequantize, fp8BlockRefusal, fp8QuantizeBand, mxfp4Dequantize, mxfp4Quantize, mxfp4Refusal, type Fp8ScaleFormat,
+  fp8BlockRefusal, fp8QuantizeBand, MX_BLOCK, NV_BLOCK, nvfp4AbsMax, nvfp4GlobalScale, nvfp4QuantizeRows, nvfp4Refusal, mxfp4Quantize, mxfp4Refusal, type Fp8ScaleFormat,
 } from "../../kernels/quant/index.js";
 import { readCheckpoint, type Checkpoint } from "../io/checkpoint.js";
 import { AtomicOutput, checkOutput, fileError, sameFile, systemError, temporaryPath } from "../io/file.js";
@@ -22,12 +22,15 @@ import { forgetAtExit, removeAtExit } from "../io/exit-cleanup.js";
 import { parseJsonFile } from "../io/json.js";
 import { openTensorFile } from "../io/reader.js";
 import { encodeSafetensorsHeader } from "../io/safetensors.js";
-import { rawByteLength, type FileTensor, type TensorFile, type TensorInfo } from "../io/tensors.js";
+import { checkReadRange, rawByteLength, type FileTensor, type TensorFile, type TensorInfo } from "../io/tensors.js";
+import { LogicalRows, ReadBuffer, type LogicalTensor } from "./logical-reader.js";
 import { checkOutputFolder, commitFolder, copyAtomically, indexCheckpoint, sliceShards, type ShardSlice } from "../convert/sharded.js";
 
+export type { LogicalTensor } from "./logical-reader.js";
+
 /** The schemes `quantize` writes. */
-export type QuantizeMode = "fp8" | "fp8-ue8m0" | "mxfp4";
-export const QUANTIZE_MODES: readonly QuantizeMode[] = ["fp8", "fp8-ue8m0", "mxfp4"];
+export type QuantizeMode = "fp8" | "fp8-ue8m0" | "mxfp4" | "nvfp4";
+export const QUANTIZE_MODES: readonly QuantizeMode[] = ["fp8", "fp8-ue8m0", "mxfp4", "nvfp4"];
 
 export interface QuantizeOptions {
   mode: QuantizeMode;
@@ -73,11 +76,11 @@ const EXPERTS = /(^|\.)experts\.(gate_up_proj|down_proj)$/;
 const RUN = 4 * 1024 * 1024;
 
 /** Names that only a quantized checkpoint has. */
-export const QUANTIZED_NAME = /(\.weight_scale_inv|_scale_inv|_blocks|_scales)$/;
+export const QUANTIZED_NAME = /(\.weight_scale_inv|_scale_inv|_blocks|_scales|\.weight_packed|\.weight_global_scale)$/;
 
 interface Plan {
   readonly outputs: TensorInfo[];
-  readonly kind: "copy" | "fp8" | "mxfp4";
+  readonly kind: "copy" | "fp8" | "mxfp4" | "nvfp4";
   readonly reason?: string;
 }
 
@@ -108,6 +111,19 @@ function planTensor(t: Pick<TensorInfo, "name" | "dtype" | "shape">, opts: Quant
   if (!t.name.endsWith(".weight")) return keep("not a .weight");
   if (DEFAULT_KEPT.test(t.name.slice(0, -".weight".length))) return keep("embedding, lm_head or norm (kept by default)");
   if (!FLOAT_SOURCES.has(t.dtype.name)) return keep(`type ${t.dtype.name} (float32, float16 or bfloat16 are quantized)`);
+  if (opts.mode === "nvfp4") {
+    const refusal = nvfp4Refusal(t.shape);
+    if (refusal) return keep(refusal);
+    const [rows, cols] = t.shape;
+    const base = t.name.slice(0, -"weight".length);
+    return {
+      kind: "nvfp4",
+      outputs: [
+        info(`${base}weight_packed`, dtype("uint8"), [rows, cols / 2]), info(`${base}weight_scale`, dtype("float8e4m3fn"), [rows, cols / NV_BLOCK]),
+        info(`${base}weight_global_scale`, dtype("float32"), [1]),
+      ],
+    };
+  }
   const block = opts.block ?? [128, 128];
   const refusal = fp8BlockRefusal(t.shape, block);
   if (refusal) return keep(refusal);
@@ -117,6 +133,86 @@ function planTensor(t: Pick<TensorInfo, "name" | "dtype" | "shape">, opts: Quant
     kind: "fp8",
     outputs: [info(t.name, dtype("float8e4m3fn"), t.shape), info(`${t.name}_scale_inv`, scaleType, [rows / block[0], cols / block[1]])],
   };
+}
+
+/** Copies a tensor's bytes into `out` at `at` in runs of about RUN bytes; returns the end. */
+async function copyTensor(t: FileTensor, out: AtomicOutput, at: number, buffer: ReadBuffer): Promise<number> {
+  const per = Math.max(8, Math.floor(RUN / Math.max(1, t.byteLength / Math.max(1, t.size))) & ~7);
+  for (let start = 0; start < t.size; start += per) {
+    const n = Math.min(per, t.size - start);
+    const bytes = await t.read(start, n, buffer.take(rawByteLength(t.dtype, start + n) - rawByteLength(t.dtype, start)));
+    await out.write(bytes, at);
+    at += bytes.length;
+  }
+  return at;
+}
+
+/**
+ * MXFP4 experts [E, in, out] into `out` at `at` (blocks, then scales): one expert's packed blocks
+ * and scales assembled in memory (in * out / 2 + in * out / 32 bytes), its source read in runs of
+ * whole groups of 32 input rows (about RUN bytes). The stored layout is transposed ([out, in]), so
+ * a run of input rows lands in every output row: assembling the expert keeps the writes large.
+ */
+async function quantizeExperts(t: FileTensor, out: AtomicOutput, at: number, buffer: ReadBuffer, expert: [ReadBuffer, ReadBuffer]): Promise<number> {
+  const [experts, inDim, outDim] = t.shape;
+  const groups = inDim / MX_BLOCK;
+  const rowBlocks = groups * (MX_BLOCK / 2);
+  const perExpert = inDim * outDim;
+  const blocksBytes = (experts * perExpert) / 2;
+  const elementBytes = t.byteLength / Math.max(1, t.size);
+  const runGroups = Math.max(1, Math.floor(RUN / (MX_BLOCK * outDim * elementBytes)));
+  for (let e = 0; e < experts; e++) {
+    const blocks = expert[0].take(perExpert / 2);
+    const scales = expert[1].take(perExpert / MX_BLOCK);
+    for (let g0 = 0; g0 < groups; g0 += runGroups) {
+      const k = Math.min(runGroups, groups - g0);
+      const n = k * MX_BLOCK * outDim;
+      const x = await t.read(e * perExpert + g0 * MX_BLOCK * outDim, n, buffer.take(n * elementBytes));
+      // [1, 32k, out] gives [1, out, k, 16] and [1, out, k]: each output row's k groups at g0.
+      const q = mxfp4Quantize(x, t.dtype, [1, k * MX_BLOCK, outDim]);
+      for (let o = 0; o < outDim; o++) {
+        blocks.set(q.blocks.subarray(o * k * (MX_BLOCK / 2), (o + 1) * k * (MX_BLOCK / 2)), o * rowBlocks + g0 * (MX_BLOCK / 2));
+        scales.set(q.scales.subarray(o * k, (o + 1) * k), o * groups + g0);
+      }
+    }
+    await out.write(blocks, at + e * blocks.length);
+    await out.write(scales, at + blocksBytes + e * scales.length);
+  }
+  return at + blocksBytes + perExpert * experts / MX_BLOCK;
+}
+
+/**
+ * NVFP4 of a [rows, cols] weight into `out` at `at` (weight_packed, weight_scale, weight_global_scale):
+ * a first pass over the weight for its amax (the global scale needs it before any block), then runs
+ * of rows of about RUN bytes.
+ */
+async function quantizeNvfp4(t: FileTensor, out: AtomicOutput, at: number, buffer: ReadBuffer): Promise<number> {
+  const [rows, cols] = t.shape;
+  const elementBytes = t.byteLength / Math.max(1, t.size);
+  const runRows = Math.max(1, Math.floor(RUN / Math.max(1, cols * elementBytes)));
+  let amax = 0;
+  for (let r = 0; r < rows; r += runRows) {
+    const n = Math.min(runRows, rows - r) * cols;
+    amax = Math.max(amax, nvfp4AbsMax(await t.read(r * cols, n, buffer.take(n * elementBytes)), t.dtype, n));
+    if (amax !== amax) break;
+  }
+  let g: number;
+  try {
+    g = nvfp4GlobalScale(amax);
+  } catch (e) {
+    throw e instanceof TensorcastError ? new TensorcastError(e.code, `${t.name}: ${e.message}`) : e;
+  }
+  const packedAt = at;
+  const scalesAt = at + (rows * cols) / 2;
+  for (let r = 0; r < rows; r += runRows) {
+    const k = Math.min(runRows, rows - r);
+    const q = nvfp4QuantizeRows(await t.read(r * cols, k * cols, buffer.take(k * cols * elementBytes)), t.dtype, k, cols, g);
+    await out.write(q.packed, packedAt + (r * cols) / 2);
+    await out.write(q.scales, scalesAt + (r * cols) / NV_BLOCK);
+  }
+  const globalAt = scalesAt + (rows * cols) / NV_BLOCK;
+  await out.write(new Uint8Array(new Float32Array([g]).buffer), globalAt);
+  return globalAt + 4;
 }
 
 /** Writes one shard: the planned header, then each tensor streamed. */
@@ -135,16 +231,13 @@ async function quantizeShard(inPath: string, outPath: string, opts: QuantizeOpti
     await out.write(header, 0);
     let at = header.length;
     let bytesIn = 0;
+    const buffer = new ReadBuffer();
+    const expert: [ReadBuffer, ReadBuffer] = [new ReadBuffer(), new ReadBuffer()];
     for (const p of plans) {
       const t = p.source;
       bytesIn += t.byteLength;
       if (p.kind === "copy") {
-        const per = Math.max(8, Math.floor(RUN / Math.max(1, t.byteLength / Math.max(1, t.size))) & ~7);
-        for (let start = 0; start < t.size; start += per) {
-          const bytes = await t.read(start, Math.min(per, t.size - start));
-          await out.write(bytes, at);
-          at += bytes.length;
-        }
+        at = await copyTensor(t, out, at, buffer);
         report.push({ name: t.name, action: "kept", reason: p.reason, written: [t.name] });
       } else if (p.kind === "fp8") {
         const [rows, cols] = t.shape;
@@ -152,23 +245,18 @@ async function quantizeShard(inPath: string, outPath: string, opts: QuantizeOpti
         const format: Fp8ScaleFormat = opts.mode === "fp8-ue8m0" ? "ue8m0" : "float32";
         let scaleAt = at + rows * cols;
         for (let r = 0; r < rows; r += br) {
-          const band = fp8QuantizeBand(await t.read(r * cols, br * cols), t.dtype, br, cols, bc, format);
+          const band = fp8QuantizeBand(await t.read(r * cols, br * cols, buffer.take((br * cols * t.dtype.bits) / 8)), t.dtype, br, cols, bc, format);
           await out.write(band.weight, at + r * cols);
           await out.write(band.scaleInv, scaleAt);
           scaleAt += band.scaleInv.length;
         }
         at = scaleAt;
         report.push({ name: t.name, action: "quantized", written: p.outputs.map((o) => o.name) });
+      } else if (p.kind === "nvfp4") {
+        at = await quantizeNvfp4(t, out, at, buffer);
+        report.push({ name: t.name, action: "quantized", written: p.outputs.map((o) => o.name) });
       } else {
-        const [experts, inDim, outDim] = t.shape;
-        const perExpert = inDim * outDim;
-        const blocksBytes = (experts * perExpert) / 2;
-        for (let e = 0; e < experts; e++) {
-          const q = mxfp4Quantize(await t.read(e * perExpert, perExpert), t.dtype, [1, inDim, outDim]);
-          await out.write(q.blocks, at + e * q.blocks.length);
-          await out.write(q.scales, at + blocksBytes + e * q.scales.length);
-        }
-        at += blocksBytes + (experts * perExpert) / 32;
+        at = await quantizeExperts(t, out, at, buffer, expert);
         report.push({ name: t.name, action: "quantized", written: p.outputs.map((o) => o.name) });
       }
     }
@@ -197,13 +285,28 @@ export function quantizedConfigText(text: string, mode: QuantizeMode, block: rea
   if ("quantization_config" in parsed) {
     throw new TensorcastError("INVALID_ATTRIBUTE", "config.json already has a quantization_config: the checkpoint is quantized; dequantize it first with convert --to bfloat16");
   }
-  const q: Record<string, unknown> = mode === "mxfp4"
+  const q: Record<string, unknown> = mode === "nvfp4"
+    ? {
+      quant_method: "compressed-tensors", format: "nvfp4-pack-quantized", quantization_status: "compressed",
+      config_groups: {
+        group_0: {
+          targets: ["Linear"],
+          weights: { num_bits: 4, type: "float", strategy: "tensor_group", group_size: NV_BLOCK, symmetric: true, dynamic: false, observer: "minmax" },
+          input_activations: null, output_activations: null,
+        },
+      },
+      ignore: keptModules,
+    }
+    : mode === "mxfp4"
     ? { quant_method: "mxfp4", modules_to_not_convert: keptModules }
     : { quant_method: "fp8", weight_block_size: [...block], activation_scheme: "dynamic", ...(mode === "fp8-ue8m0" ? { scale_fmt: "ue8m0" } : {}), modules_to_not_convert: keptModules };
   const end = text.lastIndexOf("}");
   const before = text.slice(0, end).replace(/\s*$/, "");
   const empty = before.endsWith("{");
-  return `${before}${empty ? "" : ","}\n  "quantization_config": ${JSON.stringify(q)}\n${text.slice(end)}`;
+  // The whitespace that closed the object stays after the new key, so that the way back
+  // (unquantizedConfigText) gives every byte of the text again.
+  const closing = text.slice(before.length, end);
+  return `${before}${empty ? "" : ","}\n  "quantization_config": ${JSON.stringify(q)}${closing}${text.slice(end)}`;
 }
 
 /**
@@ -235,7 +338,7 @@ export async function quantizeCheckpoint(input: string, output: string, opts: Qu
     if (opts.shard) throw fileError("INVALID_ATTRIBUTE", input, "is a file; --shard slices a sharded checkpoint (a folder or its .index.json)");
     await checkOutput(output, { input, force: opts.force });
     const r = await quantizeShard(input, output, opts, tensors);
-    return { input, output, mode: opts.mode, block: opts.mode === "mxfp4" ? undefined : block, tensors, copied: [], config: false, ...r, seconds: (performance.now() - started) / 1000 };
+    return { input, output, mode: opts.mode, block: opts.mode === "mxfp4" || opts.mode === "nvfp4" ? undefined : block, tensors, copied: [], config: false, ...r, seconds: (performance.now() - started) / 1000 };
   }
   const c: Checkpoint = await readCheckpoint(input);
   const configText = c.others.includes("config.json") ? await fsp.readFile(join(c.folder, "config.json"), "utf8") : undefined;
@@ -264,7 +367,7 @@ export async function quantizeCheckpoint(input: string, output: string, opts: Qu
     const copied = opts.shard.index === 0 ? [...c.others] : [];
     for (const name of copied) await copyAtomically(join(c.folder, name), join(out, name), force, undefined, undefined, await config(name));
     return {
-      input, output, mode: opts.mode, block: opts.mode === "mxfp4" ? undefined : block, tensors, copied, config: copied.includes("config.json"),
+      input, output, mode: opts.mode, block: opts.mode === "mxfp4" || opts.mode === "nvfp4" ? undefined : block, tensors, copied, config: copied.includes("config.json"),
       bytesIn, bytesOut, seconds: (performance.now() - started) / 1000,
     };
   }
@@ -276,7 +379,7 @@ export async function quantizeCheckpoint(input: string, output: string, opts: Qu
     }
   }, config);
   return {
-    input, output, mode: opts.mode, block: opts.mode === "mxfp4" ? undefined : block, tensors, copied: built.copied, config: configText !== undefined,
+    input, output, mode: opts.mode, block: opts.mode === "mxfp4" || opts.mode === "nvfp4" ? undefined : block, tensors, copied: built.copied, config: configText !== undefined,
     bytesIn, bytesOut, totalSize: built.totalSize, seconds: (performance.now() - started) / 1000,
   };
 }
@@ -320,14 +423,6 @@ async function buildFolder(
   }
 }
 
-/** A quantized tensor's parts as a file holds them, and the logical tensor they make. */
-export interface LogicalTensor {
-  readonly name: string;
-  readonly scheme: "fp8" | "fp8-ue8m0" | "mxfp4";
-  readonly shape: readonly number[];
-  readonly parts: readonly FileTensor[];
-}
-
 /**
  * The quantized tensors of a file's tensor list, recognized by their names: `X.weight` float8e4m3fn
  * with `X.weight_scale_inv`, and `X_blocks` / `X_scales` uint8 pairs (MXFP4 experts).
@@ -339,6 +434,13 @@ export function logicalTensors(tensors: readonly FileTensor[]): LogicalTensor[] 
     if (t.dtype.name === "float8e4m3fn") {
       const s = byName.get(t.name.endsWith(".weight") ? `${t.name}_scale_inv` : `${t.name}_scale_inv`);
       if (s) out.push({ name: t.name, scheme: s.dtype.name === "float32" ? "fp8" : "fp8-ue8m0", shape: t.shape, parts: [t, s] });
+    } else if (t.name.endsWith(".weight_packed") && t.dtype.name === "uint8" && t.shape.length === 2) {
+      const base = t.name.slice(0, -"_packed".length);
+      const s = byName.get(`${base}_scale`);
+      const g = byName.get(`${base}_global_scale`);
+      if (s && g && s.dtype.name === "float8e4m3fn" && g.dtype.name === "float32" && g.size === 1) {
+        out.push({ name: base, scheme: "nvfp4", shape: [t.shape[0], t.shape[1] * 2], parts: [t, s, g] });
+      }
     } else if (t.name.endsWith("_blocks") && t.dtype.name === "uint8") {
       const s = byName.get(`${t.name.slice(0, -"_blocks".length)}_scales`);
       if (s && t.shape.length === 4) {
@@ -351,16 +453,15 @@ export function logicalTensors(tensors: readonly FileTensor[]): LogicalTensor[] 
 }
 
 /**
- * The dequantized value of a logical tensor as raw bytes of `to` (float32, float16 or bfloat16):
- * transformers' Fp8Dequantize or convert_moe_packed_tensors, bit for bit.
+ * The dequantized value of a whole logical tensor as raw bytes of `to` (float32, float16 or
+ * bfloat16): transformers' Fp8Dequantize or convert_moe_packed_tensors, bit for bit. Holds the
+ * whole tensor: the file jobs read runs of rows through LogicalRows instead.
  * @throws TensorcastError INVALID_DATA for a NaN, Inf, zero or negative scale.
  */
 export async function dequantizeLogical(l: LogicalTensor, to: DType): Promise<Uint8Array> {
-  const [w, s] = l.parts;
-  const wb = await w.read(0, w.size);
-  const sb = await s.read(0, s.size);
-  if (l.scheme === "mxfp4") return mxfp4Dequantize(wb, w.shape, sb, s.shape, to).data;
-  return fp8BlockDequantize(wb, w.shape, sb, s.dtype, s.shape, to);
+  const rows = new LogicalRows(l, to);
+  await rows.checkScales();
+  return rows.read(0, rows.rows);
 }
 
 /**
@@ -384,11 +485,22 @@ export async function dequantizeFile(input: string, output: string, to: DType, f
     const header = encodeSafetensorsHeader(items.map((i) => (i.kind === "copy" ? i.t : info(i.l.name, to, i.l.shape))), file.metadata, output);
     out = await AtomicOutput.create(output);
     await out.write(header, 0);
+    // Every scale checked before anything is written (scales are small: a run at a time).
+    const readers = new Map(logical.map((l) => [l.name, new LogicalRows(l, to)] as const));
+    const buffer = new ReadBuffer();
+    for (const r of readers.values()) await r.checkScales();
     let at = header.length;
     for (const i of items) {
-      const bytes = i.kind === "copy" ? await i.t.read(0, i.t.size) : await dequantizeLogical(i.l, to);
-      await out.write(bytes, at);
-      at += bytes.length;
+      if (i.kind === "copy") {
+        at = await copyTensor(i.t, out, at, buffer);
+        continue;
+      }
+      const rows = readers.get(i.l.name)!;
+      for (let r = 0; r < rows.rows; r = rows.runEnd(r)) {
+        const bytes = await rows.read(r, rows.runEnd(r), true);
+        await out.write(bytes, at);
+        at += bytes.length;
+      }
     }
     await out.finish(at);
     await out.commit(force);
@@ -435,6 +547,8 @@ export function unquantizedConfigText(text: string): string {
   else {
     const after = text.slice(end).match(/^\s*,\s*/);
     if (after) end += after[0].length;
+    // The only key: the whitespace before it goes too ("{\n  KEY}" was "{}").
+    else start = before.length;
   }
   return text.slice(0, start) + text.slice(end);
 }
@@ -443,7 +557,7 @@ export function unquantizedConfigText(text: string): string {
  * Whether a checkpoint folder or safetensors file is quantized: config.json's quantization_config
  * (a folder) or a tensor pair that logicalTensors recognizes.
  */
-/** Whether config.json's text names quant_method "fp8" or "mxfp4" (false for text that is not JSON). */
+/** Whether config.json's text names quant_method "fp8", "mxfp4" or compressed-tensors' nvfp4-pack-quantized (false for text that is not JSON). */
 function ourScheme(text: string, file: string): boolean {
   let config: unknown;
   try {
@@ -451,8 +565,9 @@ function ourScheme(text: string, file: string): boolean {
   } catch {
     return false;
   }
-  const q = (config as { quantization_config?: { quant_method?: unknown } } | null)?.quantization_config;
-  return typeof q === "object" && q !== null && (q.quant_method === "fp8" || q.quant_method === "mxfp4");
+  const q = (config as { quantization_config?: { quant_method?: unknown; format?: unknown } } | null)?.quantization_config;
+  return typeof q === "object" && q !== null &&
+    (q.quant_method === "fp8" || q.quant_method === "mxfp4" || (q.quant_method === "compressed-tensors" && q.format === "nvfp4-pack-quantized"));
 }
 
 export async function isQuantized(input: string): Promise<boolean> {
@@ -466,7 +581,7 @@ export async function isQuantized(input: string): Promise<boolean> {
     const c = await readCheckpoint(input);
     // Only the schemes this module writes: a bitsandbytes or GPTQ quantization_config is not ours.
     if (c.others.includes("config.json") && ourScheme(await fsp.readFile(join(c.folder, "config.json"), "utf8"), join(c.folder, "config.json"))) return true;
-    return c.tensors.some((ts) => ts.some((t) => /(_scale_inv|_blocks)$/.test(t.name)));
+    return c.tensors.some((ts) => ts.some((t) => /(_scale_inv|_blocks|\.weight_packed)$/.test(t.name)));
   }
   if (!input.endsWith(".safetensors")) return false;
   const f = await openTensorFile(input, { format: "safetensors" });
@@ -501,6 +616,7 @@ export async function dequantizeCheckpoint(input: string, output: string, to: DT
 /** How a logical tensor is stored: "fp8 128x128 (float8e4m3fn + weight_scale_inv float32 [2, 3])". */
 export function describeLogical(l: LogicalTensor): string {
   const [w, s] = l.parts;
+  if (l.scheme === "nvfp4") return `nvfp4 1x16 (weight_packed uint8 [${w.shape.join(", ")}] + weight_scale float8e4m3fn [${s.shape.join(", ")}] + weight_global_scale)`;
   if (l.scheme === "mxfp4") return `mxfp4 1x32 (${w.name.slice(l.name.length + 1)} uint8 [${w.shape.join(", ")}] + scales e8m0 [${s.shape.join(", ")}])`;
   const block = `${w.shape[0] / s.shape[0]}x${w.shape[1] / s.shape[1]}`;
   return `${l.scheme} ${block} (float8e4m3fn + weight_scale_inv ${s.dtype.name} [${s.shape.join(", ")}])`;
@@ -508,9 +624,10 @@ export function describeLogical(l: LogicalTensor): string {
 
 /**
  * `file` with each quantized pair shown as one logical tensor of type `typeOf(name)` (its
- * dequantized values, as transformers loads them), for `inspect` and `diff`. A logical tensor is
- * dequantized whole on its first read and kept until another is read. `quantized` maps each
- * logical name to describeLogical's text.
+ * dequantized values, as transformers loads them), for `inspect` and `diff`. A read dequantizes
+ * the rows that hold the elements asked for (LogicalRows: one band or one expert's packed
+ * blocks at most beside them), never the whole tensor. `quantized` maps each logical name to
+ * describeLogical's text.
  */
 export function dequantizedView(file: TensorFile, typeOf: (name: string) => DType): { file: TensorFile; quantized: Map<string, string> } {
   const logical = logicalTensors(file.tensors);
@@ -518,7 +635,6 @@ export function dequantizedView(file: TensorFile, typeOf: (name: string) => DTyp
   if (logical.length === 0) return { file, quantized };
   const partOf = new Map<string, LogicalTensor>();
   for (const l of logical) for (const p of l.parts) partOf.set(p.name, l);
-  let cached: { name: string; bytes: Uint8Array } | undefined;
   const tensors: FileTensor[] = [];
   for (const t of file.tensors) {
     const l = partOf.get(t.name);
@@ -527,12 +643,19 @@ export function dequantizedView(file: TensorFile, typeOf: (name: string) => DTyp
       const to = typeOf(l.name);
       const i = info(l.name, to, l.shape);
       quantized.set(l.name, describeLogical(l));
+      let reader: LogicalRows | undefined;
       tensors.push({
         ...i,
+        // `into` is ignored, as the FileTensor contract allows a decoding reader to.
         async read(start: number, count: number): Promise<Uint8Array> {
-          if (cached?.name !== l.name) cached = { name: l.name, bytes: await dequantizeLogical(l, to) };
+          checkReadRange(i, start, count);
+          if (count === 0) return new Uint8Array(0);
+          reader ??= new LogicalRows(l, to);
           const per = to.bits / 8;
-          return cached.bytes.subarray(start * per, (start + count) * per);
+          const r0 = Math.floor(start / reader.cols);
+          const r1 = Math.max(r0, Math.ceil((start + count) / reader.cols));
+          const from = (start - r0 * reader.cols) * per;
+          return (await reader.read(r0, r1)).subarray(from, from + count * per);
         },
       });
     }

@@ -1,5 +1,5 @@
 /**
- * `tensorcast quantize IN --mode fp8|fp8-ue8m0|mxfp4 -o OUT`: a safetensors file or a sharded
+ * `tensorcast quantize IN --mode fp8|fp8-ue8m0|mxfp4|nvfp4 -o OUT`: a safetensors file or a sharded
  * checkpoint quantized in the layouts Hugging Face loaders read (src/node/quantize/checkpoint.ts),
  * with a summary of the tensors quantized and of those kept and why.
  */
@@ -29,7 +29,7 @@ const OPTIONS = {
 } as const satisfies OptionSpecs;
 
 const HELP = `Usage: tensorcast quantize IN.onnx --mode MODE -o OUT.onnx | DIR [--modes ...]   (ONNX models)
-       tensorcast quantize IN --mode fp8|fp8-ue8m0|mxfp4 -o OUT [options]      (checkpoints)
+       tensorcast quantize IN --mode fp8|fp8-ue8m0|mxfp4|nvfp4 -o OUT [options] (checkpoints)
 
 An .onnx model, or a model folder with onnx/, gets transformers.js' variants (q4, q8, int8, uint8,
 bnb4, fp16, q4f16): \`tensorcast quantize model.onnx --help\` lists their options.
@@ -42,13 +42,16 @@ Hugging Face loaders read, bit for bit as transformers 5.18 computes them:
   mxfp4      MoE experts (*.experts.gate_up_proj / down_proj, [experts, in, out]) as gpt-oss stores
              them: X_blocks uint8 [experts, out, in/32, 16] and X_scales uint8 [experts, out, in/32]
              (OCP MX v1.0: e8m0 exponent per 32 inputs, float4e2m1 elements, low nibble first)
+  nvfp4      2-D Linear weights (in a multiple of 16) as compressed-tensors' nvfp4-pack-quantized:
+             X.weight_packed uint8 [out, in/2], X.weight_scale float8e4m3fn [out, in/16] and
+             X.weight_global_scale float32 [1] (448 * 6 / amax), every step in float32
 Embeddings, lm_head and norms are kept, and so is a weight whose shape is not a multiple of the
 block (as transformers leaves it); the summary lists every tensor kept and why. A folder gets a new
 index with the exact total_size, its other files copied and config.json a quantization_config.
 An input already quantized is refused. The way back: tensorcast convert OUT --to bfloat16 -o DIR.
 
 Options:
-  --mode MODE      fp8, fp8-ue8m0 or mxfp4
+  --mode MODE      fp8, fp8-ue8m0, mxfp4 or nvfp4
   -o, --output OUT the output file (for a file) or folder (for a checkpoint)
   --block RxC      the FP8 tile (default 128x128)
   --only REGEX     quantize only tensors whose name matches
@@ -103,7 +106,7 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
   if (o.output === undefined) throw new UsageError("-o OUT is missing", "quantize");
   const mode = o.mode as QuantizeMode;
   const block = blockOption(o.block);
-  if (block && mode === "mxfp4") throw new UsageError("--block is for fp8 modes; mxfp4 blocks are 32 inputs", "quantize");
+  if (block && (mode === "mxfp4" || mode === "nvfp4")) throw new UsageError(`--block is for fp8 modes; ${mode} blocks are ${mode === "mxfp4" ? 32 : 16} inputs`, "quantize");
   let report;
   try {
     report = await quantizeCheckpoint(positionals[0], o.output, {
