@@ -174,7 +174,7 @@ function asFloat32(x: Storage, xType: DType, count: number): Float32Array {
  * the exact product. Other scales into a narrower type take the reference (a float32 product
  * would round twice).
  */
-function dequantizeBlocks(a: DequantizeArgs): void {
+export function dequantizeBlocks(a: DequantizeArgs): void {
   if (a.yType.name !== "float32" && a.scaleType === E8M0 && (a.xType === F8E4M3 || a.xType === F4)) {
     const count = a.layout.count;
     if (float32Scratch.length < count) float32Scratch = new Float32Array(count);

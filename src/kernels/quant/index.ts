@@ -18,7 +18,7 @@ export {
 } from "./scales.js";
 export {
   type Fp8ScaleFormat, type Fp8Quantized, type Mxfp4Quantized, FP8_MAX, MX_BLOCK, storageOfBytes, transposeMatrices,
-  fp8BlockRefusal, fp8QuantizeBand, fp8BlockQuantize, checkScales, fp8BlockDequantize, mxfp4Refusal, mxfp4Quantize, mxfp4Dequantize,
+  fp8BlockRefusal, fp8QuantizeBand, fp8BlockQuantize, checkScales, fp8BlockDequantize, mxfp4Refusal, mxfp4Quantize, mxfp4Dequantize, dequantizeBlocks,
 } from "./checkpoint.js";
 export {
   NV_BLOCK, nvfp4Refusal, nvfp4AbsMax, nvfp4GlobalScale, nvfp4QuantizeRows, nvfp4DequantizeRows,

@@ -14,7 +14,7 @@
  */
 import { TensorcastError, type DType } from "../../index.js";
 import {
-  blockLayout, checkScales, dequantizeLinearKernel, NV_BLOCK, nvfp4DequantizeRows, fp8BlockDequantize, MX_BLOCK, mxfp4Dequantize, rowBandLayout, storageOfBytes,
+  blockLayout, checkScales, dequantizeBlocks, NV_BLOCK, nvfp4DequantizeRows, fp8BlockDequantize, MX_BLOCK, mxfp4Dequantize, rowBandLayout, storageOfBytes,
 } from "../../kernels/quant/index.js";
 import { dtype } from "../../index.js";
 import type { FileTensor } from "../io/tensors.js";
@@ -200,10 +200,10 @@ export class LogicalRows {
     }
     const q = await w.read(r * this.cols, (end - r) * this.cols, this.buffer.take((end - r) * this.cols));
     if (!reuse || end !== r1) return { bytes: fp8BlockDequantize(q, [end - r, this.cols], this.scaleRow.bytes, s.dtype, [1, sc], this.to), end };
-    // fp8BlockDequantize's own steps for one band (its scale row checked when it was read), into the reused buffer.
+    // fp8BlockDequantize's own steps for one band (its scale row checked when it was read), into the reused buffer (SIMD with e8m0 scales).
     const st = scaleValueType(s.dtype);
     const bytes = this.output.take((end - r) * this.cols * this.elementBytes).fill(0);
-    dequantizeLinearKernel({
+    dequantizeBlocks({
       x: q, xType: F8E4M3, scale: storageOfBytes(this.scaleRow.bytes, st), scaleType: st,
       y: storageOfBytes(bytes, this.to), yType: this.to, layout: rowBandLayout(end - r, this.cols, this.cols / sc),
     });
@@ -254,7 +254,7 @@ export class LogicalRows {
     // buffers: [out, 32k] decoded, then transposed to the logical [32k, out].
     const n = outDim * k * MX_BLOCK;
     const decoded = this.output.take(n * this.elementBytes).fill(0);
-    dequantizeLinearKernel({
+    dequantizeBlocks({
       x: blocks, xType: F4, scale: scales, scaleType: E8M0,
       y: storageOfBytes(decoded, this.to), yType: this.to, layout: blockLayout([outDim, k * MX_BLOCK], 1, MX_BLOCK),
     });
