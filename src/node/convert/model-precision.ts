@@ -96,6 +96,13 @@ export interface ModelConvertReport extends ConvertReport {
  */
 export const STREAM_FROM = 1024;
 
+/** The initializers a streamed pass reads on demand: every non-string one with external data or of STREAM_FROM bytes or more. */
+export function streamedInitializers(file: OnnxModelFile): OnnxFileTensor[] {
+  return file.layout.initializers.filter(
+    (t) => t.dtype.kind !== "string" && (t.storage === "external" || ((t.storage === "raw" || t.inPlace) && t.byteLength >= STREAM_FROM)),
+  );
+}
+
 /** Marks a skeleton's placeholder: external_data's location (a NUL, which no real location has), its offset the initializer's index. */
 const PLACEHOLDER = "\0tensorcast-streamed";
 
@@ -135,9 +142,7 @@ export async function convertModelFile(input: string, output: string, opts: Mode
     // Now that IN is open its external data files are known: none of them is ever written.
     const inputs = await inputFilesOf(file);
     await inputs.refuse(output);
-    const streamed = file.layout.initializers.filter(
-      (t) => t.dtype.kind !== "string" && (t.storage === "external" || ((t.storage === "raw" || t.inPlace) && t.byteLength >= STREAM_FROM)),
-    );
+    const streamed = streamedInitializers(file);
     const skeleton = await skeletonOf(file, new Set(streamed));
     const converted: StreamedTensor[] = [];
     const external: ExternalTensorHook = (tensor, label, _kind, before) => {

@@ -25,7 +25,7 @@ import { rawTensor } from "../../io/onnx/quantize/edit.js";
 import type { QuantizeStorage } from "../../io/onnx/quantize/storage.js";
 import { WireWriter } from "../../io/onnx/wire-writer.js";
 import { checkSideFile, defaultJobs, filesBytes } from "../convert/convert.js";
-import { editedModel, placeholderOf, refuseNestedExternal, skeletonOf, STREAM_FROM } from "../convert/model-precision.js";
+import { editedModel, placeholderOf, refuseNestedExternal, skeletonOf, STREAM_FROM, streamedInitializers } from "../convert/model-precision.js";
 import { TaskPool } from "../convert/pool.js";
 import { DEFAULT_CHUNK_BYTES } from "../convert/schedule.js";
 import { commitPlan, writePlan } from "../convert/write-plan.js";
@@ -111,9 +111,7 @@ export async function quantizeStreamed(input: string, output: string, opts: Quan
   try {
     const inputs = await inputFilesOf(file);
     await inputs.refuse(output);
-    const streamed = file.layout.initializers.filter(
-      (t) => t.dtype.kind !== "string" && (t.storage === "external" || ((t.storage === "raw" || t.inPlace) && t.byteLength >= STREAM_FROM)),
-    );
+    const streamed = streamedInitializers(file);
     const located = new Map<OnnxFileTensor, Located>();
     for (const t of streamed) {
       if (t.storage === "external") {
