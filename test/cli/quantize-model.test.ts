@@ -5,7 +5,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runCli } from "../support/cli.js";
 import { scratch } from "../node/helpers.js";
@@ -21,6 +21,11 @@ test("quantize IN.onnx --mode q4 -o OUT.onnx writes onnxruntime's model_q4.onnx 
   assert.deepEqual(new Uint8Array(readFileSync(out)), golden("model_q4.onnx"));
   assert.match(r.out, /q4\.onnx: q4, 142\.1 KiB -> 86\.8 KiB \(61%\), [0-9.]+ s, 3 nodes quantized\n$/);
   assert.deepEqual(readdirSync(dir), ["q4.onnx"]); // no temporary left
+  // fp16 converts tensors, it replaces no node: the summary says which.
+  const half = await runCli("quantize", join(GOLDEN, "model.onnx"), "--mode", "fp16", "-o", join(dir, "fp16.onnx"));
+  assert.equal(half.code, 0, half.err);
+  assert.match(half.out, /fp16\.onnx: fp16, 142\.1 KiB -> 71\.3 KiB \(50%\), [0-9.]+ s, 5 tensors converted to float16\n$/);
+  rmSync(join(dir, "fp16.onnx"));
   const again = await runCli("quantize", join(GOLDEN, "model.onnx"), "--mode", "q4", "--block-size", "16", "--asymmetric", "-o", out, "--force", "--json");
   assert.equal(again.code, 0, again.err);
   const report = JSON.parse(again.out) as { mode: string; quantized: number; left: unknown[] }[];

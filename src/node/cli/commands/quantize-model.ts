@@ -110,7 +110,9 @@ function size(n: number): string {
 
 /** The summary of one variant, a line and one per node left float. */
 export function summaryLines(r: QuantizeFileReport): string[] {
-  const what = r.quantized === 0 ? "nothing to quantize: written as it was" : `${r.quantized} node${r.quantized === 1 ? "" : "s"} quantized`;
+  // fp16 converts tensors (weights and value types), the other modes replace nodes.
+  const unit = r.mode === "fp16" ? ["tensor", "converted to float16"] : ["node", "quantized"];
+  const what = r.quantized === 0 ? "nothing to quantize: written as it was" : `${r.quantized} ${unit[0]}${r.quantized === 1 ? "" : "s"} ${unit[1]}`;
   const lines = [`${r.output}: ${r.mode}, ${size(r.inputBytes)} -> ${size(r.outputBytes)} (${((100 * r.outputBytes) / Math.max(1, r.inputBytes)).toFixed(0)}%), ${r.seconds.toFixed(2)} s, ${what}${r.left.length ? `, ${r.left.length} left float` : ""}`];
   for (const l of r.left) lines.push(`  left float: ${l.opType} ${l.node}: ${l.reason}`);
   return lines;
