@@ -17,7 +17,7 @@ export {
   fp8BlockScale, fp8InverseScale, ue8m0InverseScaleCode,
 } from "./scales.js";
 export {
-  type Fp8ScaleFormat, type Fp8Quantized, type Mxfp4Quantized, FP8_MAX, MX_BLOCK, storageOfBytes, transposeMatrices,
+  type Fp8ScaleFormat, type Fp8Quantized, type Mxfp4Quantized, FP8_MAX, MX_BLOCK, storageOfBytes, transposeMatrices, transposeMatricesInto,
   fp8BlockRefusal, fp8QuantizeBand, fp8BlockQuantize, checkScales, fp8BlockDequantize, mxfp4Refusal, mxfp4Quantize, mxfp4Dequantize, dequantizeBlocks,
 } from "./checkpoint.js";
 export {

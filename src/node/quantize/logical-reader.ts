@@ -14,7 +14,7 @@
  */
 import { TensorcastError, type DType } from "../../index.js";
 import {
-  blockLayout, checkScales, dequantizeBlocks, NV_BLOCK, nvfp4DequantizeRows, fp8BlockDequantize, MX_BLOCK, mxfp4Dequantize, rowBandLayout, storageOfBytes,
+  blockLayout, checkScales, dequantizeBlocks, NV_BLOCK, nvfp4DequantizeRows, fp8BlockDequantize, MX_BLOCK, mxfp4Dequantize, rowBandLayout, storageOfBytes, transposeMatricesInto,
 } from "../../kernels/quant/index.js";
 import { dtype } from "../../index.js";
 import type { FileTensor } from "../io/tensors.js";
@@ -259,20 +259,7 @@ export class LogicalRows {
       y: storageOfBytes(decoded, this.to), yType: this.to, layout: blockLayout([outDim, k * MX_BLOCK], 1, MX_BLOCK),
     });
     const bytes = this.transposed.take(n * this.elementBytes);
-    transposeInto(decoded, bytes, outDim, k * MX_BLOCK, this.elementBytes);
+    transposeMatricesInto(decoded, bytes, 1, outDim, k * MX_BLOCK, this.elementBytes);
     return { bytes, end };
-  }
-}
-
-/** [rows, cols] elements of 2 or 4 bytes in `src` written transposed ([cols, rows]) into `dst`. */
-function transposeInto(src: Uint8Array, dst: Uint8Array, rows: number, cols: number, elementBytes: number): void {
-  const view = (b: Uint8Array): Uint16Array | Uint32Array => (elementBytes === 2
-    ? new Uint16Array(b.buffer, b.byteOffset, b.byteLength / 2)
-    : new Uint32Array(b.buffer, b.byteOffset, b.byteLength / 4));
-  const a = view(src);
-  const t = view(dst);
-  for (let i = 0; i < rows; i++) {
-    const row = i * cols;
-    for (let j = 0; j < cols; j++) t[j * rows + i] = a[row + j];
   }
 }
