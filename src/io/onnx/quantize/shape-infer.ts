@@ -12,7 +12,7 @@
  * inferring every node: such an entry, and what is computed from it, is left out.
  */
 import { PbMessage } from "../precision/pb.js";
-import { initializerHeader, insertOrdered } from "./edit.js";
+import { insertOrdered } from "./edit.js";
 
 /** A dimension: a size, a symbol, or unknown. */
 type Dim = { readonly value: number } | { readonly param: string } | { readonly unknown: true };
@@ -201,9 +201,9 @@ function inferNode(node: PbMessage, known: ReadonlyMap<string, Known>): Known | 
 export function addInferredValueInfo(graph: PbMessage): void {
   const known = new Map<string, Known>();
   for (const f of graph.all(5)) {
-    const { dataType, dims } = initializerHeader(f);
-    const name = graph.peek(f, "TensorProto").string(8);
-    known.set(name, { elem: dataType, shape: dims.map((value) => ({ value })) });
+    // One parse for name, type and dims (initializerHeader would parse the payload again).
+    const t = graph.peek(f, "TensorProto");
+    known.set(t.string(8), { elem: t.int(2), shape: t.varints(1).map((value) => ({ value: Number(value) })) });
   }
   const declared = new Set<string>();
   for (const no of [11, 13, 12]) {
