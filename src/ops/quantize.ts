@@ -7,7 +7,6 @@ import { expectOptions, isBoolean } from "../args.js";
 import { TensorcastError } from "../errors.js";
 import { dtype, type DType, type DTypeLike, type DTypeName } from "../dtype/table.js";
 import { dequantizeLinearKernel, quantizeLinearKernel, type DequantizeArgs, type QuantizeArgs } from "../kernels/quant/kernels.js";
-import { dequantizeSimd, quantizeSimd } from "../kernels/quant/simd.js";
 import { axisLayout, blockLayout, blockedScaleShape, tensorLayout, type QuantLayout } from "../kernels/quant/layout.js";
 import type { PrecisionName } from "../kernels/quant/arithmetic.js";
 import { dynamicQuantizeParams, groupMinMax } from "../kernels/quant/scales.js";
@@ -94,12 +93,8 @@ const ATTRIBUTE: Record<string, string> = { axis: "axis", blockSize: "block_size
 export function quantizeLinear(x: Tensor, scale: Tensor, zeroPoint?: Tensor, opts: QuantizeOptions = {}): Tensor {
   const { args, out } = checkQuantize("quantizeLinear", x, scale, zeroPoint, opts);
   // Memory a disposed output left in the pool when there is one (no page faults; the SIMD kernels write every byte).
-  const { data: y, reused } = allocateOutputStorage(out, args.layout.count);
-  const a = { ...args, y };
-  if (!quantizeSimd(a)) {
-    if (reused) (y as Uint8Array).fill(0); // the reference merges packed codes into zeros
-    quantizeLinearKernel(a);
-  }
+  const { data: y } = allocateOutputStorage(out, args.layout.count);
+  quantizeLinearKernel({ ...args, y }); // the SIMD path where it applies, else the reference
   return Tensor.fromStorage(y, out, x.shape);
 }
 
@@ -126,11 +121,7 @@ export function quantizeLinearInto<N extends DTypeName>(x: Tensor, scale: Tensor
     );
   }
   checkAliasing("quantizeLinearInto", x, out);
-  const a = { ...args, y: out.data };
-  if (!quantizeSimd(a)) {
-    if (out.dtype.packed) (out.data as Uint8Array).fill(0); // the reference merges packed codes into zeros
-    quantizeLinearKernel(a);
-  }
+  quantizeLinearKernel({ ...args, y: out.data });
   return out;
 }
 
@@ -208,8 +199,7 @@ export function dequantizeLinearInto<N extends DTypeName>(x: Tensor, scale: Tens
     throw new TensorcastError("INVALID_ATTRIBUTE", `dequantizeLinearInto: the output type is ${type.name} (output_dtype or the scale's type) but the output tensor is ${out.dtype.name}`);
   }
   checkAliasing("dequantizeLinearInto", x, out);
-  const a = { ...args, y: out.data };
-  if (!dequantizeSimd(a)) dequantizeLinearKernel(a);
+  dequantizeLinearKernel({ ...args, y: out.data });
   return out;
 }
 

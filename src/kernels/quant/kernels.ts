@@ -106,6 +106,8 @@ function inChunks(a: ScaledArgs, saturate: boolean, body: (n: number, s: Scratch
 export function quantizeLinearKernel(a: QuantizeArgs): void {
   if (quantizeSimd(a)) return;
   const { layout, yType } = a;
+  // The encoder merges packed codes into zeros; the output may be reused memory (a pooled or *Into one).
+  if (yType.packed) (a.y as Uint8Array).fill(0, 0, Math.ceil((layout.count * yType.bits) / 8));
   const round = precisionRounder(a.precision);
   const scale = decodeOperands(a.scale, a.scaleType, layout.scaleCount);
   const s = new Float64Array(layout.scaleCount);

@@ -697,7 +697,7 @@ function floatRecords(scales: Float32Array, zero: number, nanSign: number | "sca
  * QuantizeLinear float32 -> int8 / uint8 / int4 / uint4 / float8e4m3fn / float4e2m1 (float32 or
  * float8e8m0 scales, float32 division) by SIMD, bit for bit the reference's; false, nothing
  * written, where it does not apply (float zero points other than +/-0 included).
- * @example if (!quantizeSimd(a)) quantizeLinearKernel(a)
+ * @example quantizeSimd(a) // false: quantizeLinearKernel (which tries this first) runs the reference
  */
 export function quantizeSimd(a: QuantizeArgs): boolean {
   if (!enabled || a.xType.name !== "float32" || a.precision !== "float32") return false;
@@ -736,7 +736,7 @@ const DEQUANT_KERNELS: Record<string, KernelName> = {
  * DequantizeLinear int8 / uint8 / int4 / uint4 / float8e4m3fn / float4e2m1 -> float32 (finite
  * float32 or e8m0 scales) by SIMD, bit for bit the reference's; false, nothing written, where it
  * does not apply (float zero points other than +0 included).
- * @example if (!dequantizeSimd(a)) dequantizeLinearKernel(a)
+ * @example dequantizeSimd(a) // false: dequantizeLinearKernel (which tries this first) runs the reference
  */
 export function dequantizeSimd(a: DequantizeArgs): boolean {
   const t = a.xType;
