@@ -10,6 +10,9 @@
  * - "+dispose": the same, the output disposed after each call, so that the next call's output is
  *   the pooled memory, without page faults (Node 22+ and browsers with ArrayBuffer.transfer; on
  *   Node 20 dispose() pools nothing and this is "tensorcast" again), as bench/cast.ts's cast()+dispose.
+ * - "2T", "2T+dispose": the same two with the quantize helper thread on (tensorcast/node's
+ *   useQuantizeThread, src/kernels/quant/pipeline.ts): this thread copies the chunks in and out
+ *   while the helper runs the kernels. Its worker is started before timing.
  * - "arena": quantizeLinearInto / dequantizeLinearInto with the input (copied in, untimed) and the
  *   output in one arena (createArena): the same kernels in place on the arena's memory, no copies.
  * - "reference" (with --reference only: it is about 100x slower): the exact scalar kernels
@@ -17,7 +20,7 @@
  * - "ORT": an InferenceSession of one QuantizeLinear / DequantizeLinear node (opset 21, scale and
  *   zero point as graph inputs), with the session options bench/cast.ts uses: intraOpNumThreads 1,
  *   interOpNumThreads 1, sequential, graph optimisation disabled, so ORT runs on one thread as our
- *   kernels do; timed: the input ort.Tensors, session.run and the output's data. Not for int4 /
+ *   kernels do ("ORT 2T": intraOpNumThreads 2, its pool thread not spinning between runs, to set beside "2T"); timed: the input ort.Tensors, session.run and the output's data. Not for int4 /
  *   uint4 (onnxruntime-node 1.30 aborts the process on an int4 output, exit 134, and session.run
  *   rejects an int4 feed), float8e4m3fn, float4e2m1 and e8m0 scales (onnxruntime-common's Tensor has
  *   no float8 / float4 / e8m0 types, so the JS API can neither feed nor fetch them).
@@ -31,7 +34,8 @@
 import * as ort from "onnxruntime-node";
 import { cpus, loadavg } from "node:os";
 import { Tensor, createArena, dequantizeLinear, dequantizeLinearInto, quantizeLinear, quantizeLinearInto, type DTypeName } from "../src/index.js";
-import { useQuantSimd } from "../src/kernels/quant/simd.js";
+import { setQuantStreamHelper, useQuantSimd, type StreamHelper } from "../src/kernels/quant/simd.js";
+import { quantizeThreadChunks, useQuantizeThread } from "../src/node/quant-helper.js";
 import { buildModel } from "../test/support/onnx-model.js";
 import { Rng } from "../test/support/rng.js";
 
@@ -143,8 +147,22 @@ async function runPath(p: Path, rng: Rng): Promise<string[]> {
     inArena = () => dequantizeLinearInto(qa, scale, zp, out, dOpts);
   }
   const ours = call().bytes();
+  const twoThreads = <T>(f: () => T): T => {
+    setQuantStreamHelper(helper);
+    try {
+      return f();
+    } finally {
+      setQuantStreamHelper(undefined);
+    }
+  };
+  const helped0 = quantizeThreadChunks();
+  const twoAgrees = Buffer.compare(Buffer.from(ours), Buffer.from(twoThreads(call).bytes())) === 0;
+  await new Promise((r) => setTimeout(r, 100)); // the helper thread starts
+
   const arenaAgrees = Buffer.compare(Buffer.from(ours), Buffer.from(inArena().bytes())) === 0;
   let ortRun: (() => Promise<unknown>) | undefined;
+  let ort2Run: (() => Promise<unknown>) | undefined;
+  let session2: ort.InferenceSession | undefined;
   let agree = "no ORT";
   let session: ort.InferenceSession | undefined;
   if (ONNX[p.q] !== undefined && !p.e8m0) {
@@ -163,9 +181,13 @@ async function runPath(p: Path, rng: Rng): Promise<string[]> {
     session = await ort.InferenceSession.create(model, {
       intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: "sequential", graphOptimizationLevel: "disabled",
     });
-    const s = session;
+    // Without spinning: ORT's pool thread otherwise spins after each run, on the core the next contender needs.
+    session2 = await ort.InferenceSession.create(model, {
+      intraOpNumThreads: 2, interOpNumThreads: 1, executionMode: "sequential", graphOptimizationLevel: "disabled",
+      extra: { session: { intra_op: { allow_spinning: "0" } } },
+    });
     const zpData = zp!.bytes().slice();
-    ortRun = async () => {
+    const runOn = (s: ort.InferenceSession) => async () => {
       const feeds = {
         x: new ort.Tensor(p.op === "QuantizeLinear" ? "float32" : (p.q as "int8"), input.data as never, shape),
         s: new ort.Tensor("float32", scales, scaleShape),
@@ -174,13 +196,17 @@ async function runPath(p: Path, rng: Rng): Promise<string[]> {
       const r = await s.run(feeds);
       return (r.y.data as Uint8Array).buffer;
     };
+    ortRun = runOn(session);
+    ort2Run = runOn(session2);
     const theirs = new Uint8Array((await ortRun()) as ArrayBuffer);
     agree = ours.length === theirs.length && ours.every((b, i) => b === theirs[i]) ? "equal" : "DIFFER";
   }
   const bytes = p.op === "QuantizeLinear" ? input.bytes().length + quantized.bytes().length : quantized.bytes().length + 4 * n;
   const src = new Uint8Array(bytes);
   const dst = new Uint8Array(bytes);
-  const contenders: Record<string, () => unknown> = { tensorcast: call, "+dispose": () => call().dispose(), arena: inArena };
+  const contenders: Record<string, () => unknown> = {
+    tensorcast: call, "+dispose": () => call().dispose(), "2T": () => twoThreads(call), "2T+dispose": () => twoThreads(call).dispose(), arena: inArena,
+  };
   if (withReference) {
     contenders.reference = () => {
       useQuantSimd(false);
@@ -192,24 +218,35 @@ async function runPath(p: Path, rng: Rng): Promise<string[]> {
     };
   }
   if (ortRun) contenders.ORT = ortRun;
+  if (ort2Run) contenders["ORT 2T"] = ort2Run;
   contenders.memcpy = () => dst.set(src.subarray(0, bytes >> 1));
   const t = await time(contenders, (name) => (name === "reference" ? 3 : reps));
   await session?.release();
+  await session2?.release();
+  const helped = quantizeThreadChunks() - helped0;
   const rate = (ms: number): string => (n / ms / 1000).toFixed(0);
   const cell = (k: string): string => (t[k] ? `${rate(t[k].median)} (${rate(t[k].min)})` : "-");
   const ratio = (a: string, b: string): string => (t[b] ? `${(t[b].median / t[a].median).toFixed(2)}x (${(t[b].min / t[a].min).toFixed(2)}x)` : "-");
-  const faults = ["tensorcast", "+dispose", "arena", "ORT"].map((k) => (t[k] ? String(t[k].faults) : "-")).join(" / ");
+  const faults = ["tensorcast", "+dispose", "2T", "arena", "ORT"].map((k) => (t[k] ? String(t[k].faults) : "-")).join(" / ");
   return [
-    p.name, cell("tensorcast"), cell("+dispose"), cell("arena"), ...(withReference ? [cell("reference")] : []), cell("ORT"), cell("memcpy"),
-    ratio("tensorcast", "ORT"), ratio("+dispose", "ORT"), ratio("arena", "ORT"), faults, `${agree}${arenaAgrees ? "" : "; ARENA DIFFERS"}`,
+    p.name, cell("tensorcast"), cell("+dispose"), cell("2T"), cell("2T+dispose"), cell("arena"), ...(withReference ? [cell("reference")] : []), cell("ORT"), cell("ORT 2T"), cell("memcpy"),
+    ratio("tensorcast", "ORT"), ratio("+dispose", "ORT"), ratio("2T", "ORT"), ratio("2T+dispose", "ORT"), ratio("2T+dispose", "ORT 2T"), ratio("arena", "ORT"), faults, String(helped),
+    `${agree}${arenaAgrees ? "" : "; ARENA DIFFERS"}${twoAgrees ? "" : "; 2T DIFFERS"}`,
   ];
 }
 
+let helper: StreamHelper | undefined;
+
 async function main(): Promise<void> {
   const rng = new Rng(42);
+  useQuantizeThread(true);
+  helper = setQuantStreamHelper(undefined);
   console.log(`QuantizeLinear / DequantizeLinear, ${n} elements, ${reps} calls each; Node ${process.version}, onnxruntime-node ${ort.env.versions?.node ?? "?"} (1 intra-op thread), ${cpus()[0]?.model ?? "?"}, load ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
-  console.log("M elements/s, median (best); ratios to ORT by the median (by the best); faults per call, median: plain / +dispose / arena / ORT\n");
-  const head = ["path", "tensorcast", "+dispose", "arena", ...(withReference ? ["reference"] : []), "ORT", "memcpy", "tensorcast/ORT", "+dispose/ORT", "arena/ORT", "faults", "bytes vs ORT"];
+  console.log("M elements/s, median (best); ratios to ORT by the median (by the best); faults per call, median: plain / +dispose / 2T / arena / ORT; chunks the helper thread ran\n");
+  const head = [
+    "path", "tensorcast", "+dispose", "2T", "2T+dispose", "arena", ...(withReference ? ["reference"] : []), "ORT", "ORT 2T", "memcpy",
+    "tensorcast/ORT", "+dispose/ORT", "2T/ORT", "2T+dispose/ORT", "2T+dispose/ORT 2T", "arena/ORT", "faults", "helper chunks", "bytes vs ORT",
+  ];
   const table: string[][] = [head, head.map(() => "---")];
   for (const p of PATHS) if (p.name.includes(only)) table.push(await runPath(p, rng));
   for (const r of table) console.log(`| ${r.join(" | ")} |`);

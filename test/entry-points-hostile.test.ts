@@ -163,6 +163,7 @@ function entries(): Entry[] {
     encodeNpyHeader: () => [core.dtype("float32"), [2]],
     parseNpyHeader: () => [NPY_HEADER, { version: 1, headerStart: 10 }, 10 + NPY_HEADER.length + 8, "f.npy", "f"],
     castAsync: goodWeb.castAsync, castIntoAsync: goodWeb.castIntoAsync, sharedZeros: goodWeb.sharedZeros, closeCastAsyncPool: () => [],
+    useQuantizeThread: () => [false], quantizeThreadChunks: () => [],
   };
   for (const [entry, mod, good] of [["tensorcast/web", web, goodWeb], ["tensorcast/onnx", onnx, goodOnnx], ["tensorcast/node", node, goodNode]] as const) {
     for (const [name, v] of Object.entries(mod)) {

@@ -33,3 +33,4 @@ export type { FileFormat, FileTensor, TensorFile, TensorInfo } from "./io/tensor
 export { encodeSafetensorsHeader, parseSafetensorsHeader, SAFETENSORS_DTYPES } from "./io/safetensors.js";
 export { encodeNpyHeader, parseNpyHeader, type NpyOptions } from "./io/npy.js";
 export { castAsync, castIntoAsync, sharedZeros, closeCastAsyncPool, CAST_ASYNC_MIN_ELEMENTS, type CastAsyncOptions } from "./cast-async.js";
+export { useQuantizeThread, quantizeThreadChunks } from "./quant-helper.js";

@@ -308,18 +308,19 @@ function absMax32(k: Locals): Code {
   ], 128, 4);
 }
 
-const KERNEL_NAMES = [
+export const KERNEL_NAMES = [
   "q_i8", "q_u8", "q_4", "q_f8", "q_f8_mul", "q_f4", "dq_i8", "dq_u8", "dq_i4", "dq_u4", "dq_f8", "dq_f4", "amax32",
 ] as const;
-type KernelName = (typeof KERNEL_NAMES)[number];
-type Kernel = (src: number, dst: number, blocks: number, groupsPerBlock: number, table: number) => void;
+export type KernelName = (typeof KERNEL_NAMES)[number];
+export type Kernel = (src: number, dst: number, blocks: number, groupsPerBlock: number, table: number) => void;
 
 /**
- * The module's bytes for a memory of `pages` pages (imported as env.memory: a private one, or an
- * arena's). Its parameters, constants and scratch live in the last page.
+ * The module's bytes for a memory of `pages` pages (imported as env.memory: a private one, an
+ * arena's, or with `memory` "shared" a shared one, ./pipeline.ts'). Its parameters, constants and
+ * scratch live in the last page.
  * @example new WebAssembly.Module(quantModule(4))
  */
-export function quantModule(pages = PRIVATE_PAGES): Uint8Array {
+export function quantModule(pages = PRIVATE_PAGES, memory: "plain" | "shared" = "plain"): Uint8Array {
   const last = (pages - 1) * PAGE;
   const pool = new Constants(last + CONSTANTS_AT);
   const build = (name: KernelName, body: (k: Locals) => Code): Func => {
@@ -346,7 +347,7 @@ export function quantModule(pages = PRIVATE_PAGES): Uint8Array {
   ];
   const data = pool.bytes();
   if (CONSTANTS_AT + data.length > TAIL_IN_AT) throw new Error(`quant kernels: ${data.length} bytes of constants`);
-  return moduleBytes(funcs, pages, { offset: last + CONSTANTS_AT, bytes: data }, "plain");
+  return moduleBytes(funcs, pages, { offset: last + CONSTANTS_AT, bytes: data }, memory);
 }
 
 interface MemoryApi extends WasmApi {
@@ -354,7 +355,7 @@ interface MemoryApi extends WasmApi {
 }
 
 /** The kernels on one memory, with views of it (renewed when an arena's reset detaches them). */
-interface Loaded {
+export interface Loaded {
   readonly memory: WasmMemory;
   /** The address of the memory's last page. */
   readonly last: number;
@@ -374,16 +375,17 @@ function api(): MemoryApi | undefined {
   return (globalThis as { WebAssembly?: MemoryApi }).WebAssembly;
 }
 
-function instantiate(memory: WasmMemory, pages: number): Loaded | null {
+function instantiate(memory: WasmMemory, pages: number, shared = false): Loaded | null {
   try {
     const w = api();
     if (!w) return null;
-    let module = compiled.get(pages);
+    const key = shared ? -pages : pages;
+    let module = compiled.get(key);
     if (!module) {
-      const code = quantModule(pages);
+      const code = quantModule(pages, shared ? "shared" : "plain");
       if (!w.validate(code)) return null;
       module = new w.Module(code);
-      compiled.set(pages, module);
+      compiled.set(key, module);
     }
     const e = new w.Instance(module, { env: { memory } }).exports;
     const kernels = Object.fromEntries(KERNEL_NAMES.map((n) => [n, e[n] as Kernel])) as Record<KernelName, Kernel>;
@@ -400,6 +402,14 @@ function views(l: Loaded): Loaded {
   l.f32 = new Float32Array(l.buffer);
   l.i32 = new Int32Array(l.buffer);
   return l;
+}
+
+/**
+ * The kernels instantiated on a shared memory of `pages` pages (./pipeline.ts: each thread has its
+ * own instance on the one memory), or null without WebAssembly SIMD or shared memory.
+ */
+export function sharedInstance(memory: WasmMemory, pages: number): Loaded | null {
+  return instantiate(memory, pages, true);
 }
 
 function privateInstance(): Loaded | null {
@@ -453,7 +463,7 @@ export function quantSimdInPlace(x: Storage, y: Storage): boolean {
 }
 
 /** What one kernel call does: its elements per group, bits per element in and out, and each scale group's record. */
-interface Job {
+export interface Job {
   readonly kernel: KernelName;
   readonly group: number;
   readonly inBits: number;
@@ -486,7 +496,7 @@ function runsFit(l: QuantLayout, packed: boolean): boolean {
  * CHUNK (a blocked layout without a partial last block, or per axis with short rows): then a
  * chunk's runs go to the kernel in one call, a record each. Else 0.
  */
-function uniformRun(l: QuantLayout, group: number): number {
+export function uniformRun(l: QuantLayout, group: number): number {
   if (l.strideOuter === 0 && l.strideBlock === 0) return 0;
   if (l.axisLength % l.blockSize !== 0 || l.strideBlock !== 1 || (l.strideOuter !== 0 && l.strideOuter !== l.axisLength / l.blockSize)) return 0;
   const length = l.blockSize * l.inner;
@@ -498,13 +508,13 @@ function uniformRun(l: QuantLayout, group: number): number {
  * at byte address `at`. Runs take the scale groups in order, cyclically: blocked along the last
  * axis, run r is group r; per axis, group r mod axisLength (the groups repeat for each outer index).
  */
-function tableOfRuns(l: Loaded, layout: QuantLayout, recs: Int32Array, r0: number, k: number, at: number): void {
+export function tableOfRuns(words: Int32Array, layout: QuantLayout, recs: Int32Array, r0: number, k: number, at: number): void {
   const groups = layout.scaleCount;
   let word = at >>> 2;
   for (let r = r0; r < r0 + k;) {
     const g = r % groups;
     const take = Math.min(groups - g, r0 + k - r);
-    l.i32.set(recs.subarray(4 * g, 4 * (g + take)), word);
+    words.set(recs.subarray(4 * g, 4 * (g + take)), word);
     word += 4 * take;
     r += take;
   }
@@ -530,13 +540,37 @@ function forRuns(l: QuantLayout, start: number, n: number, each: (p: number, len
   }
 }
 
-/** Runs `job` over the layout's elements of x into y: in place on an arena both live in, else streamed. */
+/**
+ * A second thread for large streamed jobs (./pipeline.ts), installed by a platform that can start
+ * one (tensorcast/node): `run` returns false, having written nothing, for jobs it does not take.
+ */
+export interface StreamHelper {
+  run(job: Job, x: Storage, y: Storage, layout: QuantLayout): boolean;
+}
+let streamHelper: StreamHelper | undefined;
+
+/**
+ * Installs (or with undefined removes) the helper that streams large jobs on ordinary arrays
+ * through a second thread; returns the one it replaces.
+ * @example setQuantStreamHelper(undefined) // every job streamed on the calling thread
+ */
+export function setQuantStreamHelper(helper: StreamHelper | undefined): StreamHelper | undefined {
+  const before = streamHelper;
+  streamHelper = helper;
+  return before;
+}
+
+/**
+ * Runs `job` over the layout's elements of x into y: in place on an arena both live in, else
+ * streamed (by the helper's two threads when one is installed and takes the job).
+ */
 function run(job: Job, x: Storage, y: Storage, layout: QuantLayout): boolean {
   const arena = arenaInstance(x, y);
   if (arena) {
     inPlace(arena, job, x, y, layout);
     return true;
   }
+  if (streamHelper?.run(job, x, y, layout)) return true;
   const w = privateInstance();
   if (!w) return false;
   streamed(w, job, x, y, layout);
@@ -555,7 +589,7 @@ function inPlace(l: Loaded, job: Job, x: Storage, y: Storage, layout: QuantLayou
     const runs = layout.count / uniform;
     for (let r0 = 0; r0 < runs; r0 += TABLE_RECORDS) {
       const k = Math.min(TABLE_RECORDS, runs - r0);
-      tableOfRuns(l, layout, job.records, r0, k, table);
+      tableOfRuns(l.i32, layout, job.records, r0, k, table);
       const p = r0 * uniform;
       kernel(xAt + (p * inBits) / 8, yAt + (p * outBits) / 8, k, uniform / group, table);
     }
@@ -598,7 +632,7 @@ function streamed(l: Loaded, job: Job, x: Storage, y: Storage, layout: QuantLayo
     mem.set(src.subarray((start * inBits) / 8, Math.ceil(((start + n) * inBits) / 8)), IN);
     if (uniform > 0) {
       const k = n / uniform;
-      tableOfRuns(l, layout, job.records, start / uniform, k, table);
+      tableOfRuns(l.i32, layout, job.records, start / uniform, k, table);
       kernel(IN, OUT, k, uniform / group, table);
     } else {
       forRuns(layout, start, n, (p, length, g) => {

@@ -1,0 +1,298 @@
+/**
+ * Two threads for large quantize / dequantize jobs on ordinary arrays (issue 25, point 4).
+ *
+ * Why: WebAssembly reads only its own memory, so an ordinary array is copied in and the codes
+ * copied out around the kernel. On one thread the copies and the kernel take turns: on 4 Mi
+ * float32 the copies alone run at about onnxruntime's whole QuantizeLinear (which streams its
+ * input once, the arithmetic hidden under the loads), and the kernel comes on top (0.6-0.75x of
+ * onnxruntime). Here the calling thread does the copies and a helper thread runs the kernels on
+ * the chunks already copied, so the two overlap.
+ *
+ * How: one shared WebAssembly memory holds SLOTS slots (a chunk's input, its output, its records)
+ * and a control word per slot. The caller copies chunk k into slot k mod SLOTS and marks it
+ * FILLED; whichever thread claims it first (compareExchange FILLED -> RUNNING) runs the kernel;
+ * the helper marks it DONE; the caller copies the codes out, in order, and frees the slot. When
+ * the caller reaches a chunk nobody has claimed, it runs the kernel itself: the result never
+ * depends on the helper (not started yet, asleep, slow or dead), only its speed does. A chunk the
+ * helper holds for longer than RESCUE_MS (a thread descheduled under load, or dead) is run by the
+ * caller in a spare slot, and the call finishes there; that slot of the helper's is not reused
+ * until the helper lets go of it (a later call runs on one thread meanwhile). Both threads run the
+ * same kernels of ./simd.ts on the same records, so the bytes are the one-thread bytes.
+ *
+ * The platform starts the helper (`QuantHelperHost`: tensorcast/node with a worker thread) and
+ * says whether the calling thread may block in Atomics.wait (not a browser's main thread).
+ *
+ * Browser-safe: no Node built-ins.
+ */
+import type { Storage } from "../../dtype/table.js";
+import { u8View } from "../fast/views.js";
+import type { WasmMemory } from "../wasm/resident.js";
+import type { QuantLayout } from "./layout.js";
+import { KERNEL_NAMES, sharedInstance, tableOfRuns, uniformRun, type Job, type Kernel, type KernelName, type Loaded, type StreamHelper } from "./simd.js";
+
+const PAGE = 65536;
+/** Elements per chunk: 512 KiB of float32, so a slot's input and output stay in a core's L2. */
+const CHUNK = 131072;
+/** Slots the two threads share, and one more the caller alone uses after a rescue. */
+const SLOTS = 4;
+const RESCUE = SLOTS;
+/** Slack after the input and output regions for a last group read or written past the chunk's end. */
+const SLACK = 256;
+const IN_BYTES = 4 * CHUNK + SLACK;
+const OUT_BYTES = 4 * CHUNK + SLACK;
+/** Records of one chunk: at most one per group of 16 elements, 16 bytes each. */
+const TABLE_BYTES = CHUNK;
+const SLOT_BYTES = IN_BYTES + OUT_BYTES + TABLE_BYTES;
+const CONTROL_AT = (SLOTS + 1) * SLOT_BYTES;
+/** Words per slot in the control area: state, kernel, blocks, groups per block. */
+const SLOT_WORDS = 4;
+/** Control words after the slots': bumped on every fill (the helper sleeps on it), chunks the helper ran, a stall for tests. */
+const EPOCH = (SLOTS + 1) * SLOT_WORDS;
+const HELPER_CHUNKS = EPOCH + 1;
+const STALL = EPOCH + 2;
+const CONTROL_WORDS = STALL + 1;
+/** The memory: the slots, the control words, and the kernels' own last page. */
+export const PIPELINE_PAGES = Math.ceil((CONTROL_AT + 4 * CONTROL_WORDS) / PAGE) + 1;
+/** Jobs below this many elements stay on the calling thread (four chunks: the pipeline's depth). */
+export const PIPELINE_MIN_ELEMENTS = SLOTS * CHUNK;
+/** Polls before a thread sleeps: about 0.2-0.5 ms, several chunks' time. */
+const SPIN = 1 << 16;
+/** How long the caller waits for one chunk the helper holds (tens of microseconds of work) before running it itself. */
+const RESCUE_MS = 100;
+
+const FREE = 0;
+const FILLED = 1;
+const RUNNING = 2;
+const DONE = 3;
+
+/** How a platform starts the helper thread. */
+export interface QuantHelperHost {
+  /**
+   * Starts a thread that calls `serveQuantPipeline(memory)`. `died` is called if it fails or exits.
+   * Throws if no thread can be started.
+   */
+  spawn(memory: WasmMemory, died: () => void): void;
+  /** Whether the calling thread may block in Atomics.wait (else it spins). */
+  readonly canWait: boolean;
+}
+
+interface Shared {
+  readonly l: Loaded;
+  readonly control: Int32Array;
+}
+
+const slotIn = (s: number): number => s * SLOT_BYTES;
+const slotOut = (s: number): number => s * SLOT_BYTES + IN_BYTES;
+const slotTable = (s: number): number => s * SLOT_BYTES + IN_BYTES + OUT_BYTES;
+
+/** Runs the kernel slot s was filled for, on one thread's instance, reading and writing slot `at`. */
+function runSlot(sh: Shared, s: number, at = s): void {
+  const c = sh.control;
+  const w = s * SLOT_WORDS;
+  const kernel: Kernel = sh.l.kernels[KERNEL_NAMES[c[w + 1]]];
+  kernel(slotIn(at), slotOut(at), c[w + 2], c[w + 3], slotTable(at));
+}
+
+function attach(memory: WasmMemory): Shared | null {
+  const l = sharedInstance(memory, PIPELINE_PAGES);
+  if (!l) return null;
+  return { l, control: new Int32Array(l.buffer, CONTROL_AT, CONTROL_WORDS) };
+}
+
+/**
+ * The helper thread's loop (never returns): claims FILLED slots, runs them, marks them DONE. Idle,
+ * it spins briefly (the next chunk is usually a few microseconds away), then sleeps on EPOCH.
+ * @example serveQuantPipeline(workerData.memory) // in the worker thread tensorcast/node starts
+ */
+export function serveQuantPipeline(memory: WasmMemory): never {
+  const sh = attach(memory);
+  if (!sh) throw new Error("the quantize helper could not instantiate its kernels on the shared memory");
+  const c = sh.control;
+  let next = 0;
+  for (;;) {
+    const epoch = Atomics.load(c, EPOCH);
+    let ran = false;
+    for (let spin = 0; spin < SPIN && !ran; spin++) {
+      for (let i = 0; i < SLOTS; i++) {
+        const s = (next + i) % SLOTS;
+        if (Atomics.load(c, s * SLOT_WORDS) !== FILLED) continue;
+        if (Atomics.compareExchange(c, s * SLOT_WORDS, FILLED, RUNNING) !== FILLED) continue;
+        // Tests stall the helper here, holding a chunk, to make the caller rescue it.
+        while (Atomics.load(c, STALL) !== 0) Atomics.wait(c, STALL, Atomics.load(c, STALL), 100);
+        runSlot(sh, s);
+        Atomics.store(c, s * SLOT_WORDS, DONE);
+        Atomics.notify(c, s * SLOT_WORDS);
+        Atomics.add(c, HELPER_CHUNKS, 1);
+        next = s + 1;
+        ran = true;
+        break;
+      }
+    }
+    // A fill after the epoch was read makes this return at once: no wake-up is lost.
+    if (!ran) Atomics.wait(c, EPOCH, epoch, 100);
+  }
+}
+
+const now = (): number => (globalThis as { performance?: { now(): number } }).performance?.now() ?? Date.now();
+
+/**
+ * The calling thread's side: a StreamHelper for ./simd.ts (setQuantStreamHelper). Takes
+ * per-tensor jobs and jobs whose runs are of one length (./simd.ts' uniformRun) of at least
+ * PIPELINE_MIN_ELEMENTS; the memory and the helper thread are made on the first such job.
+ */
+export class QuantPipeline implements StreamHelper {
+  private shared: Shared | null | undefined;
+  private helperAlive = false;
+  /** Jobs taken, and chunks the caller ran in the spare slot because the helper held them too long. */
+  taken = 0;
+  rescued = 0;
+
+  constructor(private readonly host: QuantHelperHost) {}
+
+  /** Chunks the helper thread has run so far (for tests: the second thread did work). */
+  helperChunks(): number {
+    return this.shared ? Atomics.load(this.shared.control, HELPER_CHUNKS) : 0;
+  }
+
+  /** For tests: true makes the helper hold the next chunk it claims until set false again. */
+  stallHelper(on: boolean): void {
+    const sh = this.ready();
+    if (!sh) return;
+    Atomics.store(sh.control, STALL, on ? 1 : 0);
+    Atomics.notify(sh.control, STALL);
+  }
+
+  private ready(): Shared | null {
+    if (this.shared === undefined) {
+      this.shared = null;
+      try {
+        const W = (globalThis as { WebAssembly?: { Memory: new (d: { initial: number; maximum: number; shared: boolean }) => WasmMemory } }).WebAssembly;
+        if (W && typeof SharedArrayBuffer === "function") {
+          const memory = new W.Memory({ initial: PIPELINE_PAGES, maximum: PIPELINE_PAGES, shared: true });
+          this.shared = attach(memory);
+          if (this.shared) {
+            this.host.spawn(memory, () => {
+              this.helperAlive = false;
+            });
+            this.helperAlive = true;
+          }
+        }
+      } catch {
+        // No shared memory or no thread here: every job stays on the calling thread's own path.
+        this.helperAlive = false;
+      }
+    }
+    return this.shared;
+  }
+
+  /**
+   * Whether every shared slot is free: DONE ones (a rescued chunk the helper finished later) are
+   * freed; a RUNNING one (the helper still holds a rescued chunk) makes the job decline.
+   */
+  private slotsFree(c: Int32Array): boolean {
+    for (let s = 0; s < SLOTS; s++) {
+      const w = s * SLOT_WORDS;
+      if (Atomics.compareExchange(c, w, DONE, FREE) === RUNNING) return false;
+      Atomics.compareExchange(c, w, FILLED, FREE);
+    }
+    return true;
+  }
+
+  run(job: Job, x: Storage, y: Storage, layout: QuantLayout): boolean {
+    if (layout.count < PIPELINE_MIN_ELEMENTS) return false;
+    const perTensor = layout.strideOuter === 0 && layout.strideBlock === 0;
+    const uniform = perTensor ? 0 : uniformRun(layout, job.group);
+    if (!perTensor && uniform === 0) return false;
+    const sh = this.ready();
+    if (!sh || !this.helperAlive || !this.slotsFree(sh.control)) return false;
+    this.taken++;
+    const { l, control: c } = sh;
+    const { group, inBits, outBits } = job;
+    const kernelIndex = KERNEL_NAMES.indexOf(job.kernel as KernelName);
+    const src = u8View(x);
+    const dst = u8View(y);
+    const chunk = uniform > 0 ? Math.floor(CHUNK / uniform) * uniform : CHUNK;
+    const chunks = Math.ceil(layout.count / chunk);
+    /** Copies chunk k into slot `at` and writes its kernel call into slot s's control words. */
+    const load = (k: number, s: number, at: number): void => {
+      const start = k * chunk;
+      const n = Math.min(chunk, layout.count - start);
+      l.bytes.set(src.subarray((start * inBits) / 8, Math.ceil(((start + n) * inBits) / 8)), slotIn(at));
+      const w = s * SLOT_WORDS;
+      if (uniform > 0) {
+        tableOfRuns(l.i32, layout, job.records, start / uniform, n / uniform, slotTable(at));
+        c[w + 2] = n / uniform;
+        c[w + 3] = uniform / group;
+      } else {
+        l.i32.set(job.records.subarray(0, 4), slotTable(at) >>> 2);
+        c[w + 2] = 1;
+        // A last partial group converts stale lanes, never copied out.
+        c[w + 3] = Math.ceil(n / group);
+      }
+      c[w + 1] = kernelIndex;
+    };
+    const copyOut = (k: number, at: number): void => {
+      const start = k * chunk;
+      const n = Math.min(chunk, layout.count - start);
+      const bytes = Math.ceil((n * outBits) / 8);
+      const to = (start * outBits) / 8;
+      dst.set(l.bytes.subarray(slotOut(at), slotOut(at) + bytes), to);
+      if (outBits === 4 && n % 2 === 1) dst[to + bytes - 1] &= 0x0f;
+    };
+    /** The chunk in slot s, run here in the spare slot (the helper may still write slot s's output). */
+    const rescue = (s: number): void => {
+      l.bytes.copyWithin(slotIn(RESCUE), slotIn(s), slotIn(s) + IN_BYTES);
+      l.bytes.copyWithin(slotTable(RESCUE), slotTable(s), slotTable(s) + TABLE_BYTES);
+      runSlot(sh, s, RESCUE);
+      this.rescued++;
+    };
+    let stuck = false;
+    /** Waits for the helper to finish slot s's chunk; false (after RESCUE_MS) if it did not. */
+    const finished = (w: number): boolean => {
+      let since = 0;
+      for (let spin = 0; Atomics.load(c, w) !== DONE; spin++) {
+        if (spin < SPIN) continue;
+        if (!this.helperAlive) return false;
+        if (since === 0) since = now();
+        else if (now() - since > RESCUE_MS) return false;
+        // The helper is running this chunk, which takes tens of microseconds: sleeping at once
+        // would add a wake-up (50-100 us on these machines) to every chunk, so spin first.
+        if (this.host.canWait) Atomics.wait(c, w, RUNNING, 1);
+      }
+      return true;
+    };
+    let filled = 0;
+    for (let k = 0; k < chunks; k++) {
+      while (!stuck && filled < chunks && filled < k + SLOTS) {
+        const s = filled % SLOTS;
+        load(filled++, s, s);
+        Atomics.store(c, s * SLOT_WORDS, FILLED);
+        Atomics.add(c, EPOCH, 1);
+        Atomics.notify(c, EPOCH);
+      }
+      if (k >= filled) {
+        // After a rescue: the rest of the call on this thread, through the spare slot.
+        load(k, RESCUE, RESCUE);
+        runSlot(sh, RESCUE);
+        copyOut(k, RESCUE);
+        continue;
+      }
+      const s = k % SLOTS;
+      const w = s * SLOT_WORDS;
+      if (Atomics.compareExchange(c, w, FILLED, RUNNING) === FILLED) {
+        runSlot(sh, s);
+        copyOut(k, s);
+        Atomics.store(c, w, FREE);
+      } else if (finished(w)) {
+        copyOut(k, s);
+        Atomics.store(c, w, FREE);
+      } else {
+        // The slot stays the helper's (RUNNING) until it lets go; slotsFree frees it then.
+        rescue(s);
+        copyOut(k, RESCUE);
+        stuck = true;
+      }
+    }
+    return true;
+  }
+}
