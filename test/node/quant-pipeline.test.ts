@@ -141,7 +141,10 @@ test("a helper that holds a chunk too long: the caller rescues it, the bytes sta
     pipeline.stallHelper(false);
     await settle(200);
     const ran = pipeline.helperChunks();
-    for (let i = 0; i < 20 && pipeline.helperChunks() === ran; i++) assert.ok(same(quantizeLinear(x, scale, zp, opts), one));
+    // Up to 10 s of calls (a loaded machine may keep the helper off its core for a while).
+    for (const t0 = Date.now(); pipeline.helperChunks() === ran && Date.now() - t0 < 10000; await settle(5)) {
+      assert.ok(same(quantizeLinear(x, scale, zp, opts), one));
+    }
     assert.ok(pipeline.helperChunks() > ran, "the helper did not come back after the stall");
   } finally {
     pipeline.stallHelper(false);
