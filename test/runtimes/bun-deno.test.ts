@@ -1,7 +1,8 @@
 /**
  * tensorcast on Bun and Deno: the exhaustive codec tests, the cast digest and the README examples
  * run in each runtime (test/runtimes/run-checks.ts) and must agree with Node bit for bit; the CLI
- * (tensorcast/node: files, worker threads) converts a checkpoint there to the same bytes as Node.
+ * (tensorcast/node: files, worker threads) converts a checkpoint there to the same bytes as Node, and
+ * the quantize helper thread (tensorcast/node's useQuantizeThread) runs there with Node's bytes.
  * The runtimes come from the npm registry (@oven/bun-linux-x64's bin/bun, @deno/linux-x64-glibc's
  * deno); .ci/run fetches them and names them in TENSORCAST_BUN and TENSORCAST_DENO. Without them
  * the tests are skipped with the reason, except under CI, where a missing runtime fails.
@@ -22,6 +23,17 @@ const ROOT = new URL("../../../", import.meta.url).pathname;
 const CHECKS = join(ROOT, "build", "test", "runtimes", "run-checks.js");
 const README = join(ROOT, "README.md");
 const EXAMPLE = join(ROOT, "test", "fixtures", "checkpoints", "example.safetensors");
+const QUANT_THREAD = join(ROOT, "build", "test", "runtimes", "quant-thread-check.js");
+
+interface QuantThreadCheck {
+  readonly one: string[];
+  readonly two: string[];
+  readonly chunks: number;
+}
+async function quantThread(argv: readonly string[]): Promise<QuantThreadCheck> {
+  const { stdout } = await run(argv[0], [...argv.slice(1), QUANT_THREAD], { timeout: 120_000 });
+  return JSON.parse(stdout.trim().split("\n").at(-1)!) as QuantThreadCheck;
+}
 
 interface Checks {
   readonly codec: CodecChecks;
@@ -89,5 +101,14 @@ for (const rt of RUNTIMES) {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  test(`${rt.name}: the quantize helper thread runs chunks and gives Node's bytes`, { skip }, async (t) => {
+    const [other, node] = await Promise.all([quantThread(rt.argv(binary!)), quantThread([process.execPath])]);
+    t.diagnostic(`${rt.name}: the helper ran ${other.chunks} chunks (Node: ${node.chunks})`);
+    assert.deepEqual(other.one, node.one, `${rt.name}'s one-thread bytes differ from Node's`);
+    assert.deepEqual(other.two, node.one, `${rt.name}'s bytes with the helper thread differ from Node's`);
+    assert.deepEqual(node.two, node.one);
+    assert.ok(other.chunks > 0 && node.chunks > 0, "the helper thread ran no chunk");
   });
 }

@@ -15,8 +15,8 @@
  * the caller reaches a chunk nobody has claimed, it runs the kernel itself: the result never
  * depends on the helper (not started yet, asleep, slow or dead), only its speed does. A chunk the
  * helper holds for longer than RESCUE_MS (a thread descheduled under load, or dead) is run by the
- * caller in a spare slot, and the call finishes there; that slot of the helper's is not reused
- * until the helper lets go of it (a later call runs on one thread meanwhile). Both threads run the
+ * caller in a spare slot, and the call finishes there on one thread; that slot of the helper's is
+ * not reused until the helper lets go of it (later calls run on one thread meanwhile). Both threads run the
  * same kernels of ./simd.ts on the same records, so the bytes are the one-thread bytes.
  *
  * The platform starts the helper (`QuantHelperHost`: tensorcast/node with a worker thread) and
@@ -57,8 +57,12 @@ export const PIPELINE_PAGES = Math.ceil((CONTROL_AT + 4 * CONTROL_WORDS) / PAGE)
 export const PIPELINE_MIN_ELEMENTS = SLOTS * CHUNK;
 /** Polls before a thread sleeps: about 0.2-0.5 ms, several chunks' time. */
 const SPIN = 1 << 16;
-/** How long the caller waits for one chunk the helper holds (tens of microseconds of work) before running it itself. */
-const RESCUE_MS = 100;
+/**
+ * How long the caller waits for one chunk the helper holds before running it itself: a chunk is
+ * 30-150 us of work, so a helper this late was descheduled (a loaded machine), and the call is
+ * faster finished on one thread than waiting for a time slice.
+ */
+const RESCUE_MS = 2;
 
 const FREE = 0;
 const FILLED = 1;
@@ -249,15 +253,13 @@ export class QuantPipeline implements StreamHelper {
     let stuck = false;
     /** Waits for the helper to finish slot s's chunk; false (after RESCUE_MS) if it did not. */
     const finished = (w: number): boolean => {
-      let since = 0;
-      for (let spin = 0; Atomics.load(c, w) !== DONE; spin++) {
-        if (spin < SPIN) continue;
-        if (!this.helperAlive) return false;
-        if (since === 0) since = now();
-        else if (now() - since > RESCUE_MS) return false;
+      const since = now();
+      for (let spin = 1; Atomics.load(c, w) !== DONE; spin++) {
+        if ((spin & 1023) !== 0) continue;
+        if (!this.helperAlive || now() - since > RESCUE_MS) return false;
         // The helper is running this chunk, which takes tens of microseconds: sleeping at once
         // would add a wake-up (50-100 us on these machines) to every chunk, so spin first.
-        if (this.host.canWait) Atomics.wait(c, w, RUNNING, 1);
+        if (spin > SPIN && this.host.canWait) Atomics.wait(c, w, RUNNING, 0.25);
       }
       return true;
     };
