@@ -28,7 +28,7 @@ import type { Storage } from "../../dtype/table.js";
 import { u8View } from "../fast/views.js";
 import type { WasmMemory } from "../wasm/resident.js";
 import type { QuantLayout } from "./layout.js";
-import { KERNEL_NAMES, sharedInstance, tableOfRuns, uniformRun, type Job, type Kernel, type KernelName, type Loaded, type StreamHelper } from "./simd.js";
+import { forRuns, KERNEL_NAMES, sharedInstance, tableOfRuns, uniformRun, type Job, type Kernel, type KernelName, type Loaded, type StreamHelper } from "./simd.js";
 
 const PAGE = 65536;
 /** Elements per chunk: 512 KiB of float32, so a slot's input and output stay in a core's L2. */
@@ -40,11 +40,18 @@ const RESCUE = SLOTS;
 const SLACK = 256;
 const IN_BYTES = 4 * CHUNK + SLACK;
 const OUT_BYTES = 4 * CHUNK + SLACK;
-/** Records of one chunk: at most one per group of 16 elements, 16 bytes each. */
-const TABLE_BYTES = CHUNK;
-const SLOT_BYTES = IN_BYTES + OUT_BYTES + TABLE_BYTES;
+/**
+ * Runs of one scale in a chunk, at most: runs average 16 elements or more (./simd.ts' runsFit) and
+ * repeat with the layout, so a chunk holds at most CHUNK / 16 of them and one more at each end.
+ */
+const MAX_CALLS = CHUNK / 16 + 64;
+/** A record (16 bytes) per run, then the kernel calls: source, destination, blocks, groups per block, record address. */
+const TABLE_BYTES = 16 * MAX_CALLS;
+const CALL_WORDS = 5;
+const CALLS_BYTES = 4 * CALL_WORDS * MAX_CALLS;
+const SLOT_BYTES = IN_BYTES + OUT_BYTES + TABLE_BYTES + CALLS_BYTES;
 const CONTROL_AT = (SLOTS + 1) * SLOT_BYTES;
-/** Words per slot in the control area: state, kernel, blocks, groups per block. */
+/** Words per slot in the control area: state, kernel, calls. */
 const SLOT_WORDS = 4;
 /** Control words after the slots': bumped on every fill (the helper sleeps on it), chunks the helper ran, a stall for tests. */
 const EPOCH = (SLOTS + 1) * SLOT_WORDS;
@@ -88,13 +95,22 @@ interface Shared {
 const slotIn = (s: number): number => s * SLOT_BYTES;
 const slotOut = (s: number): number => s * SLOT_BYTES + IN_BYTES;
 const slotTable = (s: number): number => s * SLOT_BYTES + IN_BYTES + OUT_BYTES;
+const slotCalls = (s: number): number => s * SLOT_BYTES + IN_BYTES + OUT_BYTES + TABLE_BYTES;
 
-/** Runs the kernel slot s was filled for, on one thread's instance, reading and writing slot `at`. */
+/**
+ * Runs the kernel calls slot s was filled for, in order (a run's last partial group writes stale
+ * lanes past its end, which the next run's call overwrites), on one thread's instance. Addresses
+ * in the calls are relative to their slot, so a chunk copied whole to slot `at` runs there.
+ */
 function runSlot(sh: Shared, s: number, at = s): void {
   const c = sh.control;
   const w = s * SLOT_WORDS;
   const kernel: Kernel = sh.l.kernels[KERNEL_NAMES[c[w + 1]]];
-  kernel(slotIn(at), slotOut(at), c[w + 2], c[w + 3], slotTable(at));
+  const base = at * SLOT_BYTES;
+  const calls = sh.l.i32;
+  for (let i = 0, k = slotCalls(at) >>> 2; i < c[w + 2]; i++, k += CALL_WORDS) {
+    kernel(base + calls[k], base + calls[k + 1], calls[k + 2], calls[k + 3], base + calls[k + 4]);
+  }
 }
 
 function attach(memory: WasmMemory): Shared | null {
@@ -140,9 +156,10 @@ export function serveQuantPipeline(memory: WasmMemory): never {
 const now = (): number => (globalThis as { performance?: { now(): number } }).performance?.now() ?? Date.now();
 
 /**
- * The calling thread's side: a StreamHelper for ./simd.ts (setQuantStreamHelper). Takes
- * per-tensor jobs and jobs whose runs are of one length (./simd.ts' uniformRun) of at least
- * PIPELINE_MIN_ELEMENTS; the memory and the helper thread are made on the first such job.
+ * The calling thread's side: a StreamHelper for ./simd.ts (setQuantStreamHelper). Takes every
+ * job ./simd.ts streams of at least PIPELINE_MIN_ELEMENTS: per tensor (one call per chunk), runs
+ * of one length of whole groups (one call, a record per run), any other runs (a call per run, as
+ * the one-thread path makes them); the memory and the helper thread are made on the first one.
  */
 export class QuantPipeline implements StreamHelper {
   private shared: Shared | null | undefined;
@@ -206,7 +223,6 @@ export class QuantPipeline implements StreamHelper {
     if (layout.count < PIPELINE_MIN_ELEMENTS) return false;
     const perTensor = layout.strideOuter === 0 && layout.strideBlock === 0;
     const uniform = perTensor ? 0 : uniformRun(layout, job.group);
-    if (!perTensor && uniform === 0) return false;
     const sh = this.ready();
     if (!sh || !this.helperAlive || !this.slotsFree(sh.control)) return false;
     this.taken++;
@@ -217,23 +233,40 @@ export class QuantPipeline implements StreamHelper {
     const dst = u8View(y);
     const chunk = uniform > 0 ? Math.floor(CHUNK / uniform) * uniform : CHUNK;
     const chunks = Math.ceil(layout.count / chunk);
-    /** Copies chunk k into slot `at` and writes its kernel call into slot s's control words. */
+    /** Copies chunk k into slot `at` and writes its kernel calls (and their count, in slot s's control words). */
     const load = (k: number, s: number, at: number): void => {
       const start = k * chunk;
       const n = Math.min(chunk, layout.count - start);
       l.bytes.set(src.subarray((start * inBits) / 8, Math.ceil(((start + n) * inBits) / 8)), slotIn(at));
-      const w = s * SLOT_WORDS;
+      const calls = l.i32;
+      let word = slotCalls(at) >>> 2;
+      let count = 0;
+      const call = (p: number, blocks: number, per: number, record: number): void => {
+        calls[word] = (p * inBits) / 8;
+        calls[word + 1] = IN_BYTES + (p * outBits) / 8;
+        calls[word + 2] = blocks;
+        calls[word + 3] = per;
+        calls[word + 4] = IN_BYTES + OUT_BYTES + 16 * record;
+        word += CALL_WORDS;
+        count++;
+      };
       if (uniform > 0) {
         tableOfRuns(l.i32, layout, job.records, start / uniform, n / uniform, slotTable(at));
-        c[w + 2] = n / uniform;
-        c[w + 3] = uniform / group;
-      } else {
+        call(0, n / uniform, uniform / group, 0);
+      } else if (perTensor) {
         l.i32.set(job.records.subarray(0, 4), slotTable(at) >>> 2);
-        c[w + 2] = 1;
         // A last partial group converts stale lanes, never copied out.
-        c[w + 3] = Math.ceil(n / group);
+        call(0, 1, Math.ceil(n / group), 0);
+      } else {
+        const table = slotTable(at) >>> 2;
+        forRuns(layout, start, n, (p, length, g) => {
+          if (count === MAX_CALLS) throw new Error(`quantize pipeline: more than ${MAX_CALLS} runs in a chunk`);
+          l.i32.set(job.records.subarray(4 * g, 4 * g + 4), table + 4 * count);
+          call(p - start, 1, Math.ceil(length / group), count);
+        });
       }
-      c[w + 1] = kernelIndex;
+      c[s * SLOT_WORDS + 1] = kernelIndex;
+      c[s * SLOT_WORDS + 2] = count;
     };
     const copyOut = (k: number, at: number): void => {
       const start = k * chunk;
@@ -246,7 +279,7 @@ export class QuantPipeline implements StreamHelper {
     /** The chunk in slot s, run here in the spare slot (the helper may still write slot s's output). */
     const rescue = (s: number): void => {
       l.bytes.copyWithin(slotIn(RESCUE), slotIn(s), slotIn(s) + IN_BYTES);
-      l.bytes.copyWithin(slotTable(RESCUE), slotTable(s), slotTable(s) + TABLE_BYTES);
+      l.bytes.copyWithin(slotTable(RESCUE), slotTable(s), slotTable(s) + TABLE_BYTES + CALLS_BYTES);
       runSlot(sh, s, RESCUE);
       this.rescued++;
     };

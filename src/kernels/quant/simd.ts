@@ -521,7 +521,7 @@ export function tableOfRuns(words: Int32Array, layout: QuantLayout, recs: Int32A
 }
 
 /** Calls `each(p, length, g)` for the runs of elements sharing scale g in [start, start + n), in order. */
-function forRuns(l: QuantLayout, start: number, n: number, each: (p: number, length: number, g: number) => void): void {
+export function forRuns(l: QuantLayout, start: number, n: number, each: (p: number, length: number, g: number) => void): void {
   const end = start + n;
   if (l.strideOuter === 0 && l.strideBlock === 0) {
     if (n > 0) each(start, n, 0);
