@@ -130,6 +130,7 @@ function entries(): Entry[] {
   const goodWeb: Record<string, () => readonly unknown[]> = {
     castAsync: () => [t, "float16", {}], castIntoAsync: () => [t, Tensor.zeros("float16", [2]), {}], sharedZeros: () => ["float16", [2]],
     closeCastAsyncPool: () => [], setCastWorkerUrl: () => [undefined],
+    useQuantizeThread: () => [false], quantizeThreadChunks: () => [],
   };
   const goodOnnx: Record<string, () => readonly unknown[]> = {
     convertModelPrecision: () => [buildModel({ inputs: [{ name: "x", elemType: 1 }], outputs: [{ name: "y", elemType: 1 }], nodes: [{ opType: "Relu", inputs: ["x"], outputs: ["y"] }], opset: 17 }), { to: "float16" }],

@@ -4,18 +4,13 @@
  * the kernels. Off until `useQuantizeThread()` turns it on (the package has no import-time effects).
  */
 import { Worker } from "node:worker_threads";
-import { describe } from "../args.js";
-import { TensorcastError } from "../errors.js";
-import { QuantPipeline, type QuantHelperHost } from "../kernels/quant/pipeline.js";
-import { setQuantStreamHelper } from "../kernels/quant/simd.js";
-import type { WasmMemory } from "../kernels/wasm/resident.js";
+import { QuantThreadSwitch } from "../kernels/quant/pipeline.js";
 
 let worker: Worker | undefined;
-let pipeline: QuantPipeline | undefined;
 
-const NODE_HELPER: QuantHelperHost = {
+const THREAD = new QuantThreadSwitch({
   canWait: true,
-  spawn(memory: WasmMemory, died: () => void) {
+  spawn(memory, died) {
     const w = new Worker(new URL("./quant-worker.js", import.meta.url), { workerData: { memory } });
     // Never keeps the process alive: it only ever works while a call on this thread waits for it.
     w.unref();
@@ -23,35 +18,29 @@ const NODE_HELPER: QuantHelperHost = {
     w.on("exit", died);
     worker = w;
   },
-};
+  stop() {
+    const w = worker;
+    worker = undefined;
+    if (w) {
+      w.removeAllListeners("exit");
+      void w.terminate();
+    }
+  },
+});
 
 /**
  * Turns the quantize helper thread on (or off, stopping the thread): from then on quantizeLinear /
- * dequantizeLinear on ordinary arrays of 512 Ki elements or more, per tensor, per axis or blocked,
- * in the WebAssembly SIMD kernels' cases, run on two threads, with the same bytes. The thread
- * starts on the first such call and is unreferenced (it never keeps the process alive).
+ * dequantizeLinear on ordinary arrays of 512 Ki elements or more, in the WebAssembly SIMD kernels'
+ * cases, run on two threads (this one copying chunks in and out, the helper quantizing), with the
+ * same bytes. The thread starts on the first such call and is unreferenced (it never keeps the
+ * process alive).
  * @example useQuantizeThread(); const q = quantizeLinear(x, scale, zeroPoint);
  */
 export function useQuantizeThread(on: boolean = true): void {
-  if (typeof on !== "boolean") throw new TensorcastError("INVALID_VALUE", `useQuantizeThread takes true or false, got ${describe(on)}`);
-  if (on) {
-    if (!pipeline) {
-      pipeline = new QuantPipeline(NODE_HELPER);
-      setQuantStreamHelper(pipeline);
-    }
-    return;
-  }
-  setQuantStreamHelper(undefined);
-  pipeline = undefined;
-  const w = worker;
-  worker = undefined;
-  if (w) {
-    w.removeAllListeners("exit");
-    void w.terminate();
-  }
+  THREAD.use(on);
 }
 
 /** Chunks the helper thread has run since it started (0 when off): for tests and benchmarks. */
 export function quantizeThreadChunks(): number {
-  return pipeline?.helperChunks() ?? 0;
+  return THREAD.chunks();
 }

@@ -31,11 +31,11 @@ declare const URL: new (url: string, base: string) => WebUrl;
 type ModuleMeta = ImportMeta & { readonly url: string };
 
 /** The slice of the DOM's Worker used here (the core compiles without DOM typings). */
-interface WebWorker {
+export interface WebWorker {
   onmessage: ((event: { readonly data: CastRangeResponse }) => void) | null;
   onerror: ((event: { readonly message?: string; preventDefault(): void }) => void) | null;
   onmessageerror: ((event: unknown) => void) | null;
-  postMessage(message: CastRequest, transfer: ArrayBuffer[]): void;
+  postMessage(message: CastRequest | { readonly quantPipeline: unknown }, transfer: ArrayBuffer[]): void;
   terminate(): void;
 }
 /**
@@ -53,10 +53,14 @@ interface WebGlobals {
 const web = globalThis as WebGlobals;
 let workerUrl: WebUrl | string | undefined;
 
-function startWorker(): WebWorker {
+/**
+ * Starts a module worker running cast-worker.js (castAsync's pool, and the quantize helper thread
+ * of ./quant-thread.ts), from setCastWorkerUrl's URL when one is set.
+ */
+export function startWorker(name = "tensorcast castAsync"): WebWorker {
   // Written out in full so that bundlers which follow `new Worker(new URL(...))` emit the worker.
-  if (workerUrl === undefined) return new Worker(new URL("./cast-worker.js", (import.meta as ModuleMeta).url), { type: "module", name: "tensorcast castAsync" });
-  return new Worker(workerUrl, { type: "module", name: "tensorcast castAsync" });
+  if (workerUrl === undefined) return new Worker(new URL("./cast-worker.js", (import.meta as ModuleMeta).url), { type: "module", name });
+  return new Worker(workerUrl, { type: "module", name });
 }
 
 // Spelled without `new URL("./cast-worker.js", import.meta.url)`: bundlers treat that form as an

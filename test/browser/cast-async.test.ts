@@ -4,9 +4,10 @@
  * worker beside them), once cross-origin isolated, once not. Isolated, every numeric pair split over
  * Web Workers gives cast's bytes; not isolated, the same with every range copied to a worker and
  * back, the page's event loop turning meanwhile; a worker script that does not load is a
- * WORKER_FAILED rejection, and the next call works again. Isolated, castIntoAsync between tensors
- * of a shared arena runs the kernels in place on the arena's memory in every worker: the page's
- * worker recorder (engines.ts) shows one resident request per worker per call, the memory sent to
+ * WORKER_FAILED rejection, and the next call works again. Isolated, the quantize helper thread
+ * (useQuantizeThread) runs chunks on a Web Worker with the one-thread bytes (not isolated, it never
+ * starts). Isolated, castIntoAsync between tensors of a shared arena runs the kernels in place on
+ * the arena's memory in every worker: the page's worker recorder (engines.ts) shows one resident request per worker per call, the memory sent to
  * each once, and each worker's answer (a probe around the real worker) says it converted in place,
  * so a silent fallback to copies fails even though its bytes are right; not isolated, a shared
  * arena is refused. Then the way a bundled app ships it:
@@ -155,6 +156,22 @@ for (const engine of ENGINES) {
         t.diagnostic(`${name} callerConverts false: ${r.ticks} timer ticks during a 4 Mi-element castAsync`);
         assertClean(r, "callerConverts false");
         assert.ok(r.ticks >= 3, `the page's event loop turned only ${r.ticks} times during castAsync`);
+      }));
+
+      await t.test(`cross-origin isolated: the quantize helper thread (a Web Worker) runs chunks, with the one-thread bytes${switched}`, () => inPage(sharedPage, true, async (checks) => {
+        const r = await checks((m) => m.runQuantThreadChecks());
+        t.diagnostic(`${name} quantize helper: ${r.chunks} chunks on the Web Worker over ${r.rounds} rounds; the page may block in Atomics.wait: ${r.canWait}`);
+        assert.deepEqual(r.failures, []);
+        assert.equal(r.isolated, true);
+        assert.equal(r.canWait, false, "a page's main thread may not block in Atomics.wait");
+        assert.ok(r.chunks > 0, "the helper Web Worker ran no chunk");
+      }));
+
+      await t.test("not isolated: no shared memory, so the quantize helper thread never starts and every call runs on the page, with the same bytes", () => inPage(page, false, async (checks) => {
+        const r = await checks((m) => m.runQuantThreadChecks());
+        assert.deepEqual(r.failures, []);
+        assert.equal(r.isolated, false);
+        assert.equal(r.chunks, 0);
       }));
 
       await t.test(`a worker script that does not load: WORKER_FAILED naming it; the next call starts a working pool${switched}`, () => inPage(sharedPage, true, async (checks) => {

@@ -93,16 +93,21 @@ test("with the helper thread, every kernel's quantize and dequantize give the on
     setQuantStreamHelper(pipeline);
     for (const c of CASES) {
       const { x, scale, zp, opts } = operands(c);
-      const taken = pipeline.taken;
-      const two = quantizeLinear(x, scale, zp, opts);
-      assert.equal(pipeline.taken, taken + 1, `${c.name}: the helper's pipeline did not take the job`);
       const one = oneThread(() => quantizeLinear(x, scale, zp, opts));
-      assert.ok(same(two, one), `${c.name}: quantize differs from the one-thread bytes`);
       const dq = { ...opts, outputDtype: "float32" as const };
-      const back2 = dequantizeLinear(two, scale, zp, dq);
-      assert.equal(pipeline.taken, taken + 2, `${c.name}: the helper's pipeline did not take the dequantize job`);
       const back1 = oneThread(() => dequantizeLinear(one, scale, zp, dq));
-      assert.ok(same(back2, back1), `${c.name}: dequantize differs from the one-thread bytes`);
+      // After a rescue (a loaded machine) the pipeline leaves some calls to one thread: repeat a
+      // call until the pipeline takes it, every answer checked.
+      const taken = (what: string, call: () => Tensor, want: Tensor): void => {
+        for (let i = 0; i < 200; i++) {
+          const before = pipeline.taken;
+          assert.ok(same(call(), want), `${c.name}: ${what} differs from the one-thread bytes`);
+          if (pipeline.taken > before) return;
+        }
+        assert.fail(`${c.name}: the helper's pipeline never took the ${what} job`);
+      };
+      taken("quantize", () => quantizeLinear(x, scale, zp, opts), one);
+      taken("dequantize", () => dequantizeLinear(one, scale, zp, dq), back1);
     }
     assert.ok(quantizeThreadChunks() > before, "the helper thread ran no chunk");
   } finally {
@@ -141,8 +146,10 @@ test("a helper that holds a chunk too long: the caller rescues it, the bytes sta
       rescued = pipeline.rescued > 0;
     }
     assert.ok(rescued, "no chunk was rescued from the stalled helper");
-    // While the helper still holds its chunk, calls run on this thread alone.
+    // While the helper still holds its chunk (and for a while after a rescue), calls run on this thread alone.
+    const taken = pipeline.taken;
     assert.ok(same(quantizeLinear(x, scale, zp, opts), one));
+    assert.equal(pipeline.taken, taken, "a call after a rescue went to the pipeline");
     pipeline.stallHelper(false);
     await settle(200);
     const ran = pipeline.helperChunks();

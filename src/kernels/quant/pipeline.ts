@@ -24,11 +24,13 @@
  *
  * Browser-safe: no Node built-ins.
  */
+import { describe } from "../../args.js";
 import type { Storage } from "../../dtype/table.js";
+import { TensorcastError } from "../../errors.js";
 import { u8View } from "../fast/views.js";
 import type { WasmMemory } from "../wasm/resident.js";
 import type { QuantLayout } from "./layout.js";
-import { forRuns, KERNEL_NAMES, sharedInstance, tableOfRuns, uniformRun, type Job, type Kernel, type KernelName, type Loaded, type StreamHelper } from "./simd.js";
+import { forRuns, KERNEL_NAMES, setQuantStreamHelper, sharedInstance, tableOfRuns, uniformRun, type Job, type Kernel, type KernelName, type Loaded, type StreamHelper } from "./simd.js";
 
 const PAGE = 65536;
 /** Elements per chunk: 512 KiB of float32, so a slot's input and output stay in a core's L2. */
@@ -62,8 +64,16 @@ const CONTROL_WORDS = STALL + 1;
 export const PIPELINE_PAGES = Math.ceil((CONTROL_AT + 4 * CONTROL_WORDS) / PAGE) + 1;
 /** Jobs below this many elements stay on the calling thread (four chunks: the pipeline's depth). */
 export const PIPELINE_MIN_ELEMENTS = SLOTS * CHUNK;
-/** Polls before a thread sleeps: about 0.2-0.5 ms, several chunks' time. */
+/** Polls before the idle helper sleeps: about 0.2-0.5 ms, several chunks' time. */
 const SPIN = 1 << 16;
+/**
+ * Polls before the caller, waiting for a chunk the helper holds, sleeps in slices instead: about
+ * one chunk's time. On a loaded machine the helper may be waiting for this very core, and a
+ * spinning caller would keep it from it.
+ */
+const CALLER_SPIN = 1 << 13;
+/** Calls left to one thread after a rescue: doubled on each rescue in a row, up to the cap; a call without one resets it. */
+const BACKOFF_MAX = 64;
 /**
  * How long the caller waits for one chunk the helper holds before running it itself: a chunk is
  * 30-150 us of work, so a helper this late was descheduled (a loaded machine), and the call is
@@ -85,6 +95,42 @@ export interface QuantHelperHost {
   spawn(memory: WasmMemory, died: () => void): void;
   /** Whether the calling thread may block in Atomics.wait (else it spins). */
   readonly canWait: boolean;
+}
+
+/** A platform's helper thread, as its useQuantizeThread switch drives it. */
+export interface QuantThreadHost extends QuantHelperHost {
+  /** Stops the thread `spawn` started last, if any. */
+  stop(): void;
+}
+
+/**
+ * The switch each platform exports as useQuantizeThread / quantizeThreadChunks (tensorcast/node
+ * with a worker thread, tensorcast/web with a Web Worker): one pipeline at a time, installed in
+ * ./simd.ts while on.
+ */
+export class QuantThreadSwitch {
+  private pipeline: QuantPipeline | undefined;
+
+  constructor(private readonly host: QuantThreadHost) {}
+
+  use(on: unknown): void {
+    if (typeof on !== "boolean") throw new TensorcastError("INVALID_VALUE", `useQuantizeThread takes true or false, got ${describe(on)}`);
+    if (on) {
+      if (!this.pipeline) {
+        this.pipeline = new QuantPipeline(this.host);
+        setQuantStreamHelper(this.pipeline);
+      }
+      return;
+    }
+    if (!this.pipeline) return;
+    setQuantStreamHelper(undefined);
+    this.pipeline = undefined;
+    this.host.stop();
+  }
+
+  chunks(): number {
+    return this.pipeline?.helperChunks() ?? 0;
+  }
 }
 
 interface Shared {
@@ -164,6 +210,9 @@ const now = (): number => (globalThis as { performance?: { now(): number } }).pe
 export class QuantPipeline implements StreamHelper {
   private shared: Shared | null | undefined;
   private helperAlive = false;
+  /** After rescues: calls still to be left to one thread, and how many the next rescue leaves. */
+  private backoff = 0;
+  private nextBackoff = 1;
   /** Jobs taken, and chunks the caller ran in the spare slot because the helper held them too long. */
   taken = 0;
   rescued = 0;
@@ -224,7 +273,13 @@ export class QuantPipeline implements StreamHelper {
     const perTensor = layout.strideOuter === 0 && layout.strideBlock === 0;
     const uniform = perTensor ? 0 : uniformRun(layout, job.group);
     const sh = this.ready();
-    if (!sh || !this.helperAlive || !this.slotsFree(sh.control)) return false;
+    if (!sh || !this.helperAlive) return false;
+    if (this.backoff > 0) {
+      // A loaded machine keeps the helper from a core: one thread is faster for a while.
+      this.backoff--;
+      return false;
+    }
+    if (!this.slotsFree(sh.control)) return false;
     this.taken++;
     const { l, control: c } = sh;
     const { group, inBits, outBits } = job;
@@ -292,11 +347,23 @@ export class QuantPipeline implements StreamHelper {
         if (!this.helperAlive || now() - since > RESCUE_MS) return false;
         // The helper is running this chunk, which takes tens of microseconds: sleeping at once
         // would add a wake-up (50-100 us on these machines) to every chunk, so spin first.
-        if (spin > SPIN && this.host.canWait) Atomics.wait(c, w, RUNNING, 0.25);
+        if (spin > CALLER_SPIN && this.host.canWait) Atomics.wait(c, w, RUNNING, 0.25);
       }
       return true;
     };
     let filled = 0;
+    /** Runs the newest unclaimed chunk after k, marking it DONE as the helper would; false if there is none. */
+    const stealNewest = (k: number): boolean => {
+      for (let j = filled - 1; j > k; j--) {
+        const w = (j % SLOTS) * SLOT_WORDS;
+        if (Atomics.load(c, w) === FILLED && Atomics.compareExchange(c, w, FILLED, RUNNING) === FILLED) {
+          runSlot(sh, j % SLOTS);
+          Atomics.store(c, w, DONE);
+          return true;
+        }
+      }
+      return false;
+    };
     for (let k = 0; k < chunks; k++) {
       while (!stuck && filled < chunks && filled < k + SLOTS) {
         const s = filled % SLOTS;
@@ -314,6 +381,10 @@ export class QuantPipeline implements StreamHelper {
       }
       const s = k % SLOTS;
       const w = s * SLOT_WORDS;
+      // Work from the newest chunk back while this one is unclaimed or the helper's: the helper
+      // takes the oldest, so the two rarely meet on one slot, and this thread idles only when
+      // every filled chunk is the helper's.
+      while (Atomics.load(c, w) !== DONE && stealNewest(k)) continue;
       if (Atomics.compareExchange(c, w, FILLED, RUNNING) === FILLED) {
         runSlot(sh, s);
         copyOut(k, s);
@@ -327,6 +398,12 @@ export class QuantPipeline implements StreamHelper {
         copyOut(k, RESCUE);
         stuck = true;
       }
+    }
+    if (stuck) {
+      this.backoff = this.nextBackoff;
+      this.nextBackoff = Math.min(2 * this.nextBackoff, BACKOFF_MAX);
+    } else {
+      this.nextBackoff = 1;
     }
     return true;
   }

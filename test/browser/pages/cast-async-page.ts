@@ -4,9 +4,11 @@
  * within a shared arena (createArena(…, { shared: true })). Returns what it found
  * rather than throwing, so the Node side can report every difference at once.
  */
-import { cast, createArena, DTYPES, dtype, Tensor, TensorcastError, type CastOptions, type DType, type DTypeName } from "../../../src/index.js";
 import {
-  castAsync, castIntoAsync, closeCastAsyncPool, setCastWorkerUrl, sharedZeros, type CastAsyncOptions,
+  cast, createArena, dequantizeLinear, DTYPES, dtype, quantizeLinear, Tensor, TensorcastError, type CastOptions, type DType, type DTypeName,
+} from "../../../src/index.js";
+import {
+  castAsync, castIntoAsync, closeCastAsyncPool, quantizeThreadChunks, setCastWorkerUrl, sharedZeros, useQuantizeThread, type CastAsyncOptions,
 } from "../../../src/web/index.js";
 import { TYPED_ARRAYS } from "../../../src/tensor.js";
 import { arenaView, everyCodeBytes, optionSets, randomPatterns, randomTensor, writtenOutside } from "../../support/cast-inputs.js";
@@ -197,6 +199,64 @@ export async function runCallerIdle(): Promise<PageReport & { ticks: number }> {
   const out = sharedZeros("bfloat16", big.shape);
   c.same(await castIntoAsync(big, out, { threads: 3, callerConverts: false }), cast(big, "bfloat16"), "castIntoAsync, callerConverts false");
   return { ...c.report(), ticks };
+}
+
+export interface QuantThreadReport {
+  readonly isolated: boolean;
+  /** Whether the page's thread may block in Atomics.wait (a page's main thread may not). */
+  readonly canWait: boolean;
+  /** Chunks the helper Web Worker ran. */
+  readonly chunks: number;
+  /** Rounds of every case, each compared with the one-thread bytes. */
+  readonly rounds: number;
+  readonly failures: string[];
+}
+
+/**
+ * useQuantizeThread in the page: quantize (int8 per tensor, int4 blocked by 32, uint8 per axis
+ * with rows of 4,099) and dequantize, compared with the bytes the same calls give on one thread,
+ * in rounds until the helper has run chunks (at most 10 s: it starts while the page waits).
+ */
+export async function runQuantThreadChecks(): Promise<QuantThreadReport> {
+  const rng = new Rng(25);
+  const floats = (n: number): Tensor => {
+    const v = new Float32Array(n);
+    for (let i = 0; i < n; i++) v[i] = Math.fround(((rng.u32() >>> 0) / 4294967296 - 0.5) * 30);
+    return Tensor.fromStorage(v, "float32", [n]);
+  };
+  const x = floats(1 << 20);
+  const grid = Tensor.fromStorage(x.data as Float32Array, "float32", [512, 2048]);
+  const rows = Tensor.fromStorage(floats(160 * 4099).data as Float32Array, "float32", [160, 4099]);
+  const blockScales = Tensor.fromStorage(Float32Array.from({ length: 512 * 64 }, (_, i) => 0.5 + (i % 11) * 0.25), "float32", [512, 64]);
+  const rowScales = Tensor.fromStorage(Float32Array.from({ length: 160 }, (_, i) => 0.05 + i * 0.001), "float32", [160]);
+  const calls: [string, () => Tensor][] = [
+    ["int8 per tensor", () => quantizeLinear(x, Tensor.fromStorage(Float32Array.of(0.11), "float32", []))],
+    ["int4 blocked by 32", () => quantizeLinear(grid, blockScales, undefined, { axis: 1, blockSize: 32, outputDtype: "int4" })],
+    ["uint8 per axis, rows of 4,099", () => quantizeLinear(rows, rowScales, Tensor.fromValues(Array.from({ length: 160 }, (_, i) => i), "uint8", [160]), { axis: 0 })],
+    ["int4 blocked by 32, back", () => dequantizeLinear(quantizeLinear(grid, blockScales, undefined, { axis: 1, blockSize: 32, outputDtype: "int4" }), blockScales, undefined, { axis: 1, blockSize: 32 })],
+  ];
+  const want = calls.map(([, f]) => f().bytes().slice());
+  const failures: string[] = [];
+  useQuantizeThread(true);
+  let rounds = 0;
+  try {
+    for (const t0 = performance.now(); rounds === 0 || (quantizeThreadChunks() === 0 && performance.now() - t0 < 10_000); rounds++) {
+      calls.forEach(([name, f], i) => {
+        if (!sameBytes(f().bytes(), want[i])) failures.push(`${name} (round ${rounds}): differs from the one-thread bytes`);
+      });
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const chunks = quantizeThreadChunks();
+    let canWait = true;
+    try {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 1, 0);
+    } catch {
+      canWait = false;
+    }
+    return { isolated: (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true, canWait, chunks, rounds, failures };
+  } finally {
+    useQuantizeThread(false);
+  }
 }
 
 /** With the worker's script unreachable: castAsync rejects with WORKER_FAILED; with it back, castAsync works again. */
