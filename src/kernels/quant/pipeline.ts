@@ -8,19 +8,22 @@
  * onnxruntime). Here the calling thread does the copies and a helper thread runs the kernels on
  * the chunks already copied, so the two overlap.
  *
- * How: one shared WebAssembly memory holds SLOTS slots (a chunk's input, its output, its records)
- * and a control word per slot. The caller copies chunk k into slot k mod SLOTS and marks it
- * FILLED; whichever thread claims it first (compareExchange FILLED -> RUNNING) runs the kernel;
- * the helper marks it DONE; the caller copies the codes out, in order, and frees the slot. When
- * the caller reaches a chunk nobody has claimed, it runs the kernel itself: the result never
- * depends on the helper (not started yet, asleep, slow or dead), only its speed does. A chunk the
+ * How: one shared WebAssembly memory holds SLOTS slots (a chunk's input, its output, its records
+ * and kernel calls) and a control word per slot. The caller copies chunk k into slot k mod SLOTS
+ * and marks it FILLED; whichever thread claims it first (compareExchange FILLED -> RUNNING) runs
+ * it and marks it DONE; the caller copies the codes out, in order, and frees the slot. The helper
+ * takes the oldest filled chunk, the caller (waiting for chunk k) the newest, so they rarely meet;
+ * a chunk nobody has claimed when its turn comes the caller runs itself. So the result never
+ * depends on the helper (not started yet, asleep, slow or dead), only the speed does. A chunk the
  * helper holds for longer than RESCUE_MS (a thread descheduled under load, or dead) is run by the
  * caller in a spare slot, and the call finishes there on one thread; that slot of the helper's is
- * not reused until the helper lets go of it (later calls run on one thread meanwhile). Both threads run the
- * same kernels of ./simd.ts on the same records, so the bytes are the one-thread bytes.
+ * not reused until the helper lets go of it, and the next 1, 2, 4 ... 64 calls (doubling while
+ * rescues follow each other) run on one thread. Both threads run the same kernels of ./simd.ts on
+ * the same records, so the bytes are the one-thread bytes.
  *
- * The platform starts the helper (`QuantHelperHost`: tensorcast/node with a worker thread) and
- * says whether the calling thread may block in Atomics.wait (not a browser's main thread).
+ * The platform starts the helper (`QuantThreadHost`: a worker thread in tensorcast/node, a Web
+ * Worker in tensorcast/web) and says whether the calling thread may block in Atomics.wait (not a
+ * browser page's main thread, which spins instead).
  *
  * Browser-safe: no Node built-ins.
  */
