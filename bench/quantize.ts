@@ -29,9 +29,11 @@
  * Before timing, our bytes are compared with ORT's (and the arena's with the plain call's).
  *
  * Arguments: --n N (elements, a multiple of 32 * 1024, default 4 Mi), --reps R (default 15),
- * --reference, --only SUBSTRING (paths whose name contains it).
+ * --reference, --only SUBSTRING (paths whose name contains it), --hog K (K busy-looping processes
+ * for the whole run: a loaded machine, where the helper thread competes for a core).
  */
 import * as ort from "onnxruntime-node";
+import { spawn } from "node:child_process";
 import { cpus, loadavg } from "node:os";
 import { Tensor, createArena, dequantizeLinear, dequantizeLinearInto, quantizeLinear, quantizeLinearInto, type DTypeName } from "../src/index.js";
 import { setQuantStreamHelper, useQuantSimd, type StreamHelper } from "../src/kernels/quant/simd.js";
@@ -239,6 +241,9 @@ let helper: StreamHelper | undefined;
 
 async function main(): Promise<void> {
   const rng = new Rng(42);
+  const hogs = Array.from({ length: argValue("--hog", 0) }, () => spawn(process.execPath, ["-e", "for (;;);"], { stdio: "ignore" }));
+  process.on("exit", () => hogs.forEach((h) => h.kill()));
+  if (hogs.length > 0) console.log(`${hogs.length} busy-looping processes run beside the bench`);
   useQuantizeThread(true);
   helper = setQuantStreamHelper(undefined);
   console.log(`QuantizeLinear / DequantizeLinear, ${n} elements, ${reps} calls each; Node ${process.version}, onnxruntime-node ${ort.env.versions?.node ?? "?"} (1 intra-op thread), ${cpus()[0]?.model ?? "?"}, load ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
@@ -251,6 +256,7 @@ async function main(): Promise<void> {
   for (const p of PATHS) if (p.name.includes(only)) table.push(await runPath(p, rng));
   for (const r of table) console.log(`| ${r.join(" | ")} |`);
   console.log(`\nload after: ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+  for (const h of hogs) h.kill();
 }
 
 await main();
