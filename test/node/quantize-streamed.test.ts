@@ -86,9 +86,12 @@ const url = (p: string): string => pathToFileURL(new URL(p, import.meta.url).pat
 
 describe("quantizeModelFile: memory holds one weight, not the model", () => {
   // 16 weights of 16 MiB (256 MiB) in a side file. Streamed, q4 holds one weight and its codes at
-  // a time: the child's peak resident memory stays near Node's own (about 60 MiB) plus two weights;
-  // reading the model whole (as quantizeModelFile did before) takes the 256 MiB and more.
-  it("q4 of a 256 MiB side-file model peaks below 200 MiB resident", (t) => {
+  // a time: the child's resident memory grows by a few weights and the garbage the collector has
+  // not taken yet (58-81 MiB on Node 20, 100-151 MiB on Node 26, whose collector runs later);
+  // reading the model whole (as quantizeModelFile did before) grows it by the 256 MiB and more. So
+  // the bound is on the growth, seven eighths of the model, not on the peak (Node 26 peaked at
+  // 177-228 MiB, and once failed CI's old 200 MiB bound).
+  it("q4 of a 256 MiB side-file model grows resident memory by less than seven eighths of the model", (t) => {
     const code = `
       const m = await import(${JSON.stringify(url("./quantize-model-streamed.js"))});
       const { quantizeModelFile } = await import(${JSON.stringify(url("../../src/node/quantize/model-file.js"))});
@@ -122,6 +125,6 @@ describe("quantizeModelFile: memory holds one weight, not the model", () => {
     const r = JSON.parse(String(p.stdout)) as { quantized: number; bytesOut: number; before: number; peak: number };
     t.diagnostic(`peak resident ${r.peak.toFixed(0)} MiB, ${r.before.toFixed(0)} MiB before quantizing`);
     assert.equal(r.quantized, 16);
-    assert.ok(r.peak < 200, `peak resident ${r.peak.toFixed(0)} MiB (before quantizing: ${r.before.toFixed(0)} MiB)`);
+    assert.ok(r.peak - r.before < 224, `resident memory grew by ${(r.peak - r.before).toFixed(0)} MiB: peak ${r.peak.toFixed(0)} MiB, ${r.before.toFixed(0)} MiB before quantizing`);
   });
 });
