@@ -69,12 +69,6 @@ export const PIPELINE_PAGES = Math.ceil((CONTROL_AT + 4 * CONTROL_WORDS) / PAGE)
 export const PIPELINE_MIN_ELEMENTS = SLOTS * CHUNK;
 /** Polls before the idle helper sleeps: about 0.2-0.5 ms, several chunks' time. */
 const SPIN = 1 << 16;
-/**
- * Polls before the caller, waiting for a chunk the helper holds, sleeps in slices instead: about
- * one chunk's time. On a loaded machine the helper may be waiting for this very core, and a
- * spinning caller would keep it from it.
- */
-const CALLER_SPIN = 1 << 13;
 /** Calls left to one thread after a rescue: doubled on each rescue in a row, up to the cap; a call without one resets it. */
 const BACKOFF_MAX = 64;
 /**
@@ -342,15 +336,15 @@ export class QuantPipeline implements StreamHelper {
       this.rescued++;
     };
     let stuck = false;
-    /** Waits for the helper to finish slot s's chunk; false (after RESCUE_MS) if it did not. */
+    /**
+     * Waits for the helper to finish slot s's chunk; false (after RESCUE_MS) if it did not. It
+     * polls, never sleeps: waking a sleeping thread takes 50-250 us on these machines, more than a
+     * chunk's work, and a call that slept on every chunk ran at a third of one thread's speed.
+     */
     const finished = (w: number): boolean => {
       const since = now();
       for (let spin = 1; Atomics.load(c, w) !== DONE; spin++) {
-        if ((spin & 1023) !== 0) continue;
-        if (!this.helperAlive || now() - since > RESCUE_MS) return false;
-        // The helper is running this chunk, which takes tens of microseconds: sleeping at once
-        // would add a wake-up (50-100 us on these machines) to every chunk, so spin first.
-        if (spin > CALLER_SPIN && this.host.canWait) Atomics.wait(c, w, RUNNING, 0.25);
+        if ((spin & 1023) === 0 && (!this.helperAlive || now() - since > RESCUE_MS)) return false;
       }
       return true;
     };
