@@ -9,7 +9,6 @@ import { QuantThreadSwitch } from "../kernels/quant/pipeline.js";
 let worker: Worker | undefined;
 
 const THREAD = new QuantThreadSwitch({
-  canWait: true,
   spawn(memory, died) {
     const w = new Worker(new URL("./quant-worker.js", import.meta.url), { workerData: { memory } });
     // Never keeps the process alive: it only ever works while a call on this thread waits for it.

@@ -2,29 +2,16 @@
  * The quantize helper thread for browsers (src/kernels/quant/pipeline.ts): a Web Worker running
  * cast-worker.js (the module castAsync starts; setCastWorkerUrl moves both) quantizes chunks the
  * page copies into shared WebAssembly memory. It needs shared memory, so a cross-origin isolated
- * page; elsewhere every call runs on the calling thread as before. A page's main thread may not
- * block in Atomics.wait, so there the caller spins for the chunk the helper holds (at most the
- * pipeline's 2 ms rescue time); a worker calling tensorcast waits.
+ * page; elsewhere every call runs on the calling thread as before. The caller never blocks in
+ * Atomics.wait (a page's main thread may not): it polls for a chunk the helper holds, at most the
+ * pipeline's 2 ms rescue time.
  */
 import { QuantThreadSwitch } from "../kernels/quant/pipeline.js";
 import { startWorker, type WebWorker } from "./cast-async.js";
 
 let worker: WebWorker | undefined;
 
-/** Whether this thread may block in Atomics.wait: a worker may, a page's main thread may not. */
-function mayWait(): boolean {
-  try {
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 1, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 const THREAD = new QuantThreadSwitch({
-  get canWait() {
-    return mayWait();
-  },
   spawn(memory, died) {
     const w = startWorker("tensorcast quantize helper");
     w.onerror = (event) => {

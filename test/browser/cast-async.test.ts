@@ -160,10 +160,9 @@ for (const engine of ENGINES) {
 
       await t.test(`cross-origin isolated: the quantize helper thread (a Web Worker) runs chunks, with the one-thread bytes${switched}`, () => inPage(sharedPage, true, async (checks) => {
         const r = await checks((m) => m.runQuantThreadChecks());
-        t.diagnostic(`${name} quantize helper: ${r.chunks} chunks on the Web Worker over ${r.rounds} rounds; the page may block in Atomics.wait: ${r.canWait}`);
+        t.diagnostic(`${name} quantize helper: ${r.chunks} chunks on the Web Worker over ${r.rounds} rounds`);
         assert.deepEqual(r.failures, []);
         assert.equal(r.isolated, true);
-        assert.equal(r.canWait, false, "a page's main thread may not block in Atomics.wait");
         assert.ok(r.chunks > 0, "the helper Web Worker ran no chunk");
       }));
 

@@ -168,12 +168,11 @@ test("no helper thread (it cannot start, or never runs): every chunk on the call
   const { x, scale, zp, opts } = operands(CASES[4]);
   const one = quantizeLinear(x, scale, zp, opts);
   const cannot = new QuantPipeline({
-    canWait: true,
     spawn() {
       throw new Error("no threads here");
     },
   });
-  const never = new QuantPipeline({ canWait: true, spawn() {} });
+  const never = new QuantPipeline({ spawn() {} });
   for (const p of [cannot, never]) {
     const before = setQuantStreamHelper(p);
     try {
@@ -188,7 +187,7 @@ test("no helper thread (it cannot start, or never runs): every chunk on the call
 test("jobs below PIPELINE_MIN_ELEMENTS stay on the caller", () => {
   let asked = 0;
   let taken = 0;
-  const spy = new QuantPipeline({ canWait: true, spawn() {} });
+  const spy = new QuantPipeline({ spawn() {} });
   const run = spy.run.bind(spy);
   spy.run = (job, x, y, layout) => {
     asked++;

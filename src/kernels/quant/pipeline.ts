@@ -22,8 +22,8 @@
  * the same records, so the bytes are the one-thread bytes.
  *
  * The platform starts the helper (`QuantThreadHost`: a worker thread in tensorcast/node, a Web
- * Worker in tensorcast/web) and says whether the calling thread may block in Atomics.wait (not a
- * browser page's main thread, which spins instead).
+ * Worker in tensorcast/web). Only the helper ever sleeps (Atomics.wait, between calls), so the
+ * caller may be a browser page's main thread, which must not block.
  *
  * Browser-safe: no Node built-ins.
  */
@@ -90,8 +90,6 @@ export interface QuantHelperHost {
    * Throws if no thread can be started.
    */
   spawn(memory: WasmMemory, died: () => void): void;
-  /** Whether the calling thread may block in Atomics.wait (else it spins). */
-  readonly canWait: boolean;
 }
 
 /** A platform's helper thread, as its useQuantizeThread switch drives it. */

@@ -203,8 +203,6 @@ export async function runCallerIdle(): Promise<PageReport & { ticks: number }> {
 
 export interface QuantThreadReport {
   readonly isolated: boolean;
-  /** Whether the page's thread may block in Atomics.wait (a page's main thread may not). */
-  readonly canWait: boolean;
   /** Chunks the helper Web Worker ran. */
   readonly chunks: number;
   /** Rounds of every case, each compared with the one-thread bytes. */
@@ -247,13 +245,7 @@ export async function runQuantThreadChecks(): Promise<QuantThreadReport> {
       await new Promise((r) => setTimeout(r, 50));
     }
     const chunks = quantizeThreadChunks();
-    let canWait = true;
-    try {
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 1, 0);
-    } catch {
-      canWait = false;
-    }
-    return { isolated: (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true, canWait, chunks, rounds, failures };
+    return { isolated: (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true, chunks, rounds, failures };
   } finally {
     useQuantizeThread(false);
   }
