@@ -33,7 +33,7 @@ import { TensorcastError } from "../../errors.js";
 import { u8View } from "../fast/views.js";
 import type { WasmMemory } from "../wasm/resident.js";
 import type { QuantLayout } from "./layout.js";
-import { forRuns, KERNEL_NAMES, setQuantStreamHelper, sharedInstance, tableOfRuns, uniformRun, type Job, type Kernel, type KernelName, type Loaded, type StreamHelper } from "./simd.js";
+import { chunkLength, copyCodesOut, forRuns, KERNEL_NAMES, setQuantStreamHelper, sharedInstance, tableOfRuns, uniformRun, type Job, type Kernel, type KernelName, type Loaded, type StreamHelper } from "./simd.js";
 
 const PAGE = 65536;
 /** Elements per chunk: 512 KiB of float32, so a slot's input and output stay in a core's L2. */
@@ -265,8 +265,7 @@ export class QuantPipeline implements StreamHelper {
 
   run(job: Job, x: Storage, y: Storage, layout: QuantLayout): boolean {
     if (layout.count < PIPELINE_MIN_ELEMENTS) return false;
-    const perTensor = layout.strideOuter === 0 && layout.strideBlock === 0;
-    const uniform = perTensor ? 0 : uniformRun(layout, job.group);
+    const uniform = uniformRun(layout, job.group);
     const sh = this.ready();
     if (!sh || !this.helperAlive) return false;
     if (this.backoff > 0) {
@@ -281,7 +280,7 @@ export class QuantPipeline implements StreamHelper {
     const kernelIndex = KERNEL_NAMES.indexOf(job.kernel as KernelName);
     const src = u8View(x);
     const dst = u8View(y);
-    const chunk = uniform > 0 ? Math.floor(CHUNK / uniform) * uniform : CHUNK;
+    const chunk = chunkLength(uniform, CHUNK);
     const chunks = Math.ceil(layout.count / chunk);
     /** Copies chunk k into slot `at` and writes its kernel calls (and their count, in slot s's control words). */
     const load = (k: number, s: number, at: number): void => {
@@ -303,11 +302,9 @@ export class QuantPipeline implements StreamHelper {
       if (uniform > 0) {
         tableOfRuns(l.i32, layout, job.records, start / uniform, n / uniform, slotTable(at));
         call(0, n / uniform, uniform / group, 0);
-      } else if (perTensor) {
-        l.i32.set(job.records.subarray(0, 4), slotTable(at) >>> 2);
-        // A last partial group converts stale lanes, never copied out.
-        call(0, 1, Math.ceil(n / group), 0);
       } else {
+        // A call per run (per tensor: one), each run's last partial group converting stale lanes
+        // that the next run overwrites or that are never copied out.
         const table = slotTable(at) >>> 2;
         forRuns(layout, start, n, (p, length, g) => {
           if (count === MAX_CALLS) throw new Error(`quantize pipeline: more than ${MAX_CALLS} runs in a chunk`);
@@ -320,11 +317,7 @@ export class QuantPipeline implements StreamHelper {
     };
     const copyOut = (k: number, at: number): void => {
       const start = k * chunk;
-      const n = Math.min(chunk, layout.count - start);
-      const bytes = Math.ceil((n * outBits) / 8);
-      const to = (start * outBits) / 8;
-      dst.set(l.bytes.subarray(slotOut(at), slotOut(at) + bytes), to);
-      if (outBits === 4 && n % 2 === 1) dst[to + bytes - 1] &= 0x0f;
+      copyCodesOut(dst, l.bytes.subarray(slotOut(at)), start, Math.min(chunk, layout.count - start), outBits);
     };
     /** The chunk in slot s, run here in the spare slot (the helper may still write slot s's output). */
     const rescue = (s: number): void => {
@@ -338,11 +331,12 @@ export class QuantPipeline implements StreamHelper {
      * Waits for the helper to finish slot s's chunk; false (after RESCUE_MS) if it did not. It
      * polls, never sleeps: waking a sleeping thread takes 50-250 us on these machines, more than a
      * chunk's work, and a call that slept on every chunk ran at a third of one thread's speed.
+     * (A dead helper is only heard of between calls, so the deadline covers it too.)
      */
     const finished = (w: number): boolean => {
       const since = now();
       for (let spin = 1; Atomics.load(c, w) !== DONE; spin++) {
-        if ((spin & 1023) === 0 && (!this.helperAlive || now() - since > RESCUE_MS)) return false;
+        if ((spin & 1023) === 0 && now() - since > RESCUE_MS) return false;
       }
       return true;
     };

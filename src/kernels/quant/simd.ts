@@ -617,6 +617,23 @@ function inPlace(l: Loaded, job: Job, x: Storage, y: Storage, layout: QuantLayou
   });
 }
 
+/** Elements per streamed chunk of at most `max`: a whole number of runs when they are of one length. */
+export function chunkLength(uniform: number, max: number): number {
+  return uniform > 0 ? Math.floor(max / uniform) * uniform : max;
+}
+
+/**
+ * Copies the codes of elements [start, start + n) from `from` (a chunk's output in a module's
+ * memory) into `dst`; an odd 4-bit count's last high nibble is no element, and is left 0 as the
+ * reference leaves it (the kernel wrote a stale lane's code there).
+ */
+export function copyCodesOut(dst: Uint8Array, from: Uint8Array, start: number, n: number, outBits: number): void {
+  const bytes = Math.ceil((n * outBits) / 8);
+  const to = (start * outBits) / 8;
+  dst.set(from.subarray(0, bytes), to);
+  if (outBits === 4 && n % 2 === 1) dst[to + bytes - 1] &= 0x0f;
+}
+
 function streamed(l: Loaded, job: Job, x: Storage, y: Storage, layout: QuantLayout): void {
   const kernel = l.kernels[job.kernel];
   const { group, inBits, outBits } = job;
@@ -625,7 +642,7 @@ function streamed(l: Loaded, job: Job, x: Storage, y: Storage, layout: QuantLayo
   const mem = l.bytes;
   const table = l.last + TABLE_AT;
   const uniform = uniformRun(layout, group);
-  const chunk = uniform > 0 ? Math.floor(CHUNK / uniform) * uniform : CHUNK;
+  const chunk = chunkLength(uniform, CHUNK);
   let last = -1;
   for (let start = 0; start < layout.count; start += chunk) {
     const n = Math.min(chunk, layout.count - start);
@@ -644,9 +661,7 @@ function streamed(l: Loaded, job: Job, x: Storage, y: Storage, layout: QuantLayo
         kernel(IN + ((p - start) * inBits) / 8, OUT + ((p - start) * outBits) / 8, 1, Math.ceil(length / group), table);
       });
     }
-    const bytes = Math.ceil((n * outBits) / 8);
-    dst.set(mem.subarray(OUT, OUT + bytes), (start * outBits) / 8);
-    if (outBits === 4 && n % 2 === 1) dst[(start * outBits) / 8 + bytes - 1] &= 0x0f;
+    copyCodesOut(dst, mem.subarray(OUT), start, n, outBits);
   }
 }
 
