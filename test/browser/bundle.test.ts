@@ -1,3 +1,4 @@
+// suite: full
 /**
  * The browser bundle of the core (what the playground loads as tensorcast.js): it builds, stays
  * within its size budget, works as an ES module, and the build fails on any Node built-in import.

@@ -1,3 +1,4 @@
+// suite: full
 /**
  * tensorcast/web's castAsync in real browsers: Chromium, Firefox and WebKit (engines.ts), each
  * running the same checks. The compiled modules under build/ are served as they are (ES modules, the

@@ -1,3 +1,4 @@
+// suite: full
 /**
  * The exhaustive codec and kernel tests (bundleCodecChecks: CODEC_TEST_FILES with a node:test
  * stand-in) and the cast digest, run inside each browser engine (Chromium, Firefox, WebKit; see

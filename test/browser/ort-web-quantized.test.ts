@@ -1,3 +1,4 @@
+// suite: full
 /**
  * The q4 and q8 variants of the tiny BERT (test/support/tiny-bert.ts), made by quantizeModel, run in
  * onnxruntime-web's WebAssembly backend inside Chromium, whose .mjs and .wasm come from node_modules

@@ -1,3 +1,4 @@
+// suite: full
 /**
  * The playground's issue 28 points, in every engine through engines.ts (Chromium, Firefox and
  * WebKit; the dark theme in the two whose drivers can set prefers-color-scheme): a phone's rows

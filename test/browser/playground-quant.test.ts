@@ -1,3 +1,4 @@
+// suite: full
 /**
  * The playground's quantize and dequantize (issue 25 point 5), in every engine through engines.ts:
  * the tensor box quantizes a typed tensor per tensor, per axis and blocked, and its codes (and the

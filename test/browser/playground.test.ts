@@ -1,3 +1,4 @@
+// suite: full
 /**
  * The playground in a real browser (Debian's Chromium, driven by playwright-core): the page is built
  * and served on a free port, values are typed in, and everything it shows is compared with what the

@@ -1,3 +1,4 @@
+// suite: full
 /**
  * quantizeModel (tensorcast/onnx) inside Chromium, Firefox and WebKit: the subpath bundled for the
  * browser (esbuild refuses any Node built-in), the golden fixture models quantized in the page in

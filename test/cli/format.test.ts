@@ -13,6 +13,7 @@ import { jsonText, MAX_ALIGNED_WIDTH, renderTable, tableText, writeText } from "
 import { formatBytes } from "../../src/node/io/tensors.js";
 import { exampleCheckpoint } from "../../src/node/index.js";
 import { cli, scratch } from "../node/helpers.js";
+import { property } from "../support/suite.js";
 
 test("a table: columns as wide as their widest cell, two spaces apart, right-aligned where asked, no trailing spaces", () => {
   const text = renderTable([{ header: "name" }, { header: "n", align: "right" }, { header: "note" }], [["a", "1", ""], ["bbbbbb", "100", "x"]]);
@@ -64,7 +65,7 @@ test("jsonText is JSON.stringify(value, null, 2) and a newline, a piece at a tim
   fc.assert(fc.property(values, (v) => {
     if (v === undefined) return;
     assert.equal([...jsonText(v)].join(""), `${JSON.stringify(v, null, 2)}\n`);
-  }), { seed: 9, numRuns: 300 });
+  }), property(300, 9));
 });
 
 test("writeText joins small pieces into large writes", () => {

@@ -43,14 +43,12 @@ import { readSafetensors, SAFETENSORS_BITS } from "./safetensors-peer.js";
 import { EXTENSION, FORMATS, ROOT, seeds, type Format, type Seed } from "./seeds.js";
 import { supervise, type Failure } from "./supervise.js";
 import type { OrtVerdict } from "./ort-worker.js";
+import { envCount, runs } from "../support/suite.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const env = (name: string, fallback: number): number => {
-  const v = process.env[name];
-  return v === undefined || v === "" ? fallback : Number(v);
-};
-const CASES = env("TENSORCAST_FUZZ_CASES", 500);
-const CLI_CASES = env("TENSORCAST_FUZZ_CLI", 16);
+const env = envCount;
+const CASES = env("TENSORCAST_FUZZ_CASES", runs(500, 8));
+const CLI_CASES = env("TENSORCAST_FUZZ_CLI", runs(16, 2));
 const TIMEOUT_MS = env("TENSORCAST_FUZZ_TIMEOUT_MS", 10_000);
 const LIMITS = { timeoutMs: TIMEOUT_MS, heapMb: 512, rssLimitBytes: 1536 * 2 ** 20, parallel: 2 };
 /**

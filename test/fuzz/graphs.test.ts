@@ -20,11 +20,12 @@ import { test } from "node:test";
 import { bodiesOf } from "../../src/io/onnx/precision/graph.js";
 import { PbMessage } from "../../src/io/onnx/precision/pb.js";
 import { PYTHON } from "../support/onnx-peer.js";
+import { envCount, runs } from "../support/suite.js";
 import { onnxMissing } from "../support/python.js";
 import { runCli } from "./cli.js";
 import { GRAPH_CLASSES, graphCase, heavyGraphCases, type GraphCase, type GraphClass } from "./graphs.js";
 
-const CASES = Math.max(4, Math.floor(Number(process.env.TENSORCAST_FUZZ_CASES || 500) / 10));
+const CASES = Math.max(4, Math.floor(envCount("TENSORCAST_FUZZ_CASES", runs(500)) / 10));
 const LIGHT = { timeoutMs: 30_000, heapMb: 1024, rssLimitBytes: 1536 * 2 ** 20 };
 // The bound for the 40 MB floods: under 2 GiB resident.
 const HEAVY = { timeoutMs: 180_000, heapMb: 2048, rssLimitBytes: 2 * 2 ** 30 };

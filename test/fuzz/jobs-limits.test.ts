@@ -2,7 +2,8 @@
  * Fuzz class "--jobs under an address-space limit" (issue 24 point 7): seeded random runs of the
  * real CLI (`convert`, `inspect`, `diff`) with `--jobs` from 0 to 64, chunk sizes from 64 KiB to
  * 1 MiB (convert), on a one-chunk and a 16-chunk file and one cut short (refused when opened),
- * under `ulimit -v` from the runtime's own floor (the lowest limit at which this Node runs `convert --jobs 0`: about 1.46 GB on Node 24) to 3.5 GB above it, or none. Every
+ * under `ulimit -v` from the command's own floor on this runtime (the lowest limit at which this Node runs
+ * that command with --jobs 0: about 1.46 GB for convert on Node 24) to 3.5 GB above it, or none. Every
  * run must end in exit 0 with the bytes (convert) or the order-independent statistics (inspect,
  * diff) of a run without workers, or in a clean error (one `error:` line with a code); never in
  * V8's CodeRange abort (exit 133), another crash, a hang, or a temporary file left behind.
@@ -17,12 +18,10 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join } from "node:path";
 import { convertFile } from "../../src/node/index.js";
 import { random, randomFloat32, ROOT, safetensorsBytes, scratch } from "../node/helpers.js";
+import { envCount, FULL, runs } from "../support/suite.js";
 
-const env = (name: string, fallback: number): number => {
-  const v = process.env[name];
-  return v === undefined || v === "" ? fallback : Number(v);
-};
-const CASES = env("TENSORCAST_FUZZ_JOBS", 4 * env("TENSORCAST_FUZZ_CLI", 16));
+const env = envCount;
+const CASES = env("TENSORCAST_FUZZ_JOBS", 4 * env("TENSORCAST_FUZZ_CLI", runs(16, 2)));
 const BIN = join(ROOT, "bin", "tensorcast.js");
 const built = existsSync(join(ROOT, "dist", "node", "cli", "main.js"));
 const TIMEOUT_MS = 60_000;
@@ -59,23 +58,26 @@ export function jobsCase(i: number): Run {
 }
 
 /**
- * The lowest `ulimit -v` (kB, to 50 MB) at which this Node runs the CLI at all: `convert --jobs 0`
- * of `input`. Below it the runtime itself aborts whatever --jobs says (Node 24 reserves about
- * 1.5 GB of address space for its own start, code range and WebAssembly memories; Node 20 about
- * 1.1 GB), so the cases are laid out above it.
+ * The lowest `ulimit -v` (kB, to STEP) at which this Node runs `argv` (a command with --jobs 0)
+ * at all. Below it the runtime itself aborts whatever --jobs says (Node 24 reserves about 1.5 GB
+ * of address space for its own start, code range and WebAssembly memories; Node 20 about 1.1 GB),
+ * and no program can turn V8's own out-of-memory abort into an error message. So the decision is:
+ * the fuzz draws each command's limits from that command's own floor on this runtime, measured
+ * here, not from convert's: `inspect` computes statistics and needs more heap than `convert`
+ * (on Node 26, `inspect` of the 16-chunk file aborted at a limit where `convert` ran).
  */
-function runtimeFloor(input: string, out: string): number {
+const STEP = FULL ? 50_000 : 200_000;
+function runtimeFloor(argv: readonly string[]): number {
   const ok = (limit: number): boolean =>
-    spawnSync("bash", ["-c", `ulimit -v ${limit} && exec "$0" "$@"`, process.execPath, BIN, "convert", input, "--to", "float16", "-o", out, "--force", "--jobs", "0"], { timeout: TIMEOUT_MS }).status === 0;
+    spawnSync("bash", ["-c", `ulimit -v ${limit} && exec "$0" "$@"`, process.execPath, BIN, ...argv], { timeout: TIMEOUT_MS }).status === 0;
   let lo = 500_000;
   let hi = 4_000_000;
   if (!ok(hi)) return hi;
-  while (hi - lo > 50_000) {
+  while (hi - lo > STEP) {
     const mid = Math.round((lo + hi) / 2);
     if (ok(mid)) hi = mid;
     else lo = mid;
   }
-  rmSync(out, { force: true });
   return hi;
 }
 
@@ -97,9 +99,17 @@ test(`fuzz: --jobs 0 to 64 under ulimit -v from the runtime's floor to 3.5 GB mo
   // there), possibly after creating their temporary, which case 0 would otherwise find as its own.
   const floorDir = join(dir, "floor");
   mkdirSync(floorDir);
-  const floor = runtimeFloor(inputs.multi, join(floorDir, "floor.safetensors")) + 100_000;
+  const floorRef = join(floorDir, "reference.safetensors");
+  await convertFile(inputs.multi, floorRef, { to: "float16", jobs: 0 });
+  const jobs0 = ["--jobs", "0", "--json"];
+  const floors: Record<Run["command"], number> = {
+    convert: runtimeFloor(["convert", inputs.multi, "--to", "float16", "-o", join(floorDir, "floor.safetensors"), "--force", ...jobs0]) + 2 * STEP,
+    inspect: runtimeFloor(["inspect", inputs.multi, ...jobs0]) + 2 * STEP,
+    diff: runtimeFloor(["diff", inputs.multi, floorRef, ...jobs0]) + 2 * STEP,
+  };
   rmSync(floorDir, { recursive: true, force: true });
-  console.log(`# --jobs under ulimit -v: this Node (${process.version}) runs the CLI from ulimit -v ${floor - 100_000} kB; cases from ${floor} kB`);
+  console.log(`# --jobs under ulimit -v: this Node (${process.version}) runs each command from ulimit -v (kB, to ${STEP}): ` +
+    `${Object.entries(floors).map(([c, f]) => `${c} ${f - 2 * STEP}`).join(", ")}; its cases start ${2 * STEP} kB above that`);
   const references = new Map<string, Buffer>();
   const reference = async (input: Run["input"], to: string): Promise<Buffer> => {
     const key = `${input}.${to}`;
@@ -135,7 +145,7 @@ test(`fuzz: --jobs 0 to 64 under ulimit -v from the runtime's floor to 3.5 GB mo
       : run.command === "inspect" ? ["inspect", input, ...common]
       : ["diff", input, join(dir, `reference.${run.input === "truncated" ? "multi" : run.input}.${run.to}.safetensors`), ...common];
     if (run.command === "diff") await reference(run.input === "truncated" ? "multi" : run.input, run.to);
-    const r = cli(args, run.limit === undefined ? undefined : floor + run.limit);
+    const r = cli(args, run.limit === undefined ? undefined : floors[run.command] + run.limit);
     const stderr = String(r.stderr);
     let outcome: Outcome;
     if (r.error || r.signal === "SIGTERM") outcome = "hang";

@@ -11,6 +11,7 @@ import { checkGraphs } from "../../src/io/onnx/graph-check.js";
 import { PbMessage } from "../../src/io/onnx/precision/pb.js";
 import { throwsCode } from "../support/assertions.js";
 import { tensorProto, W } from "../support/protobuf.js";
+import { FULL } from "../support/suite.js";
 
 const FLOAT = 1, BOOL = 9;
 const value = (name: string, elem: number): W => new W().len(1, name).len(2, new W().len(1, new W().int(1, elem)));
@@ -70,15 +71,28 @@ test("an If without branches, a Loop without body, a Constant with two (or no) v
   assert.doesNotThrow(() => checkGraphs(PbMessage.parse(model(graph([node("Constant", [], ["y"]).len(7, "com.example")], [])), "ModelProto")));
 });
 
-test("a 1,000,000-node chain is checked in linear time, without recursion", () => {
+/** A chain of n Relu nodes, parsed; and how long checkGraphs takes on it (the best of three). */
+function chainCheckMs(n: number): number {
   const g = new W();
-  const n = 1_000_000;
   for (let i = 0; i < n; i++) g.len(1, node("Relu", [i === 0 ? "x" : `v${i - 1}`], [i === n - 1 ? "y" : `v${i}`]));
   g.len(2, "chain").len(11, value("x", FLOAT)).len(12, value("y", FLOAT));
   const m = PbMessage.parse(model(g), "ModelProto");
-  const started = performance.now();
-  checkGraphs(m);
-  const ms = performance.now() - started;
-  console.log(`checkGraphs: ${n} nodes in ${ms.toFixed(0)} ms`);
-  assert.ok(ms < 20_000, `${ms} ms`);
+  let best = Infinity;
+  for (let k = 0; k < 3; k++) {
+    const started = performance.now();
+    checkGraphs(m);
+    best = Math.min(best, performance.now() - started);
+  }
+  return best;
+}
+
+// Linear time as a ratio measured in this run: ten times the nodes may take at most 30 times as
+// long (linear is 10, quadratic 100), so a loaded machine, which slows both runs, cannot fail it.
+// The long chain also proves there is no recursion: a recursive walk overflows the stack there.
+const CHAIN = FULL ? 1_000_000 : 200_000;
+test(`a ${CHAIN.toLocaleString("en")}-node chain is checked in linear time, without recursion`, () => {
+  const small = Math.max(chainCheckMs(CHAIN / 10), 1);
+  const large = chainCheckMs(CHAIN);
+  console.log(`checkGraphs: ${CHAIN / 10} nodes in ${small.toFixed(0)} ms, ${CHAIN} in ${large.toFixed(0)} ms`);
+  assert.ok(large < 30 * small, `${CHAIN} nodes took ${large.toFixed(0)} ms, ${CHAIN / 10} took ${small.toFixed(0)} ms`);
 });

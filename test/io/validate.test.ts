@@ -17,6 +17,7 @@ import { WireReader, decodeUtf8 } from "../../src/io/onnx/wire.js";
 import { throwsCode } from "../support/assertions.js";
 import { askPeer, peerMissing } from "../support/onnx-peer.js";
 import { groups, nestedIfs, tensorProto, W } from "../support/protobuf.js";
+import { property } from "../support/suite.js";
 
 const peerSkip = peerMissing();
 
@@ -172,7 +173,7 @@ test("UTF-8 is checked as the strict WHATWG decoder checks it, whatever the piec
         assert.equal(got, expected, Buffer.from(chars).toString("hex"));
       }
     }),
-    { seed: 13, numRuns: 3000 },
+    property(3000, 13),
   );
 });
 
@@ -425,6 +426,6 @@ test("pieces of any size, and skipping what may be skipped, give the verdict of 
         if (cuts.length === 0) assert.equal(verdict(root, bytes, [...Array(bytes.length).keys()]), verdict(root, bytes));
       },
     ),
-    { seed: 6, numRuns: 600 },
+    property(600, 6),
   );
 });

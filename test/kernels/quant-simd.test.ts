@@ -21,6 +21,7 @@ import { allocateStorage } from "../../src/tensor.js";
 import { canReleaseStorage } from "../../src/storage-pool.js";
 import { withoutQuantSimd } from "../support/quant-simd.js";
 import type { DType, Storage } from "../../src/dtype/table.js";
+import { property } from "../support/suite.js";
 
 const F32 = dtype("float32");
 const E8M0 = dtype("float8e8m0");
@@ -157,7 +158,7 @@ test("random layouts (per tensor, per axis, blocked with partial last blocks, od
         return true;
       },
     ),
-    { numRuns: 400 },
+    property(400, 20261202),
   );
 });
 

@@ -16,6 +16,7 @@ import { dequantizedView, logicalTensors, quantizeCheckpoint, dequantizeCheckpoi
 import { LogicalRows } from "../../src/node/quantize/logical-reader.js";
 import { readSafetensors, type Raw } from "./ckpt-quant-oracle.js";
 import { random, randomBytes, safetensorsBytes, scratch } from "./helpers.js";
+import { fullOnly } from "../support/suite.js";
 
 const dir = scratch();
 const BF16 = dtype("bfloat16");
@@ -178,7 +179,7 @@ function childRss(fn: "dequantizeCheckpoint" | "quantizeCheckpoint", input: stri
   return JSON.parse(r.stdout.trim().split("\n").pop()!) as { growthMiB: number; peakMiB: number };
 }
 
-test("peak memory: dequantizing 64 MiB of fp8 (128 MiB of bfloat16) and 32 MiB of mxfp4 blocks (128 MiB) grows RSS by far less than a tensor", { timeout: 300_000, skip: process.platform !== "linux" && "reads VmHWM from /proc/self/status" }, (t) => {
+test("peak memory: dequantizing 64 MiB of fp8 (128 MiB of bfloat16) and 32 MiB of mxfp4 blocks (128 MiB) grows RSS by far less than a tensor", { timeout: 300_000, skip: fullOnly || (process.platform !== "linux" && "reads VmHWM from /proc/self/status") }, (t) => {
   // One tensor each, so whole-tensor buffering would hold the packed input and the output at once.
   const fp8 = join(dir, "big-fp8.safetensors");
   const rows = 8192;
@@ -214,7 +215,7 @@ test("peak memory: dequantizing 64 MiB of fp8 (128 MiB of bfloat16) and 32 MiB o
   }
 });
 
-test("peak memory: quantizing 64 MiB of bfloat16 experts to mxfp4 and a 64 MiB weight to fp8 grows RSS by far less than a tensor", { timeout: 300_000, skip: process.platform !== "linux" && "reads VmHWM from /proc/self/status" }, (t) => {
+test("peak memory: quantizing 64 MiB of bfloat16 experts to mxfp4 and a 64 MiB weight to fp8 grows RSS by far less than a tensor", { timeout: 300_000, skip: fullOnly || (process.platform !== "linux" && "reads VmHWM from /proc/self/status") }, (t) => {
   const src = join(dir, "big-src.safetensors");
   const weight = 4096 * 8192 * 2;
   const experts = 2 * 2048 * 8192 * 2;

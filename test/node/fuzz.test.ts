@@ -15,6 +15,7 @@ import { encodeModel, encodeTensorProto } from "../../src/io/onnx/encode.js";
 import { convertFile, inspectFile } from "../../src/node/index.js";
 import { encodeNpyHeader } from "../../src/node/io/npy.js";
 import { randomFloat32, rawSafetensors, safetensorsBytes, scratch } from "./helpers.js";
+import { property } from "../support/suite.js";
 
 const dir = scratch();
 let serial = 0;
@@ -124,7 +125,7 @@ for (const [format, valid] of Object.entries(VALID)) {
         for (const c of cs) bytes = corrupt(bytes, c);
         seen.add(await survive(format, bytes));
       }),
-      { seed: 0x7c0de + format.length, numRuns: 60 },
+      property(60, 0x7c0de + format.length),
     );
     // The corruptions reached both outcomes.
     assert.ok([...seen].some((s) => s.includes("ok")) || format === "npy", [...seen].join(" | "));
@@ -147,6 +148,6 @@ test("fuzz safetensors headers: lying dtypes, shapes and offsets", async () => {
       const bytes = rawSafetensors(JSON.stringify(h), new Uint8Array(dataLength));
       await survive("safetensors", bytes);
     }),
-    { seed: 20261122, numRuns: 150 },
+    property(150, 20261122),
   );
 });

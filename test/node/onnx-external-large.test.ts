@@ -1,3 +1,4 @@
+// suite: full
 /**
  * ONNX external data over 2 GiB (issue 15, part 3): a model whose initializers total just over
  * 2 GiB, in a sparse side file (holes of zeros, with random regions so the comparison means

@@ -19,6 +19,7 @@ import { openTensorFile } from "../../src/node/index.js";
 import { RandomAccessFile } from "../../src/node/io/file.js";
 import { W } from "../support/protobuf.js";
 import { randomFloat32, scratch } from "./helpers.js";
+import { fullOnly } from "../support/suite.js";
 
 const dir = scratch();
 
@@ -130,7 +131,7 @@ function childScript(): string {
   `;
 }
 
-test("converting ~200 MB of typed-field tensors peaks like the same tensors in raw_data", (t) => {
+test("converting ~200 MB of typed-field tensors peaks like the same tensors in raw_data", { skip: fullOnly }, (t) => {
   const script = join(dir, "convert-child.mjs");
   writeFileSync(script, childScript());
   const growth = (layout: "raw" | "float_data" | "int32_data"): { growthMiB: number; dataMiB: number } => {

@@ -220,10 +220,12 @@ test("a process that used the helper thread exits at once when its work is done"
     await new Promise((r) => setTimeout(r, 100));
     const y = quantizeLinear(x, s);
     console.log(y.data[0], y.data[(1 << 21) - 1]);
+    // beforeExit fires only once nothing keeps the event loop alive: a referenced worker or timer
+    // would hold it, and the process would not exit at all.
+    process.once("beforeExit", () => console.log("loop empty"));
   `;
-  const t0 = Date.now();
-  const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 20000 });
+  // The timeout is a hang guard, not a speed criterion: what is asserted is that the loop emptied.
+  const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 120_000 });
   assert.equal(r.status, 0, r.stderr);
-  assert.equal(r.stdout.trim(), "3 3");
-  assert.ok(Date.now() - t0 < 10000, `took ${Date.now() - t0} ms`);
+  assert.equal(r.stdout.trim(), "3 3\nloop empty");
 });

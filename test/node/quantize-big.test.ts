@@ -1,3 +1,4 @@
+// suite: full
 /**
  * A 2 GiB float32 model to q4 under 400 MiB resident (issue 26 point 4): 32 MatMul weights
  * [4096, 4096] in a side file, quantized by quantizeModelFile in a child process whose peak

@@ -18,6 +18,7 @@ import { TensorcastError } from "../../src/index.js";
 import { parseSafetensorsHeader, safetensorsCode } from "../../src/node/io/safetensors.js";
 import { ROOT } from "./helpers.js";
 import { modelVerdict, type Verdict } from "./safetensorsModel.js";
+import { property } from "../support/suite.js";
 
 interface Case {
   why: string;
@@ -163,7 +164,7 @@ test("tensorcast's reader agrees with the model on generated and mutated headers
         assert.deepEqual(mine.metadata, model.metadata);
       }
     }),
-    { seed: 13, numRuns: 4000 },
+    property(4000, 13),
   );
   assert.ok(accepted > 400, `only ${accepted} generated headers were valid`);
 });

@@ -13,6 +13,7 @@ import { bitcast, copyLittleEndian, type BitcastOptions } from "../../src/ops/bi
 import { decodeModel, opsetVersion } from "../../src/io/onnx/model.js";
 import { decodeTensorProto } from "../../src/io/onnx/tensorproto.js";
 import { throwsCode } from "../support/assertions.js";
+import { property } from "../support/suite.js";
 
 // Compiled tests run from build/test/ops/; the fixtures stay in the source tree.
 const FIXTURES = new URL("../../../test/fixtures/", import.meta.url);
@@ -335,7 +336,7 @@ const onnxPairs = fc.constantFrom(
   ...DTYPES.flatMap((a) => DTYPES.filter((b) => a.kind !== "string" && b.kind !== "string" && a.bits === b.bits).map((b) => [a, b] as const)),
 );
 const prefix = fc.array(fc.integer({ min: 0, max: 4 }), { maxLength: 3 });
-const RUNS = { numRuns: 400, seed: 20261122 };
+const RUNS = property(400, 20261122);
 
 test("property: TensorFlow bitcast there and back is the identity on the bytes and the shape", () => {
   fc.assert(

@@ -7,8 +7,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { Tensor, cast, type DTypeName } from "../../src/index.js";
+import { property } from "../support/suite.js";
 
-const RUNS = { numRuns: 300, seed: 20261122 };
+const RUNS = property(300, 20261122);
 const BATCH = 64;
 
 /** Same bytes, except that any NaN equals any NaN of the type. */

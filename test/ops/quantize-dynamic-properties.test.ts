@@ -10,8 +10,9 @@ import fc from "fast-check";
 import { Tensor, dtype, dynamicQuantizeLinear } from "../../src/index.js";
 import { dynamicQuantizeOracle } from "../support/quant-oracle.js";
 import { Rng } from "../support/rng.js";
+import { property } from "../support/suite.js";
 
-const RUNS = { numRuns: Number((globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.TENSORCAST_QUANT_RUNS ?? 300), seed: 20261127 };
+const RUNS = property(300, 20261127);
 const F32 = dtype("float32");
 const U8 = dtype("uint8");
 const SPECIALS = [0, -0, 1, -1, 0.5, -0.5, 255, -255, 2 ** -149, -(2 ** -149), 2 ** -126, 3.4028234663852886e38, -3.4028234663852886e38, Infinity, -Infinity, NaN];

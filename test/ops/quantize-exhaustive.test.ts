@@ -10,6 +10,7 @@ import {
 } from "../../src/index.js";
 import { dequantizeOracle, quantizeOracle, valueOf } from "../support/quant-oracle.js";
 import { Rng } from "../support/rng.js";
+import { FULL } from "../support/suite.js";
 
 const same = (a: number, b: number): boolean => Object.is(a, b) || (Number.isNaN(a) && Number.isNaN(b));
 
@@ -34,6 +35,13 @@ function outputValues(y: Tensor): number[] {
 
 const LATEST_Q = QUANTIZELINEAR_VERSIONS[QUANTIZELINEAR_VERSIONS.length - 1];
 
+/**
+ * The exact oracle (BigInt arithmetic) is the slow part: the everyday suite compares every 7th
+ * code of the 16-bit inputs (7 is odd and prime to the field widths, so the sample still meets every
+ * exponent, both signs and every low-mantissa residue); the full suite compares them all.
+ */
+const STRIDE16 = FULL ? 1 : 7;
+
 for (const xName of ["float16", "bfloat16"] as const) {
   test(`every ${xName} code, a float16 / bfloat16 scale each, into every output type of QuantizeLinear-28`, () => {
     const { x, values } = everyCode(xName);
@@ -46,7 +54,7 @@ for (const xName of ["float16", "bfloat16"] as const) {
         const t = dtype(out);
         for (const saturate of t.kind === "float" ? [true, false] : [true]) {
           const y = outputValues(quantizeLinear(x, scale, undefined, { outputDtype: out, saturate }));
-          for (let i = 0; i < 65536; i++) {
+          for (let i = 0; i < 65536; i += STRIDE16) {
             const want = quantizeOracle({ x: values[i], scale: sv, zeroPoint: 0, precision: dtype(xName), out: t, saturate });
             const nanAsZero = t.format?.nan === "none" && Number.isNaN(want) && y[i] === 0;
             if (!same(y[i], want) && !nanAsZero) assert.fail(`${xName} code ${i} (${values[i]}) / ${sv} -> ${out} saturate ${saturate}: got ${y[i]}, oracle ${want}`);
@@ -78,7 +86,7 @@ test("every code of every DequantizeLinear-28 input of 16 bits or fewer, with fl
       for (const zp of zeroPoints) {
         for (const out of (wide ? ["float32", "bfloat16"] : ["float32", "float16", "bfloat16"]) as DTypeName[]) {
           const y = dequantizeLinear(x, scale, Tensor.fromValues([zp], name, []), { outputDtype: out }).toValues() as number[];
-          for (let i = 0; i < n; i++) {
+          for (let i = 0; i < n; i += wide ? STRIDE16 : 1) {
             const want = dequantizeOracle({ x: xv[i], scale: sv, zeroPoint: zp, out: dtype(out) });
             if (!same(y[i], want)) assert.fail(`${name} ${xv[i]} - ${zp} times ${st} ${sv} -> ${out}: got ${y[i]}, oracle ${want}`);
           }

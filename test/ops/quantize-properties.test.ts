@@ -15,8 +15,9 @@ import {
 } from "../../src/index.js";
 import { dequantizeOracle, quantizeOracle, valueOf } from "../support/quant-oracle.js";
 import { Rng } from "../support/rng.js";
+import { property } from "../support/suite.js";
 
-const RUNS = { numRuns: Number((globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.TENSORCAST_QUANT_RUNS ?? 150), seed: 20261127 };
+const RUNS = property(150, 20261127);
 
 /** Raw storage entries (numbers for float32 / int32, codes otherwise) for `n` elements of t. */
 function randomRaw(rng: Rng, t: DType, n: number, special: readonly number[]): number[] {

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { Tensor, dequantizeLinear, quantizeLinear, type DTypeName } from "../../src/index.js";
 import { quantModule, quantSimdAvailable, useQuantSimd } from "../../src/kernels/quant/simd.js";
+import { property } from "../support/suite.js";
 
 const both = <T>(run: () => T): [T, T] => {
   const fast = run();
@@ -106,7 +107,7 @@ test("random tensors per tensor, per axis and blocked (partial groups, chunks an
         assert.deepEqual(bytesOf(dFast), bytesOf(dRef));
       },
     ),
-    { numRuns: 300 },
+    property(300, 20261201),
   );
 });
 

@@ -14,6 +14,7 @@ import { LATEST_RESHAPE, reshape, reshapeVersion, type ShapeLike } from "../../s
 import { decodeModel, opsetVersion } from "../../src/io/onnx/model.js";
 import { decodeTensorProto } from "../../src/io/onnx/tensorproto.js";
 import { throwsCode } from "../support/assertions.js";
+import { property } from "../support/suite.js";
 
 // Compiled tests run from build/test/ops/; the fixtures stay in the source tree.
 const FIXTURES = new URL("../../../test/fixtures/onnx-node/", import.meta.url);
@@ -285,7 +286,7 @@ test("property: a random compatible reshape, and back, is the identity on shape 
       assert.equal(back.data, x.data);
       assert.deepEqual(back.toValues(), x.toValues());
     }),
-    { numRuns: 500, seed: 20261122 },
+    property(500, 20261122),
   );
 });
 
@@ -308,6 +309,6 @@ test("property: a random request either works with the right element count or th
         if (d === 0) assert.equal(y.shape[i], allowzero ? 0 : dims[i]);
       });
     }),
-    { numRuns: 1000, seed: 20261122 },
+    property(1000, 20261123),
   );
 });

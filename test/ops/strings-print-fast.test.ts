@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import { Tensor, cast } from "../../src/index.js";
 import { compareDecimalExact, reprLayout } from "../support/decimal.js";
 import { Rng } from "../support/rng.js";
+import { runs } from "../support/suite.js";
 
 /** Sign of (the decimal "d.ddde±X" - v) for a finite v > 0, exactly. */
 function compareDecimal(text: string, v: number): number {
@@ -148,12 +149,12 @@ test("float32 -> string matches the oracle on values with few mantissa bits (dec
   check(around([2 ** 24, 2 ** 25, 1e8, 1e9].map(bitsOf), 2000), "integers");
 });
 
-test("float32 -> string matches the oracle on 300k random bit patterns and 100k values as the benchmark draws them", () => {
+test(`float32 -> string matches the oracle on ${runs(300_000)} random bit patterns and ${runs(100_000)} values as the benchmark draws them`, () => {
   const rng = new Rng(20240611);
-  const random = new Uint32Array(300_000);
+  const random = new Uint32Array(runs(300_000));
   for (let i = 0; i < random.length; i++) random[i] = rng.u32();
   check(random, "random bits");
-  const bench = new Uint32Array(100_000);
+  const bench = new Uint32Array(runs(100_000));
   for (let i = 0; i < bench.length; i++) bench[i] = (rng.u32() & 0x807fffff) | ((127 - 16 + rng.below(33)) << 23);
   check(bench, "exponents in [-16, 16]");
 });

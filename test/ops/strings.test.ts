@@ -9,6 +9,7 @@ import { everyCodeTensor } from "../support/cast-inputs.js";
 import { big10, big2, compareScaled, dyadic, reprLayout } from "../support/decimal.js";
 import fc from "fast-check";
 import { DTYPES, Tensor, cast, castLike, type CastOptions, type DTypeName, type InputOf } from "../../src/index.js";
+import { property } from "../support/suite.js";
 
 function print(values: unknown[], from: DTypeName, opts: CastOptions = {}): string[] {
   return cast(Tensor.fromValues(values as InputOf<DTypeName>[], from), "string", opts).toValues() as string[];
@@ -164,7 +165,7 @@ for (const t of NUMERIC.filter((t) => t.bits > 16)) {
         const want = x.toValues();
         back.forEach((v, i) => assert.ok(Object.is(v, want[i]) || (Number.isNaN(v) && Number.isNaN(want[i])), `${String(want[i])} came back as ${String(v)}`));
       }),
-      { numRuns: 200, seed: 7 },
+      property(200, 7),
     );
   });
 }

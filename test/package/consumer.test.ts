@@ -1,3 +1,4 @@
+// suite: full
 /**
  * The package as people install it (issue 14, point 6). `npm pack` runs on a copy of the
  * repository without dist/ (a fresh clone: prepack must build first); the tarball holds the

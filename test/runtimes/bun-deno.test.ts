@@ -1,3 +1,4 @@
+// suite: full
 /**
  * tensorcast on Bun and Deno: the exhaustive codec tests, the cast digest and the README examples
  * run in each runtime (test/runtimes/run-checks.ts) and must agree with Node bit for bit; the CLI

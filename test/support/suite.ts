@@ -48,3 +48,14 @@ export function envCount(name: string, fallback: number): number {
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number, got ${JSON.stringify(given)}`);
   return n;
 }
+
+/**
+ * fast-check's parameters for a property: `runs(full)` cases from a fixed seed. A failure's
+ * report gives the seed and the path of the shrunk case; the runner turns them into
+ * TENSORCAST_FC_SEED / TENSORCAST_FC_PATH, and the property with that seed replays just that case.
+ */
+export function property(full: number, seed: number): { numRuns: number; seed: number; path?: string; endOnFailure?: boolean } {
+  const replay = env.TENSORCAST_FC_PATH;
+  if (replay && Number(env.TENSORCAST_FC_SEED) === seed) return { numRuns: runs(full), seed, path: replay, endOnFailure: true };
+  return { numRuns: runs(full), seed };
+}

@@ -1,3 +1,4 @@
+// suite: full
 /**
  * Whole-model conversion of a model over 2 GiB (issue 15, part 3), in bounded memory: its
  * initializers (two of 1 GiB, one of 1 MiB) are in a sparse side file, with random regions so the
