@@ -20,7 +20,7 @@ import { test } from "node:test";
 import { bodiesOf } from "../../src/io/onnx/precision/graph.js";
 import { PbMessage } from "../../src/io/onnx/precision/pb.js";
 import { PYTHON } from "../support/onnx-peer.js";
-import { envCount, runs } from "../support/suite.js";
+import { envCount, FULL, runs } from "../support/suite.js";
 import { onnxMissing } from "../support/python.js";
 import { runCli } from "./cli.js";
 import { GRAPH_CLASSES, graphCase, heavyGraphCases, type GraphCase, type GraphClass } from "./graphs.js";
@@ -85,7 +85,8 @@ const pythonOnnx = onnxMissing() === undefined;
 test("fuzz: whole-model conversion of node floods, field floods and shadowed subgraph names never crashes, hangs, blows up or writes an invalid model", { skip: !pythonOnnx && !process.env.CI && "no python3 with onnx" }, async () => {
   const dir = mkdtempSync(join(tmpdir(), "tensorcast-graphs-"));
   try {
-    const cases: GraphCase[] = [...heavyGraphCases()];
+    // The heavy floods (the sizes, minutes of work) are the full suite's.
+    const cases: GraphCase[] = FULL ? [...heavyGraphCases()] : [];
     for (const cls of GRAPH_CLASSES) for (let i = 0; i < CASES; i++) cases.push(graphCase(cls, i));
     const outcome: Outcome[] = [];
     const details: string[] = [];

@@ -70,8 +70,11 @@ const STEP = FULL ? 50_000 : 200_000;
 function runtimeFloor(argv: readonly string[]): number {
   const ok = (limit: number): boolean =>
     spawnSync("bash", ["-c", `ulimit -v ${limit} && exec "$0" "$@"`, process.execPath, BIN, ...argv], { timeout: TIMEOUT_MS }).status === 0;
-  let lo = 500_000;
-  let hi = 4_000_000;
+  // Every runtime seen so far starts between 1.1 and 1.6 GB: bracket that first, widen if it is wrong.
+  let lo = 800_000;
+  let hi = 2_400_000;
+  if (!ok(hi)) [lo, hi] = [hi, 4_000_000];
+  else if (ok(lo)) [lo, hi] = [300_000, lo];
   if (!ok(hi)) return hi;
   while (hi - lo > STEP) {
     const mid = Math.round((lo + hi) / 2);
