@@ -76,6 +76,8 @@ function conversions(format: FileFormat, single: boolean): { out: string; to: DT
       return [{ out: "out.npy", to: "float16" }, { out: "out.safetensors", to: "bfloat16" }];
     case "onnx":
       return [{ out: "out.safetensors", to: "float16" }, { out: "out.onnx", to: "float16", names: "first-float" }];
+    case "pytorch":
+      return [{ out: "out.safetensors", to: "bfloat16" }];
   }
 }
 

@@ -3,7 +3,8 @@ import type { FileFormat } from "../../src/node/index.js";
 
 export interface ManifestCase {
   readonly index: number;
-  readonly format: FileFormat;
+  /** The formats of fuzz.test.ts' classes (PyTorch checkpoints have a class of their own, pytorch.test.ts). */
+  readonly format: Exclude<FileFormat, "pytorch">;
   readonly path: string;
   readonly seedPath?: string;
   readonly label: string;

@@ -25,6 +25,7 @@ import { sideFilePath } from "../io/external-data.js";
 import { AtomicOutput, checkOutput, removeStaleTemporaries, sameFile } from "../io/file.js";
 import { inputFilesOf, type InputFiles } from "../io/input-files.js";
 import type { NpyOptions } from "../io/npy.js";
+import type { PytorchOptions } from "../io/pytorch.js";
 import { formatOfPath, openTensorFile, type OnnxModelFile } from "../io/reader.js";
 import { rawByteLength, type FileFormat, type FileTensor, type TensorFile, type TensorInfo } from "../io/tensors.js";
 import { planOutput, type OutputPlan } from "../io/writer.js";
@@ -53,6 +54,8 @@ export interface ConvertOptions {
   /** OUT's format; default: from OUT's extension, else IN's format. */
   outputFormat?: FileFormat;
   npy?: NpyOptions;
+  /** A PyTorch checkpoint's reading options (the key of the dict holding the state dict). */
+  pytorch?: PytorchOptions;
   /**
    * Replace an existing OUT (a regular file, or a symbolic link: the link itself, never its target).
    * IN itself, directories, devices, FIFOs and sockets are never replaced.
@@ -265,7 +268,7 @@ export async function convertFileOn(input: string, output: string, opts: Convert
   await checkOutput(output, { input, force: opts.force });
   if (typeof opts.externalData === "string") await checkOutput(sideFilePath(output, opts.externalData), { input, force: opts.force });
   const saturate = opts.saturate ?? true;
-  const file = await openTensorFile(input, { format: opts.inputFormat, npy: opts.npy });
+  const file = await openTensorFile(input, { format: opts.inputFormat, npy: opts.npy, pytorch: opts.pytorch });
   let out: AtomicOutput | undefined;
   let side: AtomicOutput | undefined;
   let pool: TaskPool | undefined;

@@ -12,6 +12,7 @@ import { dequantizedView } from "../quantize/checkpoint.js";
 
 const FLOAT_TYPES = new Set(["float32", "float16", "bfloat16"]);
 import type { FileFormat, FileTensor, TensorFile } from "../io/tensors.js";
+import type { PytorchOptions } from "../io/pytorch.js";
 import { emptyDiffStats, hasValues, mergeDiffStats, type DiffStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
 import { chunkElements, chunksOf, DEFAULT_CHUNK_BYTES, inTensor, runBounded, type Chunk } from "./schedule.js";
@@ -21,6 +22,8 @@ export interface DiffOptions {
   formatA?: FileFormat;
   formatB?: FileFormat;
   npy?: NpyOptions;
+  /** A PyTorch checkpoint's reading options, for both files. */
+  pytorch?: PytorchOptions;
   jobs?: number;
   chunkBytes?: number;
   signal?: AbortSignal;
@@ -82,11 +85,11 @@ export async function diffFiles(pathA: string, pathB: string, opts: DiffOptions 
   expectPath(pathA, "diffFiles' first path");
   expectPath(pathB, "diffFiles' second path");
   expectOptionsObject(opts, "diffFiles");
-  const a = await openTensorSource(pathA, { format: opts.formatA, npy: opts.npy });
+  const a = await openTensorSource(pathA, { format: opts.formatA, npy: opts.npy, pytorch: opts.pytorch });
   let b: TensorFile | undefined;
   let pool: TaskPool | undefined;
   try {
-    b = await openTensorSource(pathB, { format: opts.formatB, npy: opts.npy });
+    b = await openTensorSource(pathB, { format: opts.formatB, npy: opts.npy, pytorch: opts.pytorch });
     // A quantized B (FP8 blocks, MXFP4 experts) is compared through its dequantized values, in A's type.
     const typesA = new Map(a.tensors.map((t) => [t.name, t.dtype] as const));
     b = dequantizedView(b, (name) => (FLOAT_TYPES.has(typesA.get(name)?.name ?? "") ? typesA.get(name)! : dtype("bfloat16"))).file;

@@ -8,6 +8,7 @@ import type { NpyOptions } from "../io/npy.js";
 import { openTensorSource } from "../io/checkpoint.js";
 import { dequantizedView } from "../quantize/checkpoint.js";
 import type { FileFormat, FileTensor } from "../io/tensors.js";
+import type { PytorchOptions } from "../io/pytorch.js";
 import { emptyValueStats, hasValues, mergeValueStats, type ValueStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
 import { chunkElements, chunksOf, DEFAULT_CHUNK_BYTES, inTensor, runBounded, type Chunk } from "./schedule.js";
@@ -16,6 +17,8 @@ import { expectOptionsObject, expectPath } from "../args.js";
 export interface InspectOptions {
   format?: FileFormat;
   npy?: NpyOptions;
+  /** A PyTorch checkpoint's reading options (the key of the dict holding the state dict). */
+  pytorch?: PytorchOptions;
   /** Compute value statistics (default true): reads every byte. */
   stats?: boolean;
   jobs?: number;
@@ -55,7 +58,7 @@ export async function inspectFile(path: string, opts: InspectOptions = {}): Prom
   expectPath(path, "inspectFile's path");
   expectOptionsObject(opts, "inspectFile");
   // A quantized tensor (FP8 blocks, MXFP4 experts) is listed once, with its dequantized (bfloat16) values.
-  const view = dequantizedView(await openTensorSource(path, { format: opts.format, npy: opts.npy }), () => dtype("bfloat16"));
+  const view = dequantizedView(await openTensorSource(path, { format: opts.format, npy: opts.npy, pytorch: opts.pytorch }), () => dtype("bfloat16"));
   const file = view.file;
   let pool: TaskPool | undefined;
   try {

@@ -24,6 +24,7 @@ import { MAX_JSON_DEPTH } from "./safetensorsJson.js";
 import { describe, expectObject } from "../../args.js";
 import { NameIndex } from "./nameIndex.js";
 import { openTensorFile, type OpenOptions } from "./reader.js";
+import { isPytorchFolder, openPytorchFolder } from "./pytorch-folder.js";
 import type { FileTensor, TensorFile } from "./tensors.js";
 import { expectOptionsObject, expectPath } from "../args.js";
 
@@ -207,7 +208,7 @@ async function readIndexJson(path: string): Promise<{ metadata: Record<string, u
 }
 
 /** Files that hold weights in another form, left out of a converted folder rather than copied unconverted. */
-const OTHER_WEIGHTS = /\.(safetensors|bin|pt|pth|ckpt|h5|msgpack|onnx|onnx_data|gguf|npy|npz|pb|index\.json)$/;
+export const OTHER_WEIGHTS = /\.(safetensors|bin|pt|pth|ckpt|h5|msgpack|onnx|onnx_data|gguf|npy|npz|pb|index\.json)$/;
 
 /**
  * Reads and validates the checkpoint at `path` (a folder, or its index file).
@@ -381,5 +382,7 @@ export async function openCheckpoint(path: string): Promise<TensorFile> {
 export async function openTensorSource(path: string, opts: OpenOptions = {}): Promise<TensorFile> {
   expectPath(path, "openTensorSource's path");
   expectOptionsObject(opts, "openTensorSource");
+  // A folder of pytorch_model.bin shards (and no safetensors) is read through its .bin index.
+  if (await isPytorchFolder(path)) return openPytorchFolder(path, opts.pytorch);
   return (await isCheckpointPath(path)) ? openCheckpoint(path) : openTensorFile(path, opts);
 }

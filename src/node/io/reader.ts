@@ -1,5 +1,5 @@
 /**
- * `openTensorFile(path)`: opens a safetensors, .npy, .onnx or .pb file, validates its header and
+ * `openTensorFile(path)`: opens a safetensors, .npy, .onnx, .pb or PyTorch (.bin, .pt, .pth) file, validates its header and
  * lists its tensors, each readable a run of elements at a time. Nothing but the header is read
  * up front, so opening a file larger than memory is cheap.
  */
@@ -9,7 +9,9 @@ import { isNpy, npyPrefix, npyToRaw, parseNpyHeader, type NpyOptions } from "./n
 import { scanModelFile, scanTensorProtoFile, type ScannedModel } from "./onnx.js";
 import type { DType } from "../../index.js";
 import { readHeaderLength, readSafetensorsHeader, type SafetensorsTensor } from "./safetensors.js";
-import { checkReadRange, FILE_FORMATS, rawByteLength, type FileFormat, type FileTensor, type TensorFile } from "./tensors.js";
+import { checkReadRange, FILE_FORMATS, PYTORCH_EXTENSIONS, rawByteLength, type FileFormat, type FileTensor, type TensorFile } from "./tensors.js";
+import { openPytorch, type PytorchOptions } from "./pytorch.js";
+import { isPytorchCheckpoint } from "../../io/pytorch/checkpoint.js";
 import { expectOptionsObject, expectPath } from "../args.js";
 
 export interface OpenOptions {
@@ -17,6 +19,8 @@ export interface OpenOptions {
   format?: FileFormat;
   /** How .npy files are read (Fortran order, raw '|V2' data). */
   npy?: NpyOptions;
+  /** How a PyTorch checkpoint is read (which entry holds the state dict). */
+  pytorch?: PytorchOptions;
 }
 
 /** An open ONNX model: also where its graph and initializers lie, for rewriting it. */
@@ -31,13 +35,14 @@ export interface OnnxModelFile extends TensorFile {
 export function formatOfPath(path: string): FileFormat | undefined {
   expectPath(path, "formatOfPath's path");
   const ext = extname(path).toLowerCase().slice(1);
+  if (PYTORCH_EXTENSIONS.includes(ext)) return "pytorch";
   return (FILE_FORMATS as readonly string[]).includes(ext) ? (ext as FileFormat) : undefined;
 }
 
 /**
  * Opens `path` and reads its header. The format comes from `opts.format`, else the extension
- * (.safetensors, .npy, .onnx, .pb), else the first bytes (the .npy magic, or a safetensors length
- * followed by "{").
+ * (.safetensors, .npy, .onnx, .pb; .bin, .pt, .pth, .ckpt for PyTorch), else the first bytes (the
+ * .npy magic, a safetensors length followed by "{", a zip or a pickle for PyTorch).
  * @throws TensorcastError naming the file (and the tensor) for anything the header gets wrong.
  */
 export async function openTensorFile(path: string, opts: OpenOptions = {}): Promise<TensorFile> {
@@ -54,6 +59,8 @@ export async function openTensorFile(path: string, opts: OpenOptions = {}): Prom
       case "pb": {
         return tensorFile(file, "pb", [await scanTensorProtoFile(file)]);
       }
+      case "pytorch":
+        return await openPytorch(file, opts.pytorch ?? {});
       case "onnx": {
         const layout = await scanModelFile(file);
         const base = tensorFile(file, "onnx", layout.initializers.slice());
@@ -78,9 +85,10 @@ async function sniff(file: RandomAccessFile): Promise<FileFormat> {
   let at = 8;
   while (at < first.length && (first[at] === 0x20 || first[at] === 0x09 || first[at] === 0x0a || first[at] === 0x0d)) at++;
   if (first[at] === 0x7b /* { */ && first[6] === 0 && first[7] === 0) return "safetensors";
+  if (isPytorchCheckpoint(first)) return "pytorch";
   throw fileError(
     "INVALID_DATA", file.path,
-    "is neither safetensors nor .npy by its first bytes, and its name does not end in .safetensors, .npy, .onnx or .pb; " +
+    "is neither safetensors, .npy nor a PyTorch checkpoint by its first bytes, and its name does not end in .safetensors, .npy, .onnx, .pb, .bin, .pt or .pth; " +
       "say which format it is with --format",
   );
 }

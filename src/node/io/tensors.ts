@@ -5,10 +5,13 @@
 import { describe } from "../../args.js";
 import { TensorcastError, packedByteLength, type DType } from "../../index.js";
 
-/** The formats tensorcast reads and writes. */
-export type FileFormat = "safetensors" | "npy" | "onnx" | "pb";
+/** The formats tensorcast reads and writes ("pytorch": torch.save checkpoints, read only). */
+export type FileFormat = "safetensors" | "npy" | "onnx" | "pb" | "pytorch";
 
-export const FILE_FORMATS: readonly FileFormat[] = ["safetensors", "npy", "onnx", "pb"];
+export const FILE_FORMATS: readonly FileFormat[] = ["safetensors", "npy", "onnx", "pb", "pytorch"];
+
+/** The extensions of PyTorch checkpoints: pytorch_model.bin, model.pt, model.pth, Lightning's .ckpt. */
+export const PYTORCH_EXTENSIONS: readonly string[] = ["bin", "pt", "pth", "ckpt"];
 
 /** A tensor's description, as a header gives it. */
 export interface TensorInfo {

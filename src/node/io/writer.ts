@@ -75,6 +75,9 @@ export async function planOutput(
   input: TensorFile, format: FileFormat, targets: ReadonlyMap<FileTensor, DType>, outPath: string, model: ModelOutputOptions = {},
 ): Promise<OutputPlan> {
   if (format === "onnx") return planModelOutput(input, targets, outPath, model);
+  if (format === "pytorch") {
+    throw fileError("UNSUPPORTED_TYPE", outPath, "tensorcast reads PyTorch checkpoints but writes none (a pickle is code); write .safetensors instead");
+  }
   if (typeof model.externalData === "string") {
     throw new TensorcastError("INVALID_ATTRIBUTE", `--external-data writes the side file of an .onnx model; ${outPath} is ${format}`);
   }

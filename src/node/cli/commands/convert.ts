@@ -22,6 +22,8 @@ import { dequantizeCheckpoint, isQuantized } from "../../quantize/checkpoint.js"
 import { checkOutput } from "../../io/file.js";
 import { formatOfPath } from "../../io/reader.js";
 import { formatBytes } from "../../io/tensors.js";
+import { convertPytorchFile, type PytorchConvertReport } from "../../convert/pytorch.js";
+import { convertPytorchFolder, isPytorchCheckpointFolder, type PytorchFolderReport } from "../../convert/pytorch-folder.js";
 import { parseCommandArgs, type OptionSpecs } from "../args.js";
 import type { Command } from "../command.js";
 import { formatError } from "../../../explain/format.js";
@@ -52,6 +54,7 @@ const OPTIONS = {
   inline: { type: "boolean" },
   shard: { type: "string", expects: "K/N: slice K (from 0) of N of a sharded checkpoint's shards" },
   example: { type: "boolean" },
+  key: { type: "string", expects: "the key of a PyTorch checkpoint's dict that holds the state dict, such as model" },
   "keep-io-types": { type: "boolean" },
   "weights-only": { type: "boolean" },
   "block-ops": { type: "string", expects: "a comma-separated list of operator names" },
@@ -79,6 +82,12 @@ of the sorted list is in slice i mod N; K counts from 0, like a Kubernetes Index
 JOB_COMPLETION_INDEX) straight into OUTDIR, which N processes may share; when all N are done,
 'tensorcast index OUTDIR --from DIR' writes the index. See docs/convert.md.
 
+A PyTorch checkpoint (.bin, .pt, .pth, .ckpt; or a folder of pytorch_model.bin shards) is read
+without running its pickle (only what torch.load(weights_only=True) accepts). Without --to,
+'convert IN.bin -o OUT.safetensors' changes the format only: OUT holds what safetensors' save_file
+stores for the state dict (every type kept, tied weights once), and a folder becomes the
+safetensors folder save_pretrained writes. See docs/convert.md.
+
 By default only floating-point tensors are converted; integer, bool and complex tensors are
 copied as they are. OUT's format follows its extension (.safetensors, .npy, .onnx, .pb), else IN's.
 
@@ -104,7 +113,8 @@ Options:
                          onnxconverter-common float16 converter blocks; see docs/convert.md)
   --saturate             float8 / e8m0 targets: out-of-range values become +/-max (the default)
   --no-saturate          ... or NaN / Inf, as Cast with saturate=0
-  --format FMT           IN's format when its name does not say it (safetensors, npy, onnx, pb)
+  --format FMT           IN's format when its name does not say it (safetensors, npy, onnx, pb, pytorch)
+  --key K                a PyTorch checkpoint's state dict under the key K of its dict ({"model": {...}})
   --output-format FMT    OUT's format when its name does not say it
   --external-data FILE   .onnx OUT: write every initializer of 1024 bytes or more to FILE (a name
                          relative to OUT's folder, never outside it; offsets aligned to 64 bytes,
@@ -138,6 +148,8 @@ Examples:
   tensorcast convert big.onnx --to float16 -o big.f16.onnx --external-data big.f16.onnx.data
   tensorcast convert model.onnx --to float16 --initializers w1,w2 -o model.w16.onnx
   tensorcast convert big.onnx --to float16 --initializers w1 -o out.onnx --external-data out.onnx.data
+  tensorcast convert pytorch_model.bin -o model.safetensors
+  tensorcast convert checkpoint.pt --key model -o model.safetensors
   tensorcast convert Llama-3-8B/ --to float8e4m3fn -o Llama-3-8B-f8/
   tensorcast convert Llama-3-8B/ --to bfloat16 -o out/ --shard 0/4   (and 1/4, 2/4, 3/4; then:)
   tensorcast index out/ --from Llama-3-8B/
@@ -165,6 +177,13 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     return EXIT_OK;
   }
   if (o.saturate && o["no-saturate"]) throw new UsageError("--saturate and --no-saturate contradict each other", "convert");
+  // A PyTorch checkpoint without --to changes format only: safetensors with the same tensors.
+  if (o.to === undefined && !o.example && positionals.length === 1 && (await isPytorchInput(positionals[0], o.format))) {
+    return runPytorch(positionals[0], o.output, o, io);
+  }
+  if (o.key !== undefined && !(positionals.length === 1 && (await isPytorchInput(positionals[0], o.format)))) {
+    throw new UsageError("--key picks the state dict inside a PyTorch checkpoint (.bin, .pt, .pth); the input is not one", "convert");
+  }
   const to = o.example && o.to === undefined ? dtype("float8e4m3fn") : requireType(o.to);
   const only = regexOption(o.only, "--only", "convert");
   const skip = regexOption(o.skip, "--skip", "convert");
@@ -257,7 +276,7 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     convertFile(input, output, {
       to, saturate: !o["no-saturate"], only, skip, names, includeIntegers: o["include-int"] === true,
       inputFormat, outputFormat, npy, force: o.force === true, jobs, chunkBytes, signal, onProgress,
-      externalData: o.inline ? false : o["external-data"],
+      externalData: o.inline ? false : o["external-data"], pytorch: { key: o.key },
     }));
   if (!run.done) return run.exit;
   const report: ConvertReport = run.report;
@@ -277,6 +296,56 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
 }
 
 type ConvertFlags = ReturnType<typeof parseCommandArgs<typeof OPTIONS>>["options"];
+
+/** Whether IN is a PyTorch checkpoint by its name (or --format pytorch), or a folder of pytorch_model.bin shards. */
+async function isPytorchInput(input: string, format: string | undefined): Promise<boolean> {
+  if (format !== undefined) return formatOption(format, "--format", "convert") === "pytorch";
+  if (formatOfPath(input) === "pytorch") return true;
+  return isPytorchCheckpointFolder(input);
+}
+
+/** `convert IN.bin -o OUT.safetensors` (or a folder of .bin shards to a folder of safetensors ones), without --to. */
+async function runPytorch(input: string, output: string | undefined, o: ConvertFlags, io: CliIO): Promise<number> {
+  if (output === undefined) throw new UsageError("convert needs an output file: -o OUT", "convert");
+  for (const flag of ["only", "skip", "initializers", "include-int", "saturate", "no-saturate", "external-data", "inline", "keep-io-types", "weights-only", "block-ops", "npy-dtype", "fortran", "shard"] as const) {
+    if (o[flag] !== undefined) throw new UsageError(`--${flag} needs --to TYPE; without it a PyTorch checkpoint is only written as safetensors`, "convert");
+  }
+  if (o["output-format"] !== undefined && formatOption(o["output-format"], "--output-format", "convert") !== "safetensors") {
+    throw new UsageError("a PyTorch checkpoint is written as safetensors; --output-format can only be safetensors", "convert");
+  }
+  const folder = await isPytorchCheckpointFolder(input);
+  if (!folder && (o["output-format"] === undefined ? formatOfPath(output) : "safetensors") !== "safetensors") {
+    throw new UsageError(`-o ${JSON.stringify(output)}: a PyTorch checkpoint is written as safetensors; name OUT.safetensors`, "convert");
+  }
+  try {
+    if (folder) await checkOutputFolder(output, input, o.force === true);
+    else await checkOutput(output, { input, force: o.force === true });
+  } catch (e) {
+    if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE") throw new UsageError(`-o: ${e.message}`, "convert");
+    throw e;
+  }
+  const run = await stoppable<PytorchConvertReport | PytorchFolderReport>(io, progressWanted(io.stderr, o.quiet === true), notWritten(input, output), (signal, onProgress) =>
+    folder ? convertPytorchFolder(input, output, { force: o.force === true, key: o.key, signal, onProgress })
+      : convertPytorchFile(input, output, { force: o.force === true, key: o.key, chunkBytes: sizeOption(o["chunk-size"], "convert"), signal, onProgress }));
+  if (!run.done) return run.exit;
+  const reports = "shards" in run.report ? run.report.shards : [run.report];
+  if (o.json) writeText(io.stdout, jsonText(run.report));
+  else if (!o.quiet) {
+    for (const r of reports) {
+      const tied = Object.entries(r.tied).map(([kept, names]) => `  ${names.join(", ")} (tied to ${kept}: the same storage, kept once)\n`).join("");
+      io.stdout.write(
+        `${r.input} -> ${r.output}  (PyTorch ${r.container} -> safetensors, types kept)\n` +
+          `${r.tensors.length} tensors written; ${formatBytes(r.bytesIn)} -> ${formatBytes(r.bytesOut)}\n` +
+          (tied ? `left out, tied:\n${tied}` : ""),
+      );
+    }
+    if ("shards" in run.report) {
+      const f = run.report;
+      io.stdout.write(`${f.output}: index ${f.indexName}, total_size ${f.totalSize}${f.copied.length > 0 ? `; copied: ${f.copied.join(", ")}` : ""}\n`);
+    }
+  }
+  return EXIT_OK;
+}
 
 type Stoppable<R> = { done: true; report: R } | { done: false; exit: number };
 

@@ -15,7 +15,8 @@ import { EXIT_OK, UsageError } from "../usage.js";
 
 const OPTIONS = {
   json: { type: "boolean" },
-  format: { type: "string", expects: "safetensors, npy, onnx or pb (for both files)" },
+  format: { type: "string", expects: "safetensors, npy, onnx, pb or pytorch (for both files)" },
+  key: { type: "string", expects: "the key of PyTorch checkpoints' dict that holds the state dict, such as model" },
   ...FILE_JOB_OPTIONS,
   help: { type: "boolean", short: "h" },
 } as const satisfies OptionSpecs;
@@ -31,6 +32,7 @@ in one file and not the other. Tensors only in A or only in B are listed.
 Options:
   --json               print the report as JSON
   --format FMT         the format of both files when their names do not say it
+  --key K              PyTorch checkpoints: the state dict under the key K of their dict
   --npy-dtype TYPE     the type of raw '|V2' / '|V1' .npy arrays
   --fortran transpose  read Fortran-order .npy arrays as their transpose
   -q, --quiet          no progress bar
@@ -51,6 +53,7 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
   return runFileCommand(io, o, "comparing", ({ signal, onProgress }) =>
     diffFiles(positionals[0], positionals[1], {
       formatA: format, formatB: format, npy: npyOptions(o["npy-dtype"], o.fortran, "diff"), jobs: jobsOption(o.jobs, "diff"),
+      pytorch: { key: o.key },
       signal, onProgress,
     }),
     renderDiffReport,

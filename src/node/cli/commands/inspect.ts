@@ -15,23 +15,27 @@ import { EXIT_OK, UsageError } from "../usage.js";
 const OPTIONS = {
   json: { type: "boolean" },
   "no-stats": { type: "boolean" },
-  format: { type: "string", expects: "safetensors, npy, onnx or pb" },
+  format: { type: "string", expects: "safetensors, npy, onnx, pb or pytorch" },
+  key: { type: "string", expects: "the key of a PyTorch checkpoint's dict that holds the state dict, such as model" },
   ...FILE_JOB_OPTIONS,
   help: { type: "boolean", short: "h" },
 } as const satisfies OptionSpecs;
 
 const HELP = `Usage: tensorcast inspect FILE|DIR [--json] [--no-stats]
 
-Lists the tensors of a safetensors, .npy, .onnx (its initializers) or .pb file: name, type, shape
+Lists the tensors of a safetensors, .npy, .onnx (its initializers), .pb or PyTorch (.bin, .pt, .pth) file: name, type, shape
 and bytes, and value statistics read from every element: the smallest, largest and mean finite
 value, and how many are NaN or infinite. The header is validated first; a file whose header lies
 is refused with the tensor and what is wrong. A sharded checkpoint (a folder with a
-model.safetensors.index.json, or the index) is read as one file: every shard's tensors.
+model.safetensors.index.json, or the index) is read as one file: every shard's tensors, and so is a
+folder of pytorch_model.bin shards. A PyTorch checkpoint is read without running its pickle: only
+what torch.load(weights_only=True) accepts (docs/convert.md).
 
 Options:
   --json               print the report as JSON (with the safetensors __metadata__)
   --no-stats           read the header only
-  --format FMT         the format when the name does not say it (safetensors, npy, onnx, pb)
+  --format FMT         the format when the name does not say it (safetensors, npy, onnx, pb, pytorch)
+  --key K              a PyTorch checkpoint's state dict under the key K of its dict ({"model": {...}})
   --npy-dtype TYPE     the type of a raw '|V2' / '|V1' .npy array
   --fortran transpose  read a Fortran-order .npy array as its transpose
   -q, --quiet          no progress bar
@@ -52,6 +56,7 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     inspectFile(positionals[0], {
       format: formatOption(o.format, "--format", "inspect"),
       npy: npyOptions(o["npy-dtype"], o.fortran, "inspect"),
+      pytorch: { key: o.key },
       stats: !o["no-stats"],
       jobs: jobsOption(o.jobs, "inspect"),
       signal, onProgress,
