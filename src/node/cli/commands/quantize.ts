@@ -102,7 +102,11 @@ function firstPositional(args: readonly string[]): string | undefined {
 async function run(args: readonly string[], io: CliIO): Promise<number> {
   // An .onnx model or a model folder with onnx/ is the other form: transformers.js' variants.
   const input = firstPositional(args);
-  if (input !== undefined && isOnnxQuantizeInput(input)) return runQuantizeModel(args, io);
+  // A Hub folder often holds both model.safetensors and onnx/: a checkpoint mode (fp8, mxfp4, ...)
+  // is about the former, whatever the folder also holds.
+  const checkpointMode = args.some((a, i) => (a === "--mode" && (QUANTIZE_MODES as readonly string[]).includes(args[i + 1] ?? "")) ||
+    (QUANTIZE_MODES as readonly string[]).includes(a.startsWith("--mode=") ? a.slice("--mode=".length) : ""));
+  if (input !== undefined && isOnnxQuantizeInput(input) && !(checkpointMode && !input.toLowerCase().endsWith(".onnx"))) return runQuantizeModel(args, io);
   const { options: o, positionals } = parseCommandArgs("quantize", args, OPTIONS);
   if (o.help) {
     io.stdout.write(HELP);
