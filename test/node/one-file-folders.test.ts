@@ -389,3 +389,19 @@ test("quantize --max-shard-size shards a one-file folder (a weight and its scale
   assert.deepEqual(contents(qJoined), contents(qOne));
   rmSync(qJoined, { recursive: true });
 });
+
+test("quantize --max-shard-size counts a weight with its scales: q_proj's 65536 fp8 bytes and 16 of scale_inv after a 512-byte norm", async () => {
+  // model.layers.0.input_layernorm.weight (256 bfloat16: 512 bytes), then q_proj: 65536 + 2 x 2 float32.
+  const shardOf = async (limit: number): Promise<Record<string, string>> => {
+    const out = join(dir, `llama-fp8-${limit}`);
+    const r = await cli(["quantize", LLAMA, "--mode", "fp8", "-o", out, "--max-shard-size", String(limit), "-q"]);
+    assert.equal(r.code, 0, r.err);
+    return JSON.parse(readFileSync(join(out, "model.safetensors.index.json"), "utf8")).weight_map;
+  };
+  const together = await shardOf(512 + 65536 + 16);
+  assert.equal(together["model.layers.0.input_layernorm.weight"], together["model.layers.0.self_attn.q_proj.weight"]);
+  assert.equal(together["model.layers.0.self_attn.q_proj.weight_scale_inv"], together["model.layers.0.self_attn.q_proj.weight"]);
+  const apart = await shardOf(512 + 65536 + 15);
+  assert.notEqual(apart["model.layers.0.input_layernorm.weight"], apart["model.layers.0.self_attn.q_proj.weight"]);
+  assert.equal(apart["model.layers.0.self_attn.q_proj.weight_scale_inv"], apart["model.layers.0.self_attn.q_proj.weight"]);
+});
