@@ -154,7 +154,7 @@ function entries(): Entry[] {
     quantizeModelFolder: () => [modelFolder(), { modes: ["q4"] }],
     convertCheckpoint: () => [ckpt, out(""), { to: "float16" }],
     indexCheckpoint: () => [ckpt, { force: true }],
-    parseShardSlice: () => ["0/2"], sliceShards: () => [["a", "b"], { index: 0, count: 2 }],
+    parseShardSlice: () => ["0/2"], parseShardSize: () => ["5GB"], sliceShards: () => [["a", "b"], { index: 0, count: 2 }],
     readCheckpoint: () => [ckpt], openCheckpoint: () => [ckpt], openTensorSource: () => [st, {}],
     encodeIndex: () => [{}, new Map([["a", "s.safetensors"]]), 4],
     inspectFile: () => [st, {}], diffFiles: () => [st, st, {}], exampleCheckpoint: () => [], exampleTensors: () => [],

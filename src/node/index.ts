@@ -24,6 +24,7 @@ export {
   type CheckpointConvertOptions, type CheckpointReport, type IndexOptions, type IndexReport, type ShardSlice,
 } from "./convert/sharded.js";
 export { readCheckpoint, openCheckpoint, openTensorSource, encodeIndex, type Checkpoint, type ShardTensor } from "./io/checkpoint.js";
+export { parseShardSize } from "./io/shard-split.js";
 export { inspectFile, type InspectOptions, type InspectReport, type TensorSummary } from "./convert/inspect.js";
 export { diffFiles, type DiffOptions, type DiffReport, type TensorDiff } from "./convert/diff.js";
 export type { ConvertStats, ValueStats, DiffStats } from "./convert/kernel.js";

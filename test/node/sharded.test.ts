@@ -317,7 +317,7 @@ test("OUTDIR: a non-empty folder only with --force and only a checkpoint's; an e
   assert.match(r.err, /busy: already exists and is not empty; pass --force/);
   r = await cli(["convert", IN, "--to", "bfloat16", "-o", busy, "--force"]);
   assert.equal(r.code, 2);
-  assert.match(r.err, /is not a sharded checkpoint's folder/);
+  assert.match(r.err, /is not a checkpoint's folder/);
   assert.deepEqual(readdirSync(busy), ["notes.txt"]);
   mkdirSync(join(busy, "sub"));
   writeFileSync(join(busy, "x.safetensors.index.json"), "{}");
@@ -337,7 +337,7 @@ test("OUTDIR: a non-empty folder only with --force and only a checkpoint's; an e
 
   r = await cli(["convert", IN, "--to", "bfloat16", "-o", join(dir, "x.safetensors")]);
   assert.equal(r.code, 2);
-  assert.match(r.err, /names a file, but a sharded checkpoint is written as a folder/);
+  assert.match(r.err, /names a file, but a model folder is written as a folder/);
   r = await cli(["convert", IN, "--to", "bfloat16", "-o", IN, "--force"]);
   assert.equal(r.code, 2);
   assert.match(r.err, /is the input folder/);

@@ -264,11 +264,27 @@ export async function convertFile(input: string, output: string, opts: ConvertOp
  */
 export async function convertFileOn(input: string, output: string, opts: ConvertOptions, shared?: TaskPool): Promise<ConvertReport> {
   const started = performance.now();
-  const to = checkTarget(opts);
+  checkTarget(opts);
   await checkOutput(output, { input, force: opts.force });
   if (typeof opts.externalData === "string") await checkOutput(sideFilePath(output, opts.externalData), { input, force: opts.force });
-  const saturate = opts.saturate ?? true;
   const file = await openTensorFile(input, { format: opts.inputFormat, npy: opts.npy, pytorch: opts.pytorch });
+  try {
+    return await convertOpenFile(file, output, opts, shared, started);
+  } finally {
+    await file.close();
+  }
+}
+
+/**
+ * convertFileOn for a file already open (or a view of tensors from several files, which a folder
+ * laid out anew writes: its `path` is what errors name), left open. `started` is when the work
+ * began, for the report's seconds.
+ */
+export async function convertOpenFile(file: TensorFile, output: string, opts: ConvertOptions, shared?: TaskPool, started = performance.now()): Promise<ConvertReport> {
+  const input = file.path;
+  const to = checkTarget(opts);
+  await checkOutput(output, { input, force: opts.force });
+  const saturate = opts.saturate ?? true;
   let out: AtomicOutput | undefined;
   let side: AtomicOutput | undefined;
   let pool: TaskPool | undefined;
@@ -330,6 +346,5 @@ export async function convertFileOn(input: string, output: string, opts: Convert
     if (out) await out.abort();
     if (side) await side.abort();
     if (pool) await pool.close();
-    await file.close();
   }
 }

@@ -11,6 +11,14 @@
  * exact total_size. The index is read back with every shard's header, then the folder is renamed to
  * OUTDIR: an interrupted run leaves no OUTDIR.
  *
+ * A folder whose weights are one file without an index (io/checkpoint.ts) is the one-shard case:
+ * OUTDIR gets that one file under its name, its other files, and no index.
+ *
+ * `maxShardSize`: the output laid out anew, as save_pretrained(max_shard_size=) would write the
+ * converted tensors (io/shard-split.ts): numbered shards and an index, or one file and no index
+ * when everything fits, from either layout of the input. Each output shard is converted from a view
+ * of the input's tensors (CheckpointShards), through the same pipeline.
+ *
  * `shard: { index: K, count: N }`: only slice K of N (shard i of the sorted shard list is in slice
  * i mod N, K from 0 as Kubernetes' JOB_COMPLETION_INDEX counts), written straight into OUTDIR,
  * which N processes share: each shard file appears atomically, slice 0 also copies the other
@@ -21,8 +29,9 @@ import { constants, promises as fsp } from "node:fs";
 import { dirname, join } from "node:path";
 import { dtype, TensorcastError, type DTypeName } from "../../index.js";
 import {
-  checkCheckpoint, DEFAULT_INDEX_NAME, encodeIndex, listFolder, readCheckpoint, type Checkpoint,
+  checkCheckpoint, CheckpointShards, DEFAULT_INDEX_NAME, encodeIndex, listedTensors, listFolder, readCheckpoint, type Checkpoint,
 } from "../io/checkpoint.js";
+import { splitShards, stemOf, type PlannedShard, type ShardItem } from "../io/shard-split.js";
 import {
   AtomicOutput, checkOutput, fileError, kindOf, lstatOrNothing, RandomAccessFile, removeStaleTemporaries, sameFile, systemError, temporaryPath,
 } from "../io/file.js";
@@ -30,7 +39,8 @@ import { checkpointFilesOf, type InputFiles } from "../io/input-files.js";
 import { forgetAtExit, removeAtExit } from "../io/exit-cleanup.js";
 import { dataRuns } from "../io/holes.js";
 import { openTensorFile } from "../io/reader.js";
-import { checkTarget, convertFileOn, defaultJobs, inThreadOnly, type ConvertOptions, type ConvertReport } from "./convert.js";
+import { rawByteLength, type TensorFile } from "../io/tensors.js";
+import { checkTarget, convertFileOn, convertOpenFile, defaultJobs, inThreadOnly, selectTensors, type ConvertOptions, type ConvertReport } from "./convert.js";
 import { CONFIG_NAME, retypedConfig, type ConfigReport } from "./checkpoint-config.js";
 import { TaskPool } from "./pool.js";
 import { Interrupted } from "./schedule.js";
@@ -46,17 +56,24 @@ export interface ShardSlice {
 export interface CheckpointConvertOptions extends ConvertOptions {
   /** Convert only this slice of the shards, into a shared OUTDIR, and write no index. */
   shard?: ShardSlice;
+  /**
+   * Lay the output out anew with at most this many bytes of tensor data per shard (save_pretrained's
+   * max_shard_size; parseShardSize reads its spellings); default: the input's layout.
+   */
+  maxShardSize?: number;
 }
 
 export interface CheckpointReport {
   input: string;
   output: string;
-  /** The index's name (the input's). */
-  indexName: string;
+  /** The index's name (the input's), or undefined when the output has none: its weights are one file. */
+  indexName?: string;
+  /** The weights files written, in order. */
+  files: string[];
   to: DTypeName;
   saturate: boolean;
   slice?: ShardSlice;
-  /** One report per shard converted, in shard order. */
+  /** One report per weights file written, in order. */
   shards: ConvertReport[];
   /** The folder's other files, copied as they are (config.json with its data-type keys retyped, see `config`). */
   copied: string[];
@@ -118,7 +135,7 @@ function folderName(path: string): string {
  *
  * Refuses a whole-folder OUTDIR before anything is converted: the input folder itself, a symbolic
  * link, anything that is not a folder, a folder that is not empty (with `force`, only a folder
- * holding a sharded checkpoint and nothing but regular files, such as an earlier output, is
+ * holding a checkpoint (an index or a .safetensors file) and nothing but regular files, such as an earlier output, is
  * replaced: never a folder with subfolders), and a parent folder that is missing or not writable.
  * With `inputs`, a folder to replace that holds one of the input's files (a Hugging Face cache's
  * blobs/ folder, where the input's shards link to) is refused too.
@@ -134,7 +151,7 @@ export async function checkOutputFolder(outDir: string, inputFolder: string, for
   let replace = false;
   if (stat?.isSymbolicLink()) throw fileError("INVALID_ATTRIBUTE", out, "is a symbolic link; name the folder itself (a link is never written through or replaced)");
   if (stat && !stat.isDirectory()) {
-    throw fileError("INVALID_ATTRIBUTE", out, `is ${kindOf(stat)}; a sharded checkpoint is written as a folder${stat.isFile() ? " (give a folder name)" : ""}`);
+    throw fileError("INVALID_ATTRIBUTE", out, `is ${kindOf(stat)}; a checkpoint folder is written as a folder${stat.isFile() ? " (give a folder name)" : ""}`);
   }
   if (stat) {
     const entries = await fsp.readdir(out, { withFileTypes: true });
@@ -144,8 +161,8 @@ export async function checkOutputFolder(outDir: string, inputFolder: string, for
       if (odd) {
         throw fileError("INVALID_ATTRIBUTE", out, `holds ${JSON.stringify(odd.name)}, which is not a regular file; --force replaces only a folder of a checkpoint's files, never one with subfolders`);
       }
-      if (!entries.some((e) => e.name.endsWith(".safetensors.index.json"))) {
-        throw fileError("INVALID_ATTRIBUTE", out, "is not a sharded checkpoint's folder (it has no *.safetensors.index.json); --force replaces only such a folder");
+      if (!entries.some((e) => e.name.endsWith(".safetensors.index.json") || e.name.endsWith(".safetensors"))) {
+        throw fileError("INVALID_ATTRIBUTE", out, "is not a checkpoint's folder (it has no *.safetensors.index.json and no *.safetensors); --force replaces only such a folder");
       }
       // Replacing the folder removes what it holds.
       for (const e of entries) await inputs?.refuse(join(out, e.name));
@@ -213,9 +230,58 @@ async function sizeOfFiles(folder: string, names: readonly string[]): Promise<nu
   return bytes;
 }
 
+/** The weights files of an output folder: each with what it holds, and the index's name when it gets one. */
+export interface OutputLayout<T extends ShardItem> {
+  readonly files: readonly PlannedShard<T>[];
+  readonly indexName?: string;
+}
+
+/**
+ * Where the output's items go: with `maxShardSize`, splitShards' layout under the input's stem
+ * (an index only for more than one file); without, the input's own files (`shardOf` says which
+ * input shard an item comes from) and its index, if it has one.
+ * @example planLayout(c, items, (i) => i.shard).files.map((f) => f.name) // the input's shard names
+ */
+export function planLayout<T extends ShardItem>(c: Checkpoint, items: readonly T[], shardOf: (item: T) => string, maxShardSize?: number): OutputLayout<T> {
+  if (maxShardSize === undefined) {
+    const byShard = new Map<string, T[]>(c.shards.map((s) => [s, []]));
+    for (const item of items) byShard.get(shardOf(item))!.push(item);
+    return { files: c.shards.map((s) => ({ name: s, items: byShard.get(s)! })), indexName: c.indexed ? c.indexName : undefined };
+  }
+  const files = splitShards(items, maxShardSize, stemOf(c.indexName));
+  return { files, indexName: files.length > 1 ? c.indexName : undefined };
+}
+
+/** Refuses what a layout anew or a one-file folder cannot do with slices. */
+export function checkSliceOptions(input: string, c: Checkpoint, shard: ShardSlice | undefined, maxShardSize: number | undefined): void {
+  if (!shard) return;
+  if (maxShardSize !== undefined) {
+    throw new TensorcastError("INVALID_ATTRIBUTE", "--shard K/N slices the input's shards, each converted into the file of the same name; with --max-shard-size the files are laid out anew, so run it as one process");
+  }
+  if (!c.indexed) {
+    throw fileError("INVALID_ATTRIBUTE", input, `holds one weights file (${c.shards[0]}) and no index; --shard K/N slices a sharded checkpoint's shards`);
+  }
+}
+
+/** A tensor of the input as one item of the output's layout, with the type it is written in. */
+interface TensorItem extends ShardItem {
+  readonly shard: string;
+}
+
+/** The input's tensors in order (shard by shard, each in file order), sized as `opts` converts them. */
+function tensorItems(c: Checkpoint, opts: CheckpointConvertOptions): TensorItem[] {
+  const to = dtype(opts.to);
+  // The header lists alone, through the one selection rule (no tensor is read).
+  const listed = listedTensors(c);
+  const all: TensorFile = { path: c.folder, format: "safetensors", size: c.dataBytes, tensors: listed, close: async () => undefined };
+  const { targets } = selectTensors(all, to, opts);
+  return listed.map((t) => ({ names: [t.name], shard: t.shard, bytes: targets.has(t) ? rawByteLength(to, t.size) : t.byteLength }));
+}
+
 /** Checks the options once, before any file work, as convertFile does for one file. */
 function checkOptions(input: string, c: Checkpoint, opts: CheckpointConvertOptions): void {
   checkTarget(opts);
+  checkSliceOptions(input, c, opts.shard, opts.maxShardSize);
   if (opts.outputFormat !== undefined && opts.outputFormat !== "safetensors") {
     throw new TensorcastError("INVALID_ATTRIBUTE", `${input}: a sharded checkpoint is written as safetensors shards, not ${opts.outputFormat}`);
   }
@@ -238,20 +304,22 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
   expectPath(input, "convertCheckpoint's input");
   expectPath(outDir, "convertCheckpoint's output folder");
   expectObject(opts, "convertCheckpoint's options", "INVALID_ATTRIBUTE");
+  if (opts.maxShardSize !== undefined) expectInteger(opts.maxShardSize, "convertCheckpoint's maxShardSize", 1, Number.MAX_SAFE_INTEGER, "INVALID_ATTRIBUTE");
   const started = performance.now();
   const c = await readCheckpoint(input);
   checkOptions(input, c, opts);
   const inputs = await checkpointFilesOf(c);
   const out = folderName(outDir);
   const force = opts.force ?? false;
-  const mine = opts.shard ? sliceShards(c.shards, opts.shard) : [...c.shards];
-  const tensorsOf = new Map(c.shards.map((s, i) => [s, c.tensors[i]]));
-  const shardBytes = new Map(c.shards.map((s, i) => [s, c.tensors[i].reduce((m, t) => m + t.byteLength, 0)]));
-  const mineBytes = mine.reduce((n, s) => n + shardBytes.get(s)!, 0);
-  const mineTensors = mine.flatMap((s) => tensorsOf.get(s)!);
+  const layout = planLayout(c, tensorItems(c, opts), (t) => t.shard, opts.maxShardSize);
+  const files = opts.shard ? layout.files.filter((f) => sliceShards(c.shards, opts.shard!).includes(f.name)) : layout.files;
+  const sizeIn = new Map(c.tensors.flat().map((t) => [t.name, t.byteLength]));
+  const bytesOf = (f: PlannedShard<TensorItem>): number => f.items.reduce((n, t) => n + sizeIn.get(t.names[0])!, 0);
+  const mineBytes = files.reduce((n, f) => n + bytesOf(f), 0);
   // The tensors converted are the floating-point ones (and the integers with includeIntegers).
   const to = dtype(opts.to);
-  const converted = mineTensors.map((t) => dtype(t.dtype)).filter((t) => t.kind === "float" || opts.includeIntegers);
+  const types = new Map(c.tensors.flat().map((t) => [t.name, dtype(t.dtype)]));
+  const converted = files.flatMap((f) => f.items.map((t) => types.get(t.names[0])!)).filter((t) => t.kind === "float" || opts.includeIntegers);
   const jobs = defaultJobs(mineBytes, opts.jobs, inThreadOnly(converted.map((t) => [t, to] as const)));
 
   let target: string;
@@ -260,7 +328,7 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
   if (opts.shard) {
     if (await sameFile(out, c.folder)) throw fileError("OUTPUT_IS_INPUT", out, "is the input folder; tensorcast never writes into its input");
     // Every file of the slice is checked before any is written: a slice refuses whole, or runs.
-    const names = [...mine, ...(opts.shard.index === 0 ? c.others : [])];
+    const names = [...files.map((f) => f.name), ...(opts.shard.index === 0 ? c.others : [])];
     for (const name of names) await inputs.refuse(join(out, name));
     await makeSharedFolder(out);
     for (const name of names) await checkOutput(join(out, name), { input: join(c.folder, name), force });
@@ -284,18 +352,26 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
   const copyBytes = await sizeOfFiles(c.folder, copying);
   const total = mineBytes + copyBytes;
   const pool = new TaskPool(jobs);
+  const views = opts.maxShardSize === undefined ? undefined : new CheckpointShards(c);
   try {
     const shards: ConvertReport[] = [];
     let done = 0;
-    for (const s of mine) {
-      const names = opts.names?.filter((n) => c.weightMap.get(n) === s);
-      const report = await convertFileOn(join(c.folder, s), join(target, s), {
+    for (const f of files) {
+      const tensors = f.items.map((t) => t.names[0]);
+      const names = opts.names?.filter((n) => tensors.includes(n));
+      const fileOpts: ConvertOptions = {
         ...opts, names, inputFormat: "safetensors", outputFormat: "safetensors", force: opts.shard ? force : false,
         onProgress: opts.onProgress ? (d) => opts.onProgress!(done + d, total) : undefined,
-      }, pool);
-      done += shardBytes.get(s)!;
+      };
+      // The input's layout: each shard converted as the file it is; a layout anew: a view of the
+      // input's tensors that go into this file.
+      const report = views
+        ? await convertOpenFile(await views.view(tensors), join(target, f.name), fileOpts, pool)
+        : await convertFileOn(join(c.folder, f.name), join(target, f.name), fileOpts, pool);
+      done += bytesOf(f);
       shards.push(report);
     }
+    await views?.close();
     const copied: string[] = [];
     let config: ConfigReport | undefined;
     for (const name of copying) {
@@ -309,7 +385,10 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
     }
     let totalSize: number | undefined;
     if (building) {
-      totalSize = (await indexFolder(building, { from: c, force: false })).totalSize;
+      if (layout.indexName !== undefined) {
+        const expected = opts.maxShardSize === undefined ? c : expectedLayout(c, layout, layout.indexName);
+        totalSize = (await indexFolder(building, { from: expected, force: false })).totalSize;
+      }
       // A signal that came while the folder was checked still means "do not write OUTDIR".
       if (opts.signal?.aborted) throw new Interrupted();
       await commitFolder(building, out, replace);
@@ -317,18 +396,34 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
       building = undefined;
     }
     return {
-      input, output: out, indexName: c.indexName, to: dtype(opts.to).name, saturate: opts.saturate ?? true,
+      input, output: out, indexName: opts.shard ? c.indexName : layout.indexName, files: files.map((f) => f.name), to: dtype(opts.to).name, saturate: opts.saturate ?? true,
       slice: opts.shard, shards, copied, config, skipped: [...c.skipped], totalSize,
       bytesIn: shards.reduce((n, r) => n + r.bytesIn, 0), bytesOut: shards.reduce((n, r) => n + r.bytesOut, 0),
       seconds: (performance.now() - started) / 1000, workers: pool.started,
     };
   } finally {
+    await views?.close();
     await pool.close();
     if (building) {
       await fsp.rm(building, { recursive: true, force: true }).catch(() => undefined);
       forgetAtExit(building);
     }
   }
+}
+
+/**
+ * What an output folder laid out anew must hold, as indexFolder checks it: the planned files, each
+ * tensor in the planned one, with the input's shapes; the input index's metadata (total_parameters
+ * and the like) kept.
+ */
+function expectedLayout(c: Checkpoint, layout: OutputLayout<ShardItem>, indexName: string): Checkpoint {
+  const weightMap = new Map<string, string>();
+  for (const f of layout.files) for (const item of f.items) for (const n of item.names) weightMap.set(n, f.name);
+  const shapes = new Map(c.tensors.flat().map((t) => [t.name, t]));
+  return {
+    ...c, indexName, indexed: true, shards: layout.files.map((f) => f.name), weightMap,
+    tensors: layout.files.map((f) => f.items.flatMap((item) => item.names.map((n) => shapes.get(n)!))),
+  };
 }
 
 /** Creates the folder N slices share, or accepts it when it is one (never a link or a file). */

@@ -11,13 +11,17 @@
  * does not list; and no `NAME-0000k-of-0000n.safetensors` of a numbered set is missing from the map.
  * `openCheckpoint` then reads the shards as one TensorFile, so `inspect` and `diff` take folders.
  *
+ * A folder without an index whose weights are one file (`model.safetensors`, as transformers'
+ * save_pretrained writes every checkpoint under its max_shard_size) is the one-shard case: a
+ * Checkpoint with `indexed` false, its one shard that file, its weight_map the file's own tensors.
+ *
  * total_size is what huggingface_hub's split_state_dict_into_shards_factory sums: the bytes of
  * every tensor's data (storage shared by several tensors once; a safetensors file never shares),
  * not the shards' file sizes, which also count their headers.
  */
 import { promises as fsp } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
-import { TensorcastError } from "../../index.js";
+import { dtype, TensorcastError } from "../../index.js";
 import { fileError, RandomAccessFile, systemError } from "./file.js";
 import { firstTooDeep, parseJsonFile } from "./json.js";
 import { MAX_JSON_DEPTH } from "./safetensorsJson.js";
@@ -40,13 +44,21 @@ const MAX_INDEX_BYTES = 256 * 1024 * 1024;
 /** A shard of a numbered set, as transformers and huggingface_hub name them. */
 const NUMBERED = /^(.*)-(\d+)-of-(\d+)\.safetensors$/;
 
-/** A validated sharded checkpoint. */
+/** transformers' name of a checkpoint's weights when they are one file (SAFE_WEIGHTS_NAME). */
+export const ONE_FILE_NAME = "model.safetensors";
+
+/** A validated checkpoint folder: sharded with an index, or one weights file without one. */
 export interface Checkpoint {
   /** The folder holding the index and the shards. */
   readonly folder: string;
-  /** The index file's name inside the folder. */
+  /**
+   * The index file's name inside the folder; for a one-file folder, the name its index would have
+   * (the file's name and ".index.json", as save_pretrained names it when it shards).
+   */
   readonly indexName: string;
-  /** The index's `metadata`, every key kept (total_size as the input had it). */
+  /** Whether the folder has an index; false: its weights are the one file `shards[0]`. */
+  readonly indexed: boolean;
+  /** The index's `metadata`, every key kept (total_size as the input had it); empty without an index. */
   readonly metadata: Readonly<Record<string, unknown>>;
   /** The shard files, sorted by name (the order `--shard K/N` slices). */
   readonly shards: readonly string[];
@@ -85,11 +97,14 @@ export async function isCheckpointPath(path: string): Promise<boolean> {
 }
 
 /**
- * The folder and index name of `path`: a folder must hold exactly one `*.safetensors.index.json`.
+ * The folder and index name of `path`: a folder holds exactly one `*.safetensors.index.json`, or
+ * none and its weights in one file (`weights`): model.safetensors, else its only `*.safetensors`.
  * @example await locateIndex("Llama-3-8B") // { folder: "Llama-3-8B", indexName: "model.safetensors.index.json" }
- * @throws TensorcastError INVALID_DATA for a folder with none or several; IO_ERROR when it cannot be read.
+ * @example await locateIndex("bert-base") // { folder: "bert-base", indexName: "model.safetensors.index.json", weights: "model.safetensors" }
+ * @throws TensorcastError INVALID_DATA for a folder with several indexes, or with none and no
+ *         single weights file; IO_ERROR when it cannot be read.
  */
-export async function locateIndex(path: string): Promise<{ folder: string; indexName: string }> {
+export async function locateIndex(path: string): Promise<{ folder: string; indexName: string; weights?: string }> {
   if (path.endsWith(".index.json")) {
     if (!path.endsWith(INDEX_SUFFIX)) {
       throw fileError(
@@ -99,15 +114,27 @@ export async function locateIndex(path: string): Promise<{ folder: string; index
     }
     return { folder: dirname(path), indexName: basename(path) };
   }
-  const names = (await listFolder(path)).filter((e) => e.name.endsWith(INDEX_SUFFIX)).map((e) => e.name).sort();
+  const entries = await listFolder(path);
+  const names = entries.filter((e) => e.name.endsWith(INDEX_SUFFIX)).map((e) => e.name).sort();
   if (names.length === 1) return { folder: path, indexName: names[0] };
-  if (names.length === 0) {
+  if (names.length > 1) {
+    throw fileError("INVALID_DATA", path, `holds ${names.length} indexes (${names.join(", ")}); name the one to read: ${join(path, names[0])}`);
+  }
+  // As transformers' from_pretrained looks: model.safetensors first (a consolidated.safetensors
+  // beside it is another layout of the same weights, left out).
+  const files = entries.filter((e) => (e.isFile() || e.isSymbolicLink()) && e.name.endsWith(".safetensors") && !e.name.startsWith(".")).map((e) => e.name).sort();
+  const weights = files.includes(ONE_FILE_NAME) ? ONE_FILE_NAME : files.length === 1 ? files[0] : undefined;
+  if (weights !== undefined) return { folder: path, indexName: `${weights}.index.json`, weights };
+  if (files.length === 0) {
     throw fileError(
       "INVALID_DATA", path,
-      `is a folder without a sharded checkpoint's index (a file named like ${DEFAULT_INDEX_NAME}); give a safetensors file, or the folder of a sharded checkpoint`,
+      `is a folder without safetensors weights: neither a sharded checkpoint's index (a file named like ${DEFAULT_INDEX_NAME}) nor a ${ONE_FILE_NAME}; give a safetensors file, or a model folder holding one of those`,
     );
   }
-  throw fileError("INVALID_DATA", path, `holds ${names.length} indexes (${names.join(", ")}); name the one to read: ${join(path, names[0])}`);
+  throw fileError(
+    "INVALID_DATA", path,
+    `holds ${files.length} safetensors files (${files.slice(0, 4).join(", ")}${files.length > 4 ? ", ..." : ""}) but no index and no ${ONE_FILE_NAME} saying which are the model; give one of the files`,
+  );
 }
 
 /** A folder's entries. @throws TensorcastError IO_ERROR when it cannot be read. */
@@ -218,8 +245,29 @@ export const OTHER_WEIGHTS = /\.(safetensors|bin|pt|pth|ckpt|h5|msgpack|onnx|onn
  */
 export async function readCheckpoint(path: string): Promise<Checkpoint> {
   expectPath(path, "readCheckpoint's path");
-  const { folder, indexName } = await locateIndex(path);
+  const { folder, indexName, weights } = await locateIndex(path);
+  if (weights !== undefined) return readOneFile(folder, indexName, weights);
   return checkCheckpoint(folder, indexName, await shardPath(folder, indexName, "is the index"));
+}
+
+/** The Checkpoint of a folder whose weights are the one file `weights`: its weight_map is the file's tensors. */
+async function readOneFile(folder: string, indexName: string, weights: string): Promise<Checkpoint> {
+  const p = await shardPath(folder, weights, "is the folder's weights");
+  const file = await openTensorFile(p, { format: "safetensors" });
+  const list: ShardTensor[] = [];
+  const weightMap = new Map<string, string>();
+  let dataBytes = 0;
+  try {
+    for (const t of file.tensors) {
+      list.push({ name: t.name, dtype: t.dtype.name, shape: t.shape, byteLength: t.byteLength });
+      weightMap.set(t.name, weights);
+      dataBytes += t.byteLength;
+    }
+  } finally {
+    await file.close();
+  }
+  const { others, skipped } = await otherFiles(folder, await listFolder(folder), [weights], `weights other than ${weights}`);
+  return { folder, indexName, indexed: false, metadata: {}, shards: [weights], weightMap, tensors: [list], dataBytes, others, skipped };
 }
 
 /**
@@ -277,6 +325,18 @@ export async function checkCheckpoint(folder: string, indexName: string, indexPa
       if (seen.find(t) < 0) throw fileError("INVALID_DATA", join(folder, s), `has no tensor ${JSON.stringify(t)}, which ${indexName} says it holds`);
     }
   }
+  const { others, skipped } = await otherFiles(folder, entries, [indexName, ...shards], "weights the index does not list");
+  return { folder, indexName, indexed: true, metadata, shards, weightMap, tensors, dataBytes, others, skipped };
+}
+
+/**
+ * The files of `folder` besides its checkpoint's own (`own`: the index and shards), sorted: those a
+ * conversion copies, and those it leaves out with the reason (`otherWeights` for weights in another
+ * form or outside the map).
+ */
+async function otherFiles(
+  folder: string, entries: import("node:fs").Dirent[], own: readonly string[], otherWeights: string,
+): Promise<{ others: string[]; skipped: { name: string; reason: string }[] }> {
   const others: string[] = [];
   const skipped: { name: string; reason: string }[] = [];
   // A file copied as it is must not be a second name of one outside the folder, which a hard link
@@ -292,9 +352,9 @@ export async function checkCheckpoint(folder: string, indexName: string, indexPa
     else others.push(name);
   };
   for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-    if (e.name === indexName || shards.includes(e.name) || e.name.startsWith(".")) continue;
+    if (own.includes(e.name) || e.name.startsWith(".")) continue;
     if (e.isDirectory()) skipped.push({ name: e.name, reason: "a subfolder" });
-    else if (OTHER_WEIGHTS.test(e.name)) skipped.push({ name: e.name, reason: "weights the index does not list" });
+    else if (OTHER_WEIGHTS.test(e.name)) skipped.push({ name: e.name, reason: otherWeights });
     else if (e.isFile()) await other(e.name);
     else if (e.isSymbolicLink()) {
       try {
@@ -307,7 +367,7 @@ export async function checkCheckpoint(folder: string, indexName: string, indexPa
       await other(e.name);
     } else skipped.push({ name: e.name, reason: "not a regular file" });
   }
-  return { folder, indexName, metadata, shards, weightMap, tensors, dataBytes, others, skipped };
+  return { others, skipped };
 }
 
 /**
@@ -385,4 +445,74 @@ export async function openTensorSource(path: string, opts: OpenOptions = {}): Pr
   // A folder of pytorch_model.bin shards (and no safetensors) is read through its .bin index.
   if (await isPytorchFolder(path)) return openPytorchFolder(path, opts.pytorch);
   return (await isCheckpointPath(path)) ? openCheckpoint(path) : openTensorFile(path, opts);
+}
+
+/** A tensor as the index and headers list it, with its shard; reading it is an error (nothing is opened). */
+export interface ListedTensor extends FileTensor {
+  readonly shard: string;
+}
+
+/**
+ * The checkpoint's tensors in order (shard by shard, each in file order) as FileTensors that are
+ * never read, for the rules that decide from names, types and shapes alone (which tensors a
+ * conversion changes, which pairs are quantized) before any shard is opened.
+ */
+export function listedTensors(c: Checkpoint): ListedTensor[] {
+  const unread = async (): Promise<Uint8Array> => {
+    throw new TensorcastError("INTERNAL", "a tensor listed for planning was read");
+  };
+  return c.tensors.flatMap((ts, i) => ts.map((t) => ({
+    name: t.name, dtype: dtype(t.dtype), shape: t.shape, size: t.shape.reduce((a, b) => a * b, 1), byteLength: t.byteLength, read: unread, shard: c.shards[i],
+  })));
+}
+
+/**
+ * A checkpoint's shards, opened as a folder laid out anew reads them: `view(names)` gives the
+ * tensors `names` (from any shards, in that order) as one TensorFile whose metadata is that of the
+ * shard holding the first (a shard's `__metadata__`, such as `{"format": "pt"}`, carries over to
+ * the files written from it). Each view closes the shards the one before needed and this one does
+ * not: the tensors go in order, so a few shards are open at a time, however many there are.
+ * @example const shards = new CheckpointShards(c); const v = await shards.view(["a", "b"]); ...; await shards.close();
+ */
+export class CheckpointShards {
+  private readonly open = new Map<string, TensorFile>();
+  private readonly tensorsOf = new Map<string, Map<string, FileTensor>>();
+
+  constructor(private readonly c: Checkpoint) {}
+
+  /** @throws TensorcastError INVALID_DATA for a name the checkpoint does not have. */
+  async view(names: readonly string[]): Promise<TensorFile> {
+    const shards = names.map((n) => {
+      const s = this.c.weightMap.get(n);
+      if (s === undefined) throw fileError("INVALID_DATA", this.c.folder, `has no tensor ${JSON.stringify(n)}`);
+      return s;
+    });
+    // An empty view (a checkpoint without tensors) still takes the metadata of the first shard.
+    const metaShard = shards[0] ?? this.c.shards[0];
+    const wanted = new Set([...shards, metaShard]);
+    for (const [s, f] of this.open) {
+      if (wanted.has(s)) continue;
+      this.open.delete(s);
+      this.tensorsOf.delete(s);
+      await f.close();
+    }
+    for (const s of wanted) {
+      if (this.open.has(s)) continue;
+      const f = await openTensorFile(join(this.c.folder, s), { format: "safetensors" });
+      this.open.set(s, f);
+      this.tensorsOf.set(s, new Map(f.tensors.map((t) => [t.name, t])));
+    }
+    const tensors = names.map((n, i) => this.tensorsOf.get(shards[i])!.get(n)!);
+    return {
+      path: this.c.folder, format: "safetensors", size: tensors.reduce((n, t) => n + t.byteLength, 0), tensors, metadata: this.open.get(metaShard)!.metadata,
+      close: async () => undefined,
+    };
+  }
+
+  async close(): Promise<void> {
+    const files = [...this.open.values()];
+    this.open.clear();
+    this.tensorsOf.clear();
+    await Promise.all(files.map((f) => f.close()));
+  }
 }

@@ -111,11 +111,11 @@ export async function inputFilesOf(file: TensorFile): Promise<InputFiles> {
   return InputFiles.of(files);
 }
 
-/** The files of a sharded checkpoint: its folder, index, shards and the other files a conversion copies. */
+/** The files of a checkpoint folder: the folder, its index (when it has one), shards and the other files a conversion copies. */
 export async function checkpointFilesOf(c: Checkpoint): Promise<InputFiles> {
   return InputFiles.of([
     { path: c.folder, role: "the input folder" },
-    { path: join(c.folder, c.indexName), role: `the input's index ${c.indexName}` },
+    ...(c.indexed ? [{ path: join(c.folder, c.indexName), role: `the input's index ${c.indexName}` }] : []),
     ...c.shards.map((s) => ({ path: join(c.folder, s), role: `the input's shard ${s}` })),
     ...c.others.map((o) => ({ path: join(c.folder, o), role: `the input's file ${o}` })),
     // Left out of the copy (a second hard link, a link out of the folder, a subfolder...), still the input's.

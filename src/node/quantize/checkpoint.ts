@@ -16,7 +16,8 @@ import { dtype, TensorcastError, type DType } from "../../index.js";
 import {
   fp8BlockRefusal, fp8QuantizeBand, MX_BLOCK, NV_BLOCK, nvfp4AbsMax, nvfp4GlobalScale, nvfp4QuantizeRows, nvfp4Refusal, mxfp4Quantize, mxfp4Refusal, type Fp8ScaleFormat,
 } from "../../kernels/quant/index.js";
-import { readCheckpoint, type Checkpoint } from "../io/checkpoint.js";
+import { CheckpointShards, listedTensors, readCheckpoint, type Checkpoint } from "../io/checkpoint.js";
+import type { PlannedShard, ShardItem } from "../io/shard-split.js";
 import { AtomicOutput, checkOutput, fileError, sameFile, systemError, temporaryPath } from "../io/file.js";
 import { forgetAtExit, removeAtExit } from "../io/exit-cleanup.js";
 import { parseJsonFile } from "../io/json.js";
@@ -24,7 +25,9 @@ import { openTensorFile } from "../io/reader.js";
 import { encodeSafetensorsHeader } from "../io/safetensors.js";
 import { checkReadRange, rawByteLength, type FileTensor, type TensorFile, type TensorInfo } from "../io/tensors.js";
 import { LogicalRows, ReadBuffer, type LogicalTensor } from "./logical-reader.js";
-import { checkOutputFolder, commitFolder, copyAtomically, indexCheckpoint, sliceShards, type ShardSlice } from "../convert/sharded.js";
+import {
+  checkOutputFolder, checkSliceOptions, commitFolder, copyAtomically, indexCheckpoint, planLayout, sliceShards, type OutputLayout, type ShardSlice,
+} from "../convert/sharded.js";
 
 export type { LogicalTensor } from "./logical-reader.js";
 
@@ -43,6 +46,12 @@ export interface QuantizeOptions {
   force?: boolean;
   /** Only slice K of N of a sharded checkpoint's shards, into a shared OUT, and no index (then `tensorcast index OUT`). */
   shard?: ShardSlice;
+  /**
+   * A folder's output laid out anew with at most this many bytes of tensor data per shard
+   * (save_pretrained's max_shard_size; a quantized weight and its scales count together and stay
+   * in one file); default: the input's layout.
+   */
+  maxShardSize?: number;
 }
 
 /** What happened to one tensor of the input. */
@@ -215,9 +224,19 @@ async function quantizeNvfp4(t: FileTensor, out: AtomicOutput, at: number, buffe
   return globalAt + 4;
 }
 
-/** Writes one shard: the planned header, then each tensor streamed. */
+/** Writes one shard from the file `inPath`: the planned header, then each tensor streamed. */
 async function quantizeShard(inPath: string, outPath: string, opts: QuantizeOptions, report: QuantizedTensor[], force = false): Promise<{ bytesIn: number; bytesOut: number }> {
   const file = await openTensorFile(inPath, { format: "safetensors" });
+  try {
+    return await quantizeOpen(file, outPath, opts, report, force);
+  } finally {
+    await file.close();
+  }
+}
+
+/** quantizeShard for a file already open, or a view of tensors from several (CheckpointShards), left open. */
+async function quantizeOpen(file: TensorFile, outPath: string, opts: QuantizeOptions, report: QuantizedTensor[], force = false): Promise<{ bytesIn: number; bytesOut: number }> {
+  const inPath = file.path;
   let out: AtomicOutput | undefined;
   try {
     for (const t of file.tensors) {
@@ -266,7 +285,6 @@ async function quantizeShard(inPath: string, outPath: string, opts: QuantizeOpti
     return { bytesIn, bytesOut: at };
   } finally {
     if (out) await out.abort();
-    await file.close();
   }
 }
 
@@ -336,11 +354,13 @@ export async function quantizeCheckpoint(input: string, output: string, opts: Qu
   }
   if (!stat.isDirectory() && !input.endsWith(".index.json")) {
     if (opts.shard) throw fileError("INVALID_ATTRIBUTE", input, "is a file; --shard slices a sharded checkpoint (a folder or its .index.json)");
+    if (opts.maxShardSize !== undefined) throw fileError("INVALID_ATTRIBUTE", input, "is a file; --max-shard-size lays out a model folder's weights");
     await checkOutput(output, { input, force: opts.force });
     const r = await quantizeShard(input, output, opts, tensors);
     return { input, output, mode: opts.mode, block: opts.mode === "mxfp4" || opts.mode === "nvfp4" ? undefined : block, tensors, copied: [], config: false, ...r, seconds: (performance.now() - started) / 1000 };
   }
   const c: Checkpoint = await readCheckpoint(input);
+  checkSliceOptions(input, c, opts.shard, opts.maxShardSize);
   const configText = c.others.includes("config.json") ? await fsp.readFile(join(c.folder, "config.json"), "utf8") : undefined;
   if (configText !== undefined && /"quantization_config"\s*:/.test(configText)) {
     throw fileError("INVALID_ATTRIBUTE", join(c.folder, "config.json"), "has a quantization_config: the checkpoint is already quantized; dequantize it first with convert --to bfloat16");
@@ -371,13 +391,19 @@ export async function quantizeCheckpoint(input: string, output: string, opts: Qu
       bytesIn, bytesOut, seconds: (performance.now() - started) / 1000,
     };
   }
-  const built = await buildFolder(c, output, opts.force ?? false, async (building) => {
-    for (const s of c.shards) {
-      const r = await quantizeShard(join(c.folder, s), join(building, s), opts, tensors);
-      bytesIn += r.bytesIn;
-      bytesOut += r.bytesOut;
-    }
-  }, config);
+  // Each input tensor with everything it becomes (a weight and its scales) is one item of the layout.
+  const items = listedTensors(c).map((t) => {
+    const outputs = planTensor(t, opts).outputs;
+    return { names: [t.name], shard: t.shard, bytes: outputs.reduce((n, o) => n + o.byteLength, 0) };
+  });
+  const layout = planLayout(c, items, (i) => i.shard, opts.maxShardSize);
+  const built = await buildFolder(c, output, opts.force ?? false, layout, async (f, building, views) => {
+    const r = views
+      ? await quantizeOpen(await views.view(f.items.flatMap((i) => i.names)), join(building, f.name), opts, tensors)
+      : await quantizeShard(join(c.folder, f.name), join(building, f.name), opts, tensors);
+    bytesIn += r.bytesIn;
+    bytesOut += r.bytesOut;
+  }, config, opts.maxShardSize !== undefined);
   return {
     input, output, mode: opts.mode, block: opts.mode === "mxfp4" || opts.mode === "nvfp4" ? undefined : block, tensors, copied: built.copied, config: configText !== undefined,
     bytesIn, bytesOut, totalSize: built.totalSize, seconds: (performance.now() - started) / 1000,
@@ -385,14 +411,18 @@ export async function quantizeCheckpoint(input: string, output: string, opts: Qu
 }
 
 /**
- * Builds a checkpoint folder as `convert DIR` does: `fill(building)` writes the shards into a hidden
- * temporary folder beside `output`; then `copy(name)` gives each other file of the input (bytes to
- * write instead, or undefined to copy it as it is), the index is written with the exact total_size
- * read back from the shards, and the folder is renamed to `output`. Nothing is left on failure.
+ * Builds a checkpoint folder as `convert DIR` does: `fill(file, building, views)` writes each
+ * weights file of `layout` into a hidden temporary folder beside `output` (`views` given when the
+ * layout is anew, to read its tensors from any shards); then `copy(name)` gives each other file of
+ * the input (bytes to write instead, or undefined to copy it as it is), the index (when the layout
+ * has one) is written with the exact total_size read back from the shards, and the folder is
+ * renamed to `output`. Nothing is left on failure.
  */
-async function buildFolder(
-  c: Checkpoint, output: string, force: boolean, fill: (building: string) => Promise<void>, copy: (name: string) => Promise<Uint8Array | undefined>,
-): Promise<{ copied: string[]; totalSize: number }> {
+async function buildFolder<T extends ShardItem>(
+  c: Checkpoint, output: string, force: boolean, layout: OutputLayout<T>,
+  fill: (file: PlannedShard<T>, building: string, views: CheckpointShards | undefined) => Promise<void>,
+  copy: (name: string) => Promise<Uint8Array | undefined>, anew: boolean,
+): Promise<{ copied: string[]; totalSize?: number }> {
   const replace = await checkOutputFolder(output, c.folder, force);
   const out = output.replace(/\/+$/, "");
   const building = temporaryPath(out);
@@ -403,19 +433,22 @@ async function buildFolder(
   }
   removeAtExit(building, true);
   let done = false;
+  const views = anew ? new CheckpointShards(c) : undefined;
   try {
-    await fill(building);
+    for (const f of layout.files) await fill(f, building, views);
+    await views?.close();
     const copied: string[] = [];
     for (const name of c.others) {
       await copyAtomically(join(c.folder, name), join(building, name), false, undefined, undefined, await copy(name));
       copied.push(name);
     }
-    const index = await indexCheckpoint(building, { name: c.indexName });
+    const index = layout.indexName === undefined ? undefined : await indexCheckpoint(building, { name: layout.indexName });
     await commitFolder(building, out, replace);
     forgetAtExit(building);
     done = true;
-    return { copied, totalSize: index.totalSize };
+    return { copied, totalSize: index?.totalSize };
   } finally {
+    await views?.close();
     if (!done) {
       await fsp.rm(building, { recursive: true, force: true }).catch(() => undefined);
       forgetAtExit(building);
@@ -470,18 +503,36 @@ export async function dequantizeLogical(l: LogicalTensor, to: DType): Promise<Ui
  */
 export async function dequantizeFile(input: string, output: string, to: DType, force = false): Promise<{ dequantized: string[]; kept: string[] }> {
   const file = await openTensorFile(input, { format: "safetensors" });
+  try {
+    return await dequantizeOpen(file, output, to, force);
+  } finally {
+    await file.close();
+  }
+}
+
+type DequantizeItem = { kind: "copy"; t: FileTensor } | { kind: "deq"; l: LogicalTensor };
+
+/** What a quantized file's tensors become on the way back, in order: each copied, or the first part of a logical tensor standing for it. */
+function dequantizeItems(tensors: readonly FileTensor[]): { logical: LogicalTensor[]; items: DequantizeItem[] } {
+  const logical = logicalTensors(tensors);
+  const partOf = new Map<string, LogicalTensor>();
+  for (const l of logical) for (const p of l.parts) partOf.set(p.name, l);
+  const items: DequantizeItem[] = [];
+  for (const t of tensors) {
+    const l = partOf.get(t.name);
+    if (!l) items.push({ kind: "copy", t });
+    else if (l.parts[0] === t) items.push({ kind: "deq", l });
+  }
+  return { logical, items };
+}
+
+/** dequantizeFile for a file already open, or a view of tensors from several (CheckpointShards), left open. */
+async function dequantizeOpen(file: TensorFile, output: string, to: DType, force = false): Promise<{ dequantized: string[]; kept: string[] }> {
+  const input = file.path;
   let out: AtomicOutput | undefined;
   try {
     await checkOutput(output, { input, force });
-    const logical = logicalTensors(file.tensors);
-    const partOf = new Map<string, LogicalTensor>();
-    for (const l of logical) for (const p of l.parts) partOf.set(p.name, l);
-    const items: ({ kind: "copy"; t: FileTensor } | { kind: "deq"; l: LogicalTensor })[] = [];
-    for (const t of file.tensors) {
-      const l = partOf.get(t.name);
-      if (!l) items.push({ kind: "copy", t });
-      else if (l.parts[0] === t) items.push({ kind: "deq", l });
-    }
+    const { logical, items } = dequantizeItems(file.tensors);
     const header = encodeSafetensorsHeader(items.map((i) => (i.kind === "copy" ? i.t : info(i.l.name, to, i.l.shape))), file.metadata, output);
     out = await AtomicOutput.create(output);
     await out.write(header, 0);
@@ -508,7 +559,6 @@ export async function dequantizeFile(input: string, output: string, to: DType, f
     return { dequantized: logical.map((l) => l.name), kept: items.filter((i) => i.kind === "copy").map((i) => (i as { t: FileTensor }).t.name) };
   } finally {
     if (out) await out.abort();
-    await file.close();
   }
 }
 
@@ -597,19 +647,31 @@ export async function isQuantized(input: string): Promise<boolean> {
  * type `to`; a folder built as quantizeCheckpoint builds one, config.json without its
  * quantization_config.
  */
-export async function dequantizeCheckpoint(input: string, output: string, to: DType, force = false): Promise<{ dequantized: string[]; kept: string[]; totalSize?: number }> {
+export async function dequantizeCheckpoint(
+  input: string, output: string, to: DType, force = false, maxShardSize?: number,
+): Promise<{ dequantized: string[]; kept: string[]; totalSize?: number }> {
   const dir = (await fsp.stat(input)).isDirectory() || input.endsWith(".index.json");
-  if (!dir) return dequantizeFile(input, output, to, force);
+  if (!dir) {
+    if (maxShardSize !== undefined) throw fileError("INVALID_ATTRIBUTE", input, "is a file; --max-shard-size lays out a model folder's weights");
+    return dequantizeFile(input, output, to, force);
+  }
   const c = await readCheckpoint(input);
   const dequantized: string[] = [];
   const kept: string[] = [];
-  const built = await buildFolder(c, output, force, async (building) => {
-    for (const s of c.shards) {
-      const r = await dequantizeFile(join(c.folder, s), join(building, s), to);
-      dequantized.push(...r.dequantized);
-      kept.push(...r.kept);
-    }
-  }, async (name) => (name === "config.json" ? new TextEncoder().encode(unquantizedConfigText(await fsp.readFile(join(c.folder, name), "utf8"))) : undefined));
+  // Each tensor copied, or each quantized one with all its parts, is one item of the layout, sized as written.
+  const listed = listedTensors(c);
+  const shardOf = new Map(listed.map((t) => [t.name, t.shard]));
+  const items = dequantizeItems(listed).items.map((i) => (i.kind === "copy"
+    ? { names: [i.t.name], shard: shardOf.get(i.t.name)!, bytes: i.t.byteLength }
+    : { names: i.l.parts.map((p) => p.name), shard: shardOf.get(i.l.parts[0].name)!, bytes: rawByteLength(to, i.l.shape.reduce((a, b) => a * b, 1)) }));
+  const layout = planLayout(c, items, (i) => i.shard, maxShardSize);
+  const built = await buildFolder(c, output, force, layout, async (f, building, views) => {
+    const r = views
+      ? await dequantizeOpen(await views.view(f.items.flatMap((i) => i.names)), join(building, f.name), to)
+      : await dequantizeFile(join(c.folder, f.name), join(building, f.name), to);
+    dequantized.push(...r.dequantized);
+    kept.push(...r.kept);
+  }, async (name) => (name === "config.json" ? new TextEncoder().encode(unquantizedConfigText(await fsp.readFile(join(c.folder, name), "utf8"))) : undefined), maxShardSize !== undefined);
   return { dequantized, kept, totalSize: built.totalSize };
 }
 

@@ -18,6 +18,7 @@ import { Interrupted } from "../../convert/schedule.js";
 import { sideFilePath } from "../../io/external-data.js";
 import { checkOutputFolder, convertCheckpoint, parseShardSlice, type CheckpointConvertOptions, type CheckpointReport, type ShardSlice } from "../../convert/sharded.js";
 import { isCheckpointPath, locateIndex } from "../../io/checkpoint.js";
+import { parseShardSize } from "../../io/shard-split.js";
 import { dequantizeCheckpoint, isQuantized } from "../../quantize/checkpoint.js";
 import { checkOutput } from "../../io/file.js";
 import { formatOfPath } from "../../io/reader.js";
@@ -53,6 +54,7 @@ const OPTIONS = {
   "external-data": { type: "string", expects: "a file name relative to OUT's folder, such as model.onnx.data" },
   inline: { type: "boolean" },
   shard: { type: "string", expects: "K/N: slice K (from 0) of N of a sharded checkpoint's shards" },
+  "max-shard-size": { type: "string", expects: "a size such as 5GB, 500MB, 2GiB or a number of bytes" },
   example: { type: "boolean" },
   key: { type: "string", expects: "the key of a PyTorch checkpoint's dict that holds the state dict, such as model" },
   "keep-io-types": { type: "boolean" },
@@ -63,6 +65,7 @@ const OPTIONS = {
 
 const HELP = `Usage: tensorcast convert IN --to TYPE -o OUT [options]
        tensorcast convert DIR|DIR/model.safetensors.index.json --to TYPE -o OUTDIR [--shard K/N]
+                          [--max-shard-size SIZE]
        tensorcast convert --example [--to TYPE]
 
 Converts the tensors of a safetensors, .npy, .onnx or .pb file to TYPE with tensorcast's Cast
@@ -72,12 +75,16 @@ only when complete, so an interrupted run leaves no partial OUT; IN is only read
 tensor, its old and new type, the largest absolute and relative error, and how many values
 saturated or are not finite.
 
-A sharded Hugging Face checkpoint (a folder of model-0000k-of-0000n.safetensors shards and its
-model.safetensors.index.json; give the folder or the index) is converted shard by shard into the
-folder OUTDIR: the shards keep their names, the folder's other files (config.json, tokenizer
-files) are copied, config.json's torch_dtype / dtype set to TYPE when every float tensor has it,
-and the index gets an exact total_size. OUTDIR is built under a hidden
-temporary name and renamed only when complete. --shard K/N converts only slice K of N (shard i
+A Hugging Face model folder is converted into the folder OUTDIR: a sharded one (model-0000k-of-
+0000n.safetensors shards and model.safetensors.index.json; give the folder or the index) shard by
+shard, a one-file one (model.safetensors, no index) as its one shard. The weights files keep their
+names, the folder's other files (config.json, tokenizer files) are copied, config.json's
+torch_dtype / dtype set to TYPE when every float tensor has it, and an index gets an exact
+total_size (a one-file folder gets none). --max-shard-size SIZE lays the weights out anew as
+transformers' save_pretrained(max_shard_size=SIZE) does: tensors in order, a new shard when the
+next would pass SIZE (a bigger tensor alone), model-0000k-of-0000n.safetensors and an index, or
+one model.safetensors and no index when all fit; so a one-file folder is sharded and a sharded
+one joined. OUTDIR is built under a hidden temporary name and renamed only when complete. --shard K/N converts only slice K of N (shard i
 of the sorted list is in slice i mod N; K counts from 0, like a Kubernetes Indexed Job's
 JOB_COMPLETION_INDEX) straight into OUTDIR, which N processes may share; when all N are done,
 'tensorcast index OUTDIR --from DIR' writes the index. See docs/convert.md.
@@ -129,6 +136,9 @@ Options:
   -f, --force            replace an existing OUT (an OUTDIR only when it holds a sharded checkpoint
                          and nothing but regular files; with --shard, the slice's existing files)
   --shard K/N            convert slice K (0 to N-1) of N of a sharded checkpoint's shards, no index
+  --max-shard-size SIZE  a folder's output laid out anew with at most SIZE bytes of tensor data per
+                         shard: 5GB, 500MB (powers of 10, as save_pretrained), 2GiB (powers of 2),
+                         or bytes; default: the input's layout
   -q, --quiet            print nothing but errors (no summary; no progress bar, which is drawn
                          only on a terminal, and never in CI); --json still prints the report
   --json                 print the report as JSON
@@ -151,6 +161,8 @@ Examples:
   tensorcast convert pytorch_model.bin -o model.safetensors
   tensorcast convert checkpoint.pt --key model -o model.safetensors
   tensorcast convert Llama-3-8B/ --to float8e4m3fn -o Llama-3-8B-f8/
+  tensorcast convert bert-base/ --to float16 -o bert-base-f16/          (model.safetensors, no index)
+  tensorcast convert Qwen-0.5B/ --to bfloat16 -o out/ --max-shard-size 200MB   (one file to shards)
   tensorcast convert Llama-3-8B/ --to bfloat16 -o out/ --shard 0/4   (and 1/4, 2/4, 3/4; then:)
   tensorcast index out/ --from Llama-3-8B/
 
@@ -159,6 +171,15 @@ system error (a missing folder, a full disk); 130, 143, 129 stopped by SIGINT, S
 Whenever it is not 0, OUT was not written and no temporary file is left. With a side file, the
 side file is renamed into place first and OUT last, so OUT never appears before its data.
 `;
+
+function shardSizeOption(value: string): number {
+  try {
+    return parseShardSize(value);
+  } catch (e) {
+    if (e instanceof TensorcastError) throw new UsageError(e.message, "convert");
+    throw e;
+  }
+}
 
 function requireType(value: string | undefined): DType {
   if (value === undefined) throw new UsageError("convert needs --to TYPE (for example --to bfloat16)", "convert");
@@ -219,14 +240,18 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     if (o.output === undefined) throw new UsageError("convert needs an output file: -o OUT", "convert");
     output = o.output;
     // A quantized checkpoint (FP8 blocks, MXFP4 experts) comes back dequantized (issue 27).
+    const maxShardSize = o["max-shard-size"] === undefined ? undefined : shardSizeOption(o["max-shard-size"]);
+    if (maxShardSize !== undefined && !(await isCheckpointPath(input))) {
+      throw new UsageError(`--max-shard-size lays out a model folder's weights; ${input} is a file`, "convert");
+    }
     if (await isQuantized(input)) {
-      const r = await dequantizeCheckpoint(input, output, to, o.force === true);
+      const r = await dequantizeCheckpoint(input, output, to, o.force === true, maxShardSize);
       if (!o.quiet) io.stdout.write(`${output}: ${r.dequantized.length} quantized tensors dequantized to ${to.name}, ${r.kept.length} copied\n`);
       return EXIT_OK;
     }
     if (await isCheckpointPath(input)) return runCheckpoint(input, output, o, io, {
       to, saturate: !o["no-saturate"], only, skip, names, includeIntegers: o["include-int"] === true,
-      force: o.force === true, jobs, chunkBytes,
+      force: o.force === true, jobs, chunkBytes, maxShardSize,
     });
     if (o.shard !== undefined) {
       throw new UsageError(`--shard slices a sharded checkpoint (a folder or its .index.json); ${input} is a file`, "convert");
@@ -395,13 +420,16 @@ async function runCheckpoint(input: string, output: string, o: ConvertFlags, io:
     throw new UsageError("a sharded checkpoint is written as safetensors shards; --output-format can only be safetensors", "convert");
   }
   if (formatOfPath(output) !== undefined) {
-    throw new UsageError(`-o ${JSON.stringify(output)} names a file, but a sharded checkpoint is written as a folder: give a folder name`, "convert");
+    throw new UsageError(`-o ${JSON.stringify(output)} names a file, but a model folder is written as a folder: give a folder name`, "convert");
   }
   let shard: ShardSlice | undefined;
   try {
     shard = o.shard === undefined ? undefined : parseShardSlice(o.shard);
+    const located = await locateIndex(input);
+    if (shard && opts.maxShardSize !== undefined) throw new UsageError("--shard K/N and --max-shard-size contradict each other: slices convert the input's shards into files of the same names", "convert");
+    if (shard && located.weights !== undefined) throw new UsageError(`--shard K/N slices a sharded checkpoint's shards; ${input} holds one weights file (${located.weights}) and no index`, "convert");
     // An -o that can never work is a usage error, found before any shard is read.
-    if (!shard) await checkOutputFolder(output, (await locateIndex(input)).folder, o.force === true);
+    if (!shard) await checkOutputFolder(output, located.folder, o.force === true);
   } catch (e) {
     if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE") throw new UsageError(e.message.startsWith("--shard") ? e.message : `-o: ${e.message}`, "convert");
     throw e;
@@ -429,16 +457,19 @@ async function runCheckpoint(input: string, output: string, o: ConvertFlags, io:
 export function renderCheckpointReport(r: CheckpointReport): Text {
   const tensors = r.shards.reduce((n, s) => n + s.tensors.length, 0);
   const converted = r.shards.reduce((n, s) => n + s.tensors.filter((t) => t.converted).length, 0);
-  const what = r.slice ? `slice ${r.slice.index}/${r.slice.count}: ${r.shards.length} shard${r.shards.length === 1 ? "" : "s"}` : `${r.shards.length} shards`;
+  const files = `${r.files.length} ${r.indexName === undefined ? "file" : r.files.length === 1 ? "shard" : "shards"}`;
+  const what = r.slice ? `slice ${r.slice.index}/${r.slice.count}: ${files}` : files;
   const tail = [
     `\n${r.input} -> ${r.output}  (${what}, to ${r.to}, saturate=${r.saturate})\n`,
     `${converted} of ${tensors} tensors converted; ${formatBytes(r.bytesIn)} -> ${formatBytes(r.bytesOut)} in ${formatStat(Number(r.seconds.toFixed(2)))} s\n`,
     r.copied.length > 0 ? `copied: ${r.copied.join(", ")}\n` : "",
     configNote(r.config, r.to),
     r.skipped.length > 0 ? `left out: ${r.skipped.map((s) => `${s.name} (${s.reason})`).join(", ")}\n` : "",
-    r.totalSize !== undefined
+    r.slice
+      ? `no index written: when every slice is done, run tensorcast index ${r.output} --from ${r.input}\n`
+      : r.indexName !== undefined
       ? `index: ${r.indexName}, total_size ${r.totalSize} (the tensors' data bytes)\n`
-      : `no index written: when every slice is done, run tensorcast index ${r.output} --from ${r.input}\n`,
+      : `weights: ${r.files[0]}, no index (one file)\n`,
   ];
   return joinText(...r.shards.flatMap((s, i) => (i === 0 ? [renderConvertReport(s)] : ["\n", renderConvertReport(s)])), ...tail);
 }

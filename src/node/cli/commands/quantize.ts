@@ -6,6 +6,7 @@
 import { TensorcastError } from "../../../index.js";
 import { regexOption } from "../../convert/options.js";
 import { parseShardSlice } from "../../convert/sharded.js";
+import { parseShardSize } from "../../io/shard-split.js";
 import { QUANTIZE_MODES, quantizeCheckpoint, type QuantizeMode } from "../../quantize/checkpoint.js";
 import { formatBytes } from "../../io/tensors.js";
 import { parseCommandArgs, type OptionSpecs } from "../args.js";
@@ -22,6 +23,7 @@ const OPTIONS = {
   only: { type: "string", expects: "a regular expression over tensor names" },
   skip: { type: "string", expects: "a regular expression over tensor names" },
   shard: { type: "string", expects: "K/N: slice K (from 0) of N of a sharded checkpoint's shards" },
+  "max-shard-size": { type: "string", expects: "a size such as 5GB, 500MB, 2GiB or a number of bytes" },
   force: { type: "boolean", short: "f" },
   quiet: { type: "boolean", short: "q" },
   json: { type: "boolean" },
@@ -34,7 +36,8 @@ const HELP = `Usage: tensorcast quantize IN.onnx --mode MODE -o OUT.onnx | DIR [
 An .onnx model, or a model folder with onnx/, gets transformers.js' variants (q4, q8, int8, uint8,
 bnb4, fp16, q4f16): \`tensorcast quantize model.onnx --help\` lists their options.
 
-Quantizes a safetensors file or a sharded checkpoint (its folder or index) in the layouts
+Quantizes a safetensors file or a model folder (sharded, by its folder or index; or one
+model.safetensors and no index) in the layouts
 Hugging Face loaders read, bit for bit as transformers 5.18 computes them:
   fp8        2-D Linear weights in RxC tiles (128x128): X.weight float8e4m3fn (w * 448 / amax,
              saturated) and X.weight_scale_inv float32 [rows/R, cols/C] (FineGrainedFP8, DeepSeek-V3)
@@ -46,8 +49,9 @@ Hugging Face loaders read, bit for bit as transformers 5.18 computes them:
              X.weight_packed uint8 [out, in/2], X.weight_scale float8e4m3fn [out, in/16] and
              X.weight_global_scale float32 [1] (448 * 6 / amax), every step in float32
 Embeddings, lm_head and norms are kept, and so is a weight whose shape is not a multiple of the
-block (as transformers leaves it); the summary lists every tensor kept and why. A folder gets a new
-index with the exact total_size, its other files copied and config.json a quantization_config.
+block (as transformers leaves it); the summary lists every tensor kept and why. A folder keeps its
+layout (a new index with the exact total_size; a one-file folder stays one file, no index), its
+other files copied and config.json a quantization_config; --max-shard-size lays it out anew.
 An input already quantized is refused. The way back: tensorcast convert OUT --to bfloat16 -o DIR.
 
 Options:
@@ -58,6 +62,11 @@ Options:
   --skip REGEX     keep tensors whose name matches
   --shard K/N      only slice K (from 0) of N of the shards, into a shared OUT (slice 0 also copies
                    the other files); then tensorcast index OUT writes the index
+  --max-shard-size SIZE
+                   a folder's output in shards of at most SIZE bytes of tensor data, as
+                   save_pretrained(max_shard_size=) (a weight and its scales stay together);
+                   5GB, 500MB (powers of 10), 2GiB (powers of 2) or bytes; one file and no index
+                   when all fit
   -f, --force      replace an existing output
   -q, --quiet      print nothing but errors
   --json           print the report as JSON
@@ -93,7 +102,11 @@ function firstPositional(args: readonly string[]): string | undefined {
 async function run(args: readonly string[], io: CliIO): Promise<number> {
   // An .onnx model or a model folder with onnx/ is the other form: transformers.js' variants.
   const input = firstPositional(args);
-  if (input !== undefined && isOnnxQuantizeInput(input)) return runQuantizeModel(args, io);
+  // A Hub folder often holds both model.safetensors and onnx/: a checkpoint mode (fp8, mxfp4, ...)
+  // is about the former, whatever the folder also holds.
+  const checkpointMode = args.some((a, i) => (a === "--mode" && (QUANTIZE_MODES as readonly string[]).includes(args[i + 1] ?? "")) ||
+    (QUANTIZE_MODES as readonly string[]).includes(a.startsWith("--mode=") ? a.slice("--mode=".length) : ""));
+  if (input !== undefined && isOnnxQuantizeInput(input) && !(checkpointMode && !input.toLowerCase().endsWith(".onnx"))) return runQuantizeModel(args, io);
   const { options: o, positionals } = parseCommandArgs("quantize", args, OPTIONS);
   if (o.help) {
     io.stdout.write(HELP);
@@ -112,6 +125,7 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     report = await quantizeCheckpoint(positionals[0], o.output, {
       mode, block, only: regexOption(o.only, "--only", "quantize"), skip: regexOption(o.skip, "--skip", "quantize"), force: o.force === true,
       shard: o.shard === undefined ? undefined : parseShardSlice(o.shard),
+      maxShardSize: o["max-shard-size"] === undefined ? undefined : parseShardSize(o["max-shard-size"]),
     });
   } catch (e) {
     if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE" && !/already quantized|quantization_config/.test(e.message)) throw new UsageError(e.message, "quantize");
