@@ -120,3 +120,15 @@ test("Gemm: a transB = 1 weight another node reads too stays float, untransposed
   assert.equal(y.length, want.length);
   for (let i = 0; i < y.length; i++) assert.ok(Math.abs(y[i] - want[i]) < 0.05 * (1 + Math.abs(want[i])), `${i}: ${y[i]} vs ${want[i]}`);
 });
+
+test("Gemm in the branches of an If: gemm_if_int8.onnx byte for byte (B of the main graph transposed there, the branches' value_info), and its output for both branches", async () => {
+  const r = quantizeModel(golden("gemm_if.onnx"), { mode: "int8" });
+  assert.deepEqual(r.left, []);
+  assert.equal(r.quantized, 2);
+  assertSameBytes(r.bytes, golden("gemm_if_int8.onnx"), "gemm_if_int8, the whole file");
+  const x = readNpy("gx.npy");
+  for (const c of [true, false]) {
+    const y = await runModel(r.bytes, { c: new ort.Tensor("bool", [c], []), x: new ort.Tensor("float32", x.data as Float32Array, x.shape) });
+    assert.deepEqual([...(y.data as Float32Array)], [...(readNpy(`out_gemm_if_int8_${c}.npy`).data as Float32Array)], `c = ${c}`);
+  }
+});
