@@ -11,7 +11,8 @@ import { describe, it } from "node:test";
 import { pathToFileURL } from "node:url";
 import { quantizeModel, type QuantizeOptions } from "../../src/io/onnx/quantize/model.js";
 import { quantizeModelFile } from "../../src/node/quantize/model-file.js";
-import { assertSameBytes } from "../io/quantize/golden.js";
+import { assertSameBytes, golden } from "../io/quantize/golden.js";
+import { PbMessage } from "../../src/io/onnx/precision/pb.js";
 import { scratch } from "./helpers.js";
 import { openTensorFile } from "../../src/node/io/reader.js";
 import type { OnnxFileTensor } from "../../src/node/io/onnx.js";
@@ -80,6 +81,44 @@ describe("quantizeModelFile: streamed, equal to quantizeModel in memory", () => 
     await assert.rejects(quantizeModelFile(input, join(dir, "model.data"), { mode: "q4", force: true }), { code: "OUTPUT_IS_INPUT" });
     assert.ok(existsSync(join(dir, "model.data")));
   });
+});
+
+/** gemm.onnx (test/fixtures/quantize) with every initializer's raw_data moved to the side file `gemm.data`. */
+function gemmWithSideFile(dir: string): string {
+  const model = PbMessage.parse(golden("gemm.onnx"), "ModelProto");
+  const g = model.sub(7, "GraphProto")!;
+  const parts: Uint8Array[] = [];
+  let at = 0;
+  for (const t of g.subs(5, "TensorProto")) {
+    const raw = t.all(9)[0].data;
+    t.fields = t.fields.filter((f) => f.no !== 9);
+    const entry = (k: string, v: string): PbMessage => new PbMessage([], "StringStringEntryProto").addString(1, k).addString(2, v);
+    t.addMessage(13, entry("location", "gemm.data")).addMessage(13, entry("offset", String(at))).addMessage(13, entry("length", String(raw.length))).addVarint(14, 1);
+    parts.push(raw);
+    at += raw.length;
+  }
+  const data = new Uint8Array(at);
+  parts.reduce((p, c) => (data.set(c, p), p + c.length), 0);
+  writeFileSync(join(dir, "gemm.data"), data);
+  writeFileSync(join(dir, "gemm.onnx"), model.encode(1 << 16));
+  return join(dir, "gemm.onnx");
+}
+
+describe("quantizeModelFile: Gemm rewritten while streaming (B transposed through the spill file)", () => {
+  const dir = scratch();
+  for (const [opts, file] of [[{ mode: "int8" }, "gemm_int8"], [{ mode: "uint8", perChannel: true }, "gemm_uint8_perchannel"]] as const) {
+    it(`${JSON.stringify(opts)}: gemm.onnx inline and with a side file, OUT equal to onnxruntime's ${file}.onnx`, async () => {
+      const inline = join(dir, "gemm-inline.onnx");
+      writeFileSync(inline, golden("gemm.onnx"));
+      for (const input of [inline, gemmWithSideFile(dir)]) {
+        const out = join(dir, `${file}-out.onnx`);
+        const r = await quantizeModelFile(input, out, { ...opts, force: true });
+        assert.equal(r.quantized, 5);
+        assertSameBytes(new Uint8Array(readFileSync(out)), golden(`${file}.onnx`), `${input}: ${file}`);
+      }
+      assert.deepEqual(readdirSync(dir).filter((n) => n.startsWith(".")), []);
+    });
+  }
 });
 
 const url = (p: string): string => pathToFileURL(new URL(p, import.meta.url).pathname).href;

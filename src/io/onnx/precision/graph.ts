@@ -694,7 +694,8 @@ function containerOutputType(node: PbMessage, opType: string, k: number): number
   return outs[index] ? elemTypeOf(outs[index]) : 0;
 }
 
-function floatOf(f: PbField | undefined): number {
+/** A FLOAT attribute's value (field f), 0 when absent as protobuf reads it. */
+export function floatOf(f: PbField | undefined): number {
   if (!f) return 0;
   return new DataView(f.data.buffer, f.data.byteOffset, 4).getFloat32(0, true);
 }

@@ -3,6 +3,8 @@
  * QuantizationMode.IntegerOps, activations uint8 through DynamicQuantizeLinear, MatMulConstBOnly,
  * per tensor or per channel), in the main graph:
  *
+ * - Gemm: first rewritten as MatMul (+ Add of C) where onnxruntime's rewrite takes it (gemm.ts),
+ *   the others left float and listed; the MatMuls made are quantized as any other;
  * - MatMul with an initializer B (float32) -> DynamicQuantizeLinear of A (`A_QuantizeLinear`, one
  *   per tensor, shared) unless A is quantized already, MatMulInteger(A_q, B_quantized, A_zp, B_zp)
  *   -> `Y_output_quantized`, Cast to float, Mul of the two scales (`sA_sB_mul`, shared), Mul -> Y;
@@ -34,6 +36,7 @@ import { utf8Bytes } from "../precision/pb.js";
 import { cleanInitializers, initializerHeader, insertOrdered, intAttribute, makeNode, nodeLabel, readInitializer, typeName } from "./edit.js";
 import { IN_MEMORY, type QuantizeStorage } from "./storage.js";
 import { addInferredValueInfo } from "./shape-infer.js";
+import { replaceGemmWithMatMul, type GemmOrigins } from "./gemm.js";
 import { findInitializer } from "./matmul-nbits.js";
 import type { QuantizeReport } from "./report.js";
 
@@ -58,20 +61,30 @@ const GRAPH = 5;
 
 /** Rewrites `model` in place (see the file comment), counting into `report`. */
 export function dynamicPass(model: PbMessage, graph: PbMessage, s: DynamicSettings, report: QuantizeReport, storage: QuantizeStorage = IN_MEMORY): void {
-  // onnxruntime shape-infers the float model first and keeps what that adds (value_info).
+  // save_and_reload_model_with_shape_infer marks the model as shape-inferred (quant_utils.model_has_infer_metadata).
+  const marked = model.subs(14, "StringStringEntryProto").some((e) => e.string(1) === "onnx.infer");
+  // onnxruntime shape-infers the float model first unless it is marked (BaseQuantizer), rewrites
+  // the Gemms (gemm.ts), then infers again, which keeps the entries there and appends those of
+  // the new values (`Y_MatMul`, `B_Transposed`) after them.
+  if (!marked) addInferredValueInfo(graph);
+  const origins = replaceGemmWithMatMul(graph, report, storage, entersBodies);
   addInferredValueInfo(graph);
-  new DynamicPass(graph, s, report, storage).run();
+  new DynamicPass(graph, s, report, storage, origins).run();
   cleanInitializers(graph);
   for (const [no, value] of [[2, "onnx.quantize"], [3, "0.1.0"]] as const) {
     model.remove(no);
     insertOrdered(model, { no, wire: 2, data: utf8Bytes(value) });
   }
-  // save_and_reload_model_with_shape_infer marks the model as shape-inferred (quant_utils.model_has_infer_metadata).
-  const marked = model.subs(14, "StringStringEntryProto").some((e) => e.string(1) === "onnx.infer");
   if (!marked) {
     const entry = new PbMessage([], "StringStringEntryProto").addString(1, "onnx.infer").addString(2, "onnxruntime.quant");
     insertOrdered(model, { no: 14, wire: 2, data: new Uint8Array(0), msg: entry });
   }
+}
+
+/** The nodes whose bodies the pass quantizes (withQuantizedBodies): If and Loop of the standard domain. */
+function entersBodies(n: PbMessage): boolean {
+  const domain = n.string(7);
+  return (domain === "" || domain === "ai.onnx") && (n.string(4) === "If" || n.string(4) === "Loop");
 }
 
 class DynamicPass {
@@ -86,7 +99,7 @@ class DynamicPass {
   /** `parent`: the pass of the graph holding this one (a body of If / Loop), as ONNXQuantizer's sub-quantizer has one. */
   constructor(
     private readonly g: PbMessage, private readonly s: DynamicSettings, private readonly report: QuantizeReport, private readonly storage: QuantizeStorage,
-    private readonly parent?: DynamicPass,
+    private readonly origins: GemmOrigins, private readonly parent?: DynamicPass,
   ) {}
 
   run(): void {
@@ -99,7 +112,7 @@ class DynamicPass {
       const standard = domain === "" || domain === "ai.onnx";
       let done = false;
       if (bodiesOf(n).length > 0) {
-        const rebuilt = standard && (op === "If" || op === "Loop") ? this.withQuantizedBodies(n) : undefined;
+        const rebuilt = entersBodies(n) ? this.withQuantizedBodies(n) : undefined;
         if (rebuilt) n = rebuilt;
         else this.report.left.push({ node: nodeLabel(n), opType: op, reason: "its subgraphs are not quantized" });
       }
@@ -169,7 +182,7 @@ class DynamicPass {
     if (attributes.some((a) => a.int(20) !== GRAPH || !a.sub(6, "GraphProto"))) return undefined;
     const made = attributes.map((a) => {
       const body = a.sub(6, "GraphProto")!;
-      new DynamicPass(body, this.s, this.report, this.storage, this).run();
+      new DynamicPass(body, this.s, this.report, this.storage, this.origins, this).run();
       return new PbMessage([], "AttributeProto").addString(1, a.string(1)).addMessage(6, body).addVarint(20, GRAPH);
     });
     return makeNode(n.string(4), n.strings(1), n.strings(2), n.string(3), "", made);
@@ -248,8 +261,9 @@ class DynamicPass {
   private integerOp(n: PbMessage, opType: "MatMulInteger" | "ConvInteger", channelAxis: number): boolean {
     const inputs = n.strings(1);
     const label = nodeLabel(n);
+    const gemm = this.origins.get(n);
     const reject = (reason: string): false => {
-      this.report.left.push({ node: label, opType: n.string(4), reason });
+      this.report.left.push({ node: label, opType: n.string(4), reason: gemm ? `${reason} (the MatMul made of Gemm ${gemm})` : reason });
       return false;
     };
     if (inputs.length < 2) return reject("it has fewer than two inputs");
@@ -278,7 +292,7 @@ class DynamicPass {
     if (!this.nodeNames.has(mulName)) this.push(makeNode("Mul", [a.scale, b.scale], [`${mulName}:0`], mulName, ""));
     const hasBias = opType === "ConvInteger" && inputs.length === 3 && inputs[2] !== "";
     const scaled = hasBias ? `${out}quant_scaled_output` : out;
-    this.push(makeNode("Mul", [`${qOut}_cast_output`, `${mulName}:0`], [scaled], qName ? `${name}_output_scale_mul` : "", ""));
+    this.push(makeNode("Mul", [`${qOut}_cast_output`, `${mulName}:0`], [scaled], qName ? `${qName}_output_scale_mul` : "", ""));
     if (hasBias) {
       const rank = header.dims.length;
       const shape = new Array<number>(rank).fill(1);

@@ -93,7 +93,13 @@ export function matMulWeightPass(model: PbMessage, graph: PbMessage, rule: Weigh
       if (f.no !== 1) continue;
       const node = g.message(f, "NodeProto");
       for (const body of bodiesOf(node)) walk(body, [...stack, body]);
-      if (node.string(4) !== "MatMul" || !isDefaultDomain(node.string(7))) continue;
+      if (!isDefaultDomain(node.string(7))) continue;
+      const op = node.string(4);
+      if (WEIGHT_OPS_LEFT.has(op)) {
+        report.left.push({ node: nodeLabel(node), opType: op, reason: `${rule.opType} takes MatMul only; onnxruntime's quantizer leaves ${op} float too` });
+        continue;
+      }
+      if (op !== "MatMul") continue;
       const q = quantizeMatMul(node, stack, rule, done, storage);
       if (typeof q === "string") report.left.push({ node: nodeLabel(node), opType: "MatMul", reason: q });
       else {
@@ -105,6 +111,9 @@ export function matMulWeightPass(model: PbMessage, graph: PbMessage, rule: Weigh
   walk(graph, [graph]);
   cleanInitializers(graph);
 }
+
+/** Operators with a weight that the weight-only modes leave float (listed in the summary). */
+const WEIGHT_OPS_LEFT = new Set(["Gemm", "Conv", "ConvTranspose"]);
 
 function isDefaultDomain(d: string): boolean {
   return d === "" || d === "ai.onnx";

@@ -2,7 +2,9 @@
  * The value_info onnxruntime's dynamic quantizer writes: before quantizing it runs onnx's shape
  * inference on the float model (quant_utils.save_and_reload_model_with_shape_infer), which adds a
  * ValueInfoProto for every node output of the main graph that is not a graph output, in node
- * order, with its element type and shape. This is that inference for the operators whose rule is
+ * order, with its element type and shape; the branches of an If get theirs the same way, the
+ * values of the graphs around them known (onnx infers the branches too; a Loop's body, whose
+ * inputs change per iteration, is not done here). This is that inference for the operators whose rule is
  * short and certain (element-wise, MatMul, Gemm, Gather, Conv, Flatten, Transpose, Cast, ...); a
  * node of any other operator, or one whose inputs are not all known, gets no entry, and neither
  * does anything computed from it: an entry is written only when onnx would write the same one.
@@ -13,6 +15,7 @@
  */
 import { PbMessage } from "../precision/pb.js";
 import { insertOrdered } from "./edit.js";
+import { bodiesOf } from "../precision/graph.js";
 
 /** A dimension: a size, a symbol, or unknown. */
 type Dim = { readonly value: number } | { readonly param: string } | { readonly unknown: true };
@@ -198,8 +201,9 @@ function inferNode(node: PbMessage, known: ReadonlyMap<string, Known>): Known | 
  * for the outputs this inference knows (see the file comment); entries already there are kept and
  * not repeated.
  */
-export function addInferredValueInfo(graph: PbMessage): void {
-  const known = new Map<string, Known>();
+export function addInferredValueInfo(graph: PbMessage, outer?: ReadonlyMap<string, Known>): void {
+  // A body sees the values of the graphs around it (onnx infers an If's branches with them).
+  const known = new Map<string, Known>(outer);
   for (const f of graph.all(5)) {
     // One parse for name, type and dims (initializerHeader would parse the payload again).
     const t = graph.peek(f, "TensorProto");
@@ -216,6 +220,11 @@ export function addInferredValueInfo(graph: PbMessage): void {
   const added: PbMessage[] = [];
   for (const f of graph.all(1)) {
     const node = graph.peek(f, "NodeProto");
+    if (node.string(4) === "If" && (node.string(7) === "" || node.string(7) === "ai.onnx")) {
+      // The branches' own values, inferred where they are (value_info of the branch); an edit must be kept on the node.
+      const kept = graph.message(f, "NodeProto");
+      for (const body of bodiesOf(kept)) addInferredValueInfo(body, known);
+    }
     const out = node.strings(2)[0];
     if (out === undefined || out === "") continue;
     const k = inferNode(node, known);

@@ -1,0 +1,134 @@
+/**
+ * Gemm under int8 / uint8 / q8 (src/io/onnx/quantize/gemm.ts): rewritten as MatMul (+ Add of C)
+ * as onnxruntime's dynamic quantizer does, against the golden files of onnxruntime 1.30.0's
+ * ONNXQuantizer (test/fixtures/quantize/make_gemm.py): every initializer, node and value_info
+ * entry byte for byte, then the whole file; the result runs in onnxruntime-node to the golden
+ * output; the Gemms the rewrite leaves are listed with their reason, in every mode.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import * as ort from "onnxruntime-node";
+import { quantizeModel, type QuantizeOptions } from "../../../src/onnx/index.js";
+import { PbMessage } from "../../../src/io/onnx/precision/pb.js";
+import { assertSameBytes, golden, readNpy, runModel } from "./golden.js";
+
+const CASES: { file: string; opts: QuantizeOptions }[] = [
+  { file: "gemm_int8", opts: { mode: "int8" } },
+  { file: "gemm_uint8", opts: { mode: "uint8" } },
+  { file: "gemm_int8_perchannel", opts: { mode: "int8", perChannel: true } },
+  { file: "gemm_uint8_perchannel", opts: { mode: "uint8", perChannel: true } },
+  // q8 stores int8 weights for a model without Conv / attention operators.
+  { file: "gemm_int8", opts: { mode: "q8" } },
+];
+
+/** What every 8-bit mode leaves float in gemm.onnx, and why. */
+const LEFT_DYNAMIC = [
+  { node: "g5", opType: "Gemm", reason: /^alpha is 0\.5; onnxruntime's dynamic quantizer rewrites a Gemm as MatMul/ },
+  { node: "g6", opType: "Gemm", reason: /^beta is 2;/ },
+  { node: "g7", opType: "Gemm", reason: /^transA is 1;/ },
+  { node: "g8_MatMul", opType: "MatMul", reason: /^B is not an initializer \(MatMulConstBOnly\) \(the MatMul made of Gemm g8\)$/ },
+];
+
+function graphOf(bytes: Uint8Array): PbMessage {
+  return PbMessage.parse(bytes, "ModelProto").sub(7, "GraphProto")!;
+}
+
+function fields(bytes: Uint8Array, no: number, context: string): Uint8Array[] {
+  return graphOf(bytes).subs(no, context).map((f) => f.encode());
+}
+
+function feeds(): Record<string, ort.Tensor> {
+  const x = readNpy("gx.npy");
+  const w = readNpy("gwdyn.npy");
+  return { x: new ort.Tensor("float32", x.data as Float32Array, x.shape), wdyn: new ort.Tensor("float32", w.data as Float32Array, w.shape) };
+}
+
+function assertLeft(left: readonly { node: string; opType: string; reason: string }[], want: typeof LEFT_DYNAMIC): void {
+  assert.deepEqual(left.map((l) => [l.node, l.opType]), want.map((l) => [l.node, l.opType]));
+  left.forEach((l, i) => assert.match(l.reason, want[i].reason, l.node));
+}
+
+for (const { file, opts } of CASES) {
+  test(`Gemm, ${JSON.stringify(opts)}: ${file}.onnx's initializers, nodes and value_info byte for byte, then the whole file, and its output`, async () => {
+    const r = quantizeModel(golden("gemm.onnx"), opts);
+    const want = golden(`${file}.onnx`);
+    // g1, g2, the unnamed Gemm, g4 and g9 become quantized MatMuls.
+    assert.equal(r.quantized, 5);
+    assertLeft(r.left, LEFT_DYNAMIC);
+    for (const [no, context] of [[5, "TensorProto"], [1, "NodeProto"], [13, "ValueInfoProto"], [11, "ValueInfoProto"]] as const) {
+      const ours = fields(r.bytes, no, context);
+      const theirs = fields(want, no, context);
+      assert.equal(ours.length, theirs.length, `${file}: the count of graph field ${no}`);
+      ours.forEach((t, i) => assertSameBytes(t, theirs[i], `${file} ${context} ${i} (graph field ${no})`));
+    }
+    assertSameBytes(r.bytes, want, `${file}, the whole file`);
+    const y = await runModel(r.bytes, feeds());
+    assert.deepEqual([...(y.data as Float32Array)], [...(readNpy(`out_${file}.npy`).data as Float32Array)]);
+  });
+}
+
+test("Gemm: the rewrite's names and order, as onnxruntime writes them (MatMul `g_MatMul` -> `Y_MatMul`, Add `g_Add`, Transpose `g_Transpose` -> `B_Transposed`, B transposed under its own name)", () => {
+  const r = quantizeModel(golden("gemm.onnx"), { mode: "int8" });
+  const g = graphOf(r.bytes);
+  const nodes = g.subs(1, "NodeProto").map((n) => `${n.string(4)} ${n.string(3)}: ${n.strings(1).join(",")} -> ${n.strings(2).join(",")}`);
+  assert.ok(nodes.includes("MatMulInteger g1_MatMul_quant: x_quantized,W1_quantized,x_zero_point,W1_zero_point -> h1_MatMul_output_quantized"), nodes.join("\n"));
+  assert.ok(nodes.includes("Add g1_Add: h1_MatMul,C1 -> h1"));
+  // The unnamed Gemm without C: its MatMul writes h3 itself and has no name.
+  assert.ok(nodes.includes("MatMulInteger : h2_quantized,W3_quantized,h2_zero_point,W3_zero_point -> h3_output_quantized"));
+  assert.ok(nodes.includes("Transpose g8_Transpose: wdyn -> wdyn_Transposed"));
+  assert.ok(nodes.includes("MatMul g8_MatMul: h7,wdyn_Transposed -> h8_MatMul"));
+  assert.ok(nodes.includes("Add g9_Add: y_MatMul,c9 -> y"));
+  assert.equal(nodes.filter((n) => n.startsWith("Gemm ")).length, 3);
+  // W2 [16, 32] with transB = 1 was quantized as its transpose [32, 16]: per tensor, so the codes of element (k, n) are those of W2[n, k].
+  const w2 = g.subs(5, "TensorProto").find((t) => t.string(8) === "W2_quantized")!;
+  assert.deepEqual(w2.varints(1).map(Number), [32, 16]);
+  const src = graphOf(golden("gemm.onnx")).subs(5, "TensorProto").find((t) => t.string(8) === "W2")!;
+  assert.deepEqual(src.varints(1).map(Number), [16, 32]);
+});
+
+test("Gemm in q4 / q4f16 / bnb4: left float and listed (MatMulNBits and MatMulBnb4 take MatMul only, as onnxruntime's quantizers)", () => {
+  for (const mode of ["q4", "q4f16", "bnb4"] as const) {
+    const r = quantizeModel(golden("gemm.onnx"), { mode });
+    assert.equal(r.quantized, 0, mode);
+    assert.deepEqual(r.left.map((l) => [l.node, l.opType]), ["g1", "g2", "(Gemm -> h3)", "g4", "g5", "g6", "g7", "g8", "g9"].map((n) => [n, "Gemm"]), mode);
+    for (const l of r.left) assert.match(l.reason, /MatMul only/, `${mode} ${l.node}`);
+  }
+});
+
+/** gemm.onnx with Gemm g2's B (W2, transB = 1) also read by a second node. */
+function withSharedTransposedB(): Uint8Array {
+  const model = PbMessage.parse(golden("gemm.onnx"), "ModelProto");
+  const g = model.sub(7, "GraphProto")!;
+  const extra = new PbMessage([], "NodeProto").addString(1, "W2").addString(2, "w2_again").addString(3, "reads_w2").addString(4, "Identity");
+  const at = g.fields.findIndex((f) => f.no === 1);
+  g.fields.splice(at, 0, { no: 1, wire: 2, data: new Uint8Array(0), msg: extra });
+  return model.encode(1 << 16);
+}
+
+test("Gemm: a transB = 1 weight another node reads too stays float, untransposed (onnxruntime would transpose it under that node)", async () => {
+  const r = quantizeModel(withSharedTransposedB(), { mode: "int8" });
+  const g2 = r.left.find((l) => l.node === "g2");
+  assert.ok(g2, JSON.stringify(r.left));
+  assert.match(g2.reason, /B \(W2, transB = 1\) is read by another node/);
+  assert.equal(r.quantized, 4);
+  const g = graphOf(r.bytes);
+  const w2 = g.subs(5, "TensorProto").find((t) => t.string(8) === "W2")!;
+  assert.deepEqual(w2.varints(1).map(Number), [16, 32]);
+  // The model still runs, near the float model's output.
+  const y = (await runModel(r.bytes, feeds())).data as Float32Array;
+  const want = readNpy("out_gemm.npy").data as Float32Array;
+  assert.equal(y.length, want.length);
+  for (let i = 0; i < y.length; i++) assert.ok(Math.abs(y[i] - want[i]) < 0.05 * (1 + Math.abs(want[i])), `${i}: ${y[i]} vs ${want[i]}`);
+});
+
+test("Gemm in the branches of an If: gemm_if_int8.onnx byte for byte (B of the main graph transposed there, the branches' value_info), and its output for both branches", async () => {
+  const r = quantizeModel(golden("gemm_if.onnx"), { mode: "int8" });
+  assert.deepEqual(r.left, []);
+  assert.equal(r.quantized, 2);
+  assertSameBytes(r.bytes, golden("gemm_if_int8.onnx"), "gemm_if_int8, the whole file");
+  const x = readNpy("gx.npy");
+  for (const c of [true, false]) {
+    const y = await runModel(r.bytes, { c: new ort.Tensor("bool", [c], []), x: new ort.Tensor("float32", x.data as Float32Array, x.shape) });
+    assert.deepEqual([...(y.data as Float32Array)], [...(readNpy(`out_gemm_if_int8_${c}.npy`).data as Float32Array)], `c = ${c}`);
+  }
+});
