@@ -124,7 +124,8 @@ test("a folder with neither an index nor a model.safetensors is refused by every
   const empty = join(dir, "no-weights");
   mkdirSync(empty);
   writeFileSync(join(empty, "config.json"), "{}");
-  writeFileSync(join(empty, "pytorch_model.bin"), "pickle");
+  // Weights tensorcast does not read (TensorFlow's); a pytorch_model.bin would make it a PyTorch folder.
+  writeFileSync(join(empty, "tf_model.h5"), "hdf5");
   const message = /no-weights: is a folder without safetensors weights: neither a sharded checkpoint's index \(a file named like model\.safetensors\.index\.json\) nor a model\.safetensors/;
   await rejectsCode(readCheckpoint(empty), "INVALID_DATA", message);
   for (const argv of [

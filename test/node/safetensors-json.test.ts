@@ -18,7 +18,7 @@ import { TensorcastError } from "../../src/index.js";
 import { parseSafetensorsHeader, safetensorsCode } from "../../src/node/io/safetensors.js";
 import { ROOT } from "./helpers.js";
 import { modelVerdict, type Verdict } from "./safetensorsModel.js";
-import { property } from "../support/suite.js";
+import { property, runs } from "../support/suite.js";
 
 interface Case {
   why: string;
@@ -166,7 +166,7 @@ test("tensorcast's reader agrees with the model on generated and mutated headers
     }),
     property(4000, 13),
   );
-  assert.ok(accepted > 400, `only ${accepted} generated headers were valid`);
+  assert.ok(accepted > runs(4000) / 10, `only ${accepted} generated headers were valid`);
 });
 
 test("invalid UTF-8 anywhere is refused, as Rust's str::from_utf8 refuses it", () => {

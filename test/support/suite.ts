@@ -54,8 +54,8 @@ export function envCount(name: string, fallback: number): number {
  * report gives the seed and the path of the shrunk case; the runner turns them into
  * TENSORCAST_FC_SEED / TENSORCAST_FC_PATH, and the property with that seed replays just that case.
  */
-export function property(full: number, seed: number): { numRuns: number; seed: number; path?: string; endOnFailure?: boolean } {
+export function property(full: number, seed: number, min = 1): { numRuns: number; seed: number; path?: string; endOnFailure?: boolean } {
   const replay = env.TENSORCAST_FC_PATH;
-  if (replay && Number(env.TENSORCAST_FC_SEED) === seed) return { numRuns: runs(full), seed, path: replay, endOnFailure: true };
-  return { numRuns: runs(full), seed };
+  if (replay && Number(env.TENSORCAST_FC_SEED) === seed) return { numRuns: runs(full, min), seed, path: replay, endOnFailure: true };
+  return { numRuns: runs(full, min), seed };
 }
