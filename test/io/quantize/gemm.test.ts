@@ -132,3 +132,15 @@ test("Gemm in the branches of an If: gemm_if_int8.onnx byte for byte (B of the m
     assert.deepEqual([...(y.data as Float32Array)], [...(readNpy(`out_gemm_if_int8_${c}.npy`).data as Float32Array)], `c = ${c}`);
   }
 });
+
+test("Gemm whose MatMul stays float (float64): its transposed B stays, after the other initializers, as onnxruntime leaves it; gemm_double_int8.onnx byte for byte and its output", async () => {
+  const r = quantizeModel(golden("gemm_double.onnx"), { mode: "int8" });
+  assert.equal(r.quantized, 1);
+  assert.deepEqual(r.left.map((l) => [l.node, l.opType, l.reason]), [["gd_MatMul", "MatMul", "the weight is float64 (the MatMul made of Gemm gd)"]]);
+  const inits = graphOf(r.bytes).subs(5, "TensorProto").map((t) => `${t.string(8)} [${t.varints(1).join(", ")}]`);
+  assert.deepEqual(inits, ["Cf [12]", "Cd [8]", "Wd [12, 8]", "Wf_scale []", "Wf_zero_point []", "Wf_quantized [24, 12]"]);
+  assertSameBytes(r.bytes, golden("gemm_double_int8.onnx"), "gemm_double_int8, the whole file");
+  const x = readNpy("gx.npy");
+  const y = await runModel(r.bytes, { x: new ort.Tensor("float32", x.data as Float32Array, x.shape) });
+  assert.deepEqual([...(y.data as Float32Array)], [...(readNpy("out_gemm_double_int8.npy").data as Float32Array)]);
+});
