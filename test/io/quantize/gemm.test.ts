@@ -132,3 +132,39 @@ test("Gemm in the branches of an If: gemm_if_int8.onnx byte for byte (B of the m
     assert.deepEqual([...(y.data as Float32Array)], [...(readNpy(`out_gemm_if_int8_${c}.npy`).data as Float32Array)], `c = ${c}`);
   }
 });
+
+test("Gemm whose MatMul stays float (float64): its transposed B stays, after the other initializers, as onnxruntime leaves it; gemm_double_int8.onnx byte for byte and its output", async () => {
+  const r = quantizeModel(golden("gemm_double.onnx"), { mode: "int8" });
+  assert.equal(r.quantized, 1);
+  assert.deepEqual(r.left.map((l) => [l.node, l.opType, l.reason]), [["gd_MatMul", "MatMul", "the weight is float64 (the MatMul made of Gemm gd)"]]);
+  const inits = graphOf(r.bytes).subs(5, "TensorProto").map((t) => `${t.string(8)} [${t.varints(1).join(", ")}]`);
+  assert.deepEqual(inits, ["Cf [12]", "Cd [8]", "Wd [12, 8]", "Wf_scale []", "Wf_zero_point []", "Wf_quantized [24, 12]"]);
+  assertSameBytes(r.bytes, golden("gemm_double_int8.onnx"), "gemm_double_int8, the whole file");
+  const x = readNpy("gx.npy");
+  const y = await runModel(r.bytes, { x: new ort.Tensor("float32", x.data as Float32Array, x.shape) });
+  assert.deepEqual([...(y.data as Float32Array)], [...(readNpy("out_gemm_double_int8.npy").data as Float32Array)]);
+});
+
+test("Gemm the rewrite cannot read: an alpha typed INT, a 1-D transposed B, an empty C name; listed or rewritten, never a crash", () => {
+  const model = PbMessage.parse(golden("gemm.onnx"), "ModelProto");
+  const g = model.sub(7, "GraphProto")!;
+  const nodes = g.subs(1, "NodeProto");
+  const byName = (n: string): PbMessage => nodes.find((m) => m.string(3) === n)!;
+  // g5's alpha (FLOAT 0.5) becomes an INT attribute.
+  const alpha = byName("g5").subs(5, "AttributeProto")[0];
+  alpha.fields = alpha.fields.filter((f) => f.no !== 2 && f.no !== 20);
+  alpha.addVarint(3, 1).addVarint(20, 2);
+  // W2 (g2's B, transB = 1) becomes 1-D.
+  const w2 = g.subs(5, "TensorProto").find((t) => t.string(8) === "W2")!;
+  w2.fields = w2.fields.filter((f) => f.no !== 1);
+  w2.fields.unshift({ no: 1, wire: 0, data: new PbMessage([], "x").addVarint(1, 512).fields[0].data });
+  // g1's C becomes "" (no C).
+  byName("g1").setStringAt(1, 2, "");
+  const r = quantizeModel(model.encode(1 << 16), { mode: "int8" });
+  const reasons = Object.fromEntries(r.left.map((l) => [l.node, l.reason]));
+  assert.match(reasons.g5, /^its alpha is not a float;/);
+  assert.match(reasons.g2, /^B \(W2\) is 1-D, not 2-D;/);
+  const out = graphOf(r.bytes).subs(1, "NodeProto");
+  assert.ok(!out.some((n) => n.string(3) === "g1_Add"));
+  assert.ok(out.some((n) => n.string(3) === "g1_MatMul_quant" && n.strings(2)[0] === "h1_output_quantized"));
+});
