@@ -120,7 +120,7 @@ child.on("exit", (code, signal) => {
   rmSync(work, { recursive: true, force: true });
   const slowest = Object.entries(times.files).sort((a, b) => b[1] - a[1]).slice(0, 10);
   if (slowest.length > 0) {
-    console.log(`\n# the ten slowest test files (of ${files.length}, ${concurrency} at a time${fullSuite ? ", full suite" : ""}):`);
+    console.log(`\n# the ten slowest test files, by the time in their tests (of ${files.length} files, ${concurrency} at a time${fullSuite ? ", full suite" : ""}):`);
     for (const [file, ms] of slowest) console.log(`#   ${(ms / 1000).toFixed(1).padStart(7)} s  ${relative(process.cwd(), file)}`);
   }
   if (leftOut.length > 0) console.log(`# ${leftOut.length} full-suite files left out (npm run test:full runs them)`);
@@ -130,11 +130,11 @@ child.on("exit", (code, signal) => {
     for (const f of times.failures.slice(0, 20)) {
       const fc = /seed: (-?\d+), path: "?([\d:]+)"?/.exec(f.message);
       const fcEnv = fc ? [`TENSORCAST_FC_SEED=${fc[1]}`, `TENSORCAST_FC_PATH=${fc[2]}`] : [];
-      const top = f.names[0];
-      const pattern = `^${escapeRegExp(top)}$`;
       const source = relative(process.cwd(), f.file).replace(/^build\//, "").replace(/\.js$/, ".ts");
-      console.log(`#   ${f.names.join(" > ")}`);
-      console.log(`#     ${[...envs, ...fcEnv].join(" ")}${envs.length + fcEnv.length ? " " : ""}npm test -- ${quote(source)} ${quote(`--test-name-pattern=${pattern}`)}`);
+      // A file that failed outside any test (it did not load) has no name to pick.
+      const pick = f.names.length > 0 ? ` ${quote(`--test-name-pattern=^${escapeRegExp(f.names[0])}$`)}` : "";
+      console.log(`#   ${f.names.length > 0 ? f.names.join(" > ") : `${source} (outside any test): ${f.message.split("\n")[0].slice(0, 200)}`}`);
+      console.log(`#     ${[...envs, ...fcEnv].join(" ")}${envs.length + fcEnv.length ? " " : ""}npm test -- ${quote(source)}${pick}`);
     }
     if (times.failures.length > 20) console.log(`#   ... and ${times.failures.length - 20} more`);
   }

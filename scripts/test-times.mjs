@@ -1,37 +1,36 @@
 // A node:test reporter beside the usual one (scripts/run-tests.mjs adds it): it writes one JSON
 // object to its destination when the run ends, { files: { path: ms }, failures: [...] }.
-// A file's time runs from the moment the runner starts its process to the file's last event,
-// so it includes loading the module and any top-level await, which per-test durations miss.
+// A file's time is the sum of its top-level tests' durations (they run one after another in the
+// file's own process); the runner may start every file's process at once, so timestamps between
+// its events would mostly measure the queue. Loading the module is not counted.
 // Failures keep the file, the test's name path and the first lines of the error, so that the
 // runner can print the one command that reruns just that test.
 export default async function* testTimes(source) {
-  const started = new Map();
-  const last = new Map();
+  const files = {};
   const failures = [];
   const stack = new Map(); // file -> names of the open tests, by nesting level
   for await (const event of source) {
     const data = event.data ?? {};
     const file = data.file;
     if (file === undefined) continue;
-    const now = performance.now();
-    if (event.type === "test:dequeue" && data.nesting === 0 && data.name === file && !started.has(file)) started.set(file, now);
-    last.set(file, now);
     if (event.type === "test:start") {
       const names = stack.get(file) ?? [];
       names.length = data.nesting;
       names.push(data.name);
       stack.set(file, names);
     }
-    if (event.type === "test:fail" && data.name !== file) {
-      const names = (stack.get(file) ?? []).slice(0, data.nesting);
+    if ((event.type === "test:pass" || event.type === "test:fail") && data.nesting === 0 && data.name !== file) {
+      files[file] = (files[file] ?? 0) + (data.details?.duration_ms ?? 0);
+    }
+    if (event.type === "test:fail") {
       const error = data.details?.error;
       const cause = error?.cause ?? error;
       // A parent whose subtests failed fails too; its own error says only that.
       if (error?.failureType === "subtestsFailed") continue;
-      failures.push({ file, names: [...names, data.name], message: String(cause?.message ?? cause ?? "").slice(0, 4000) });
+      const names = data.name === file ? [] : [...(stack.get(file) ?? []).slice(0, data.nesting), data.name];
+      failures.push({ file, names, message: String(cause?.message ?? cause ?? "").slice(0, 4000) });
     }
   }
-  const files = {};
-  for (const [file, t0] of started) files[file] = Math.round(last.get(file) - t0);
+  for (const f of Object.keys(files)) files[f] = Math.round(files[f]);
   yield JSON.stringify({ files, failures }) + "\n";
 }
