@@ -58,3 +58,8 @@ export {
   QUANTIZELINEAR_VERSIONS, DEQUANTIZELINEAR_VERSIONS, DYNAMICQUANTIZELINEAR_VERSIONS, quantizeOperatorVersion,
   type QuantizeOperatorVersion, type QuantizeOperatorName,
 } from "./ops/opsets.js";
+// GGML's block types (llama.cpp's GGUF tensors), each decoded bit for bit as ggml's C code.
+export {
+  GGML_TYPES, REMOVED_GGML_TYPES, ggmlType, ggmlTypeOfId, dequantizeGgml,
+  type GgmlType, type GgmlTypeName, type GgmlField, type GgmlFieldKind,
+} from "./ggml/index.js";

@@ -43,6 +43,7 @@ export const GOOD: Readonly<Record<string, readonly unknown[]>> = {
   dequantizeLinear: [Tensor.fromValues([1, 2], "int8"), Tensor.fromValues([1], "float32", []), Tensor.fromValues([0], "int8", []), {}],
   dynamicQuantizeLinear: [t, {}], quantizeOperatorVersion: ["QuantizeLinear", 21],
   quantizeLinearInto: [t, Tensor.fromValues([1], "float32", []), Tensor.fromValues([0], "int8", []), Tensor.zeros("int8", t.shape), {}],
+  ggmlType: ["q8_0"], ggmlTypeOfId: [8], dequantizeGgml: ["Q8_0", new Uint8Array(34)],
   dequantizeLinearInto: [Tensor.fromValues([1, 2], "int8"), Tensor.fromValues([1], "float32", []), Tensor.fromValues([0], "int8", []), Tensor.zeros("float32", [2]), {}],
 };
 

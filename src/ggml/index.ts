@@ -1,0 +1,9 @@
+/**
+ * GGML's tensor types: the table (types.ts) and one reference decoder per type (dequantize.ts).
+ * This module only re-exports.
+ */
+export {
+  GGML_TYPES, REMOVED_GGML_TYPES, GGML_TYPE_COUNT, QK_K, ggmlType, ggmlTypeOfId, ggmlRowBytes,
+  type GgmlType, type GgmlTypeName, type GgmlField, type GgmlFieldKind,
+} from "./types.js";
+export { dequantizeGgml, dequantizeBlocks, canDequantize, IQ4_NL_LEVELS, GGML_FP4_DOUBLED } from "./dequantize.js";

@@ -1,0 +1,73 @@
+/**
+ * llama.cpp's own ggml, as the live peer of the GGML tests: node-llama-cpp ships libggml-base
+ * (test-peers/, installed apart from tensorcast: `cd test-peers && npm ci`), and koffi calls its
+ * `ggml_get_type_traits(type)->to_float` (dequantize_row_*) on our bytes.
+ *
+ * Where test-peers is not installed (another platform, a plain clone) the peer is missing with the
+ * reason; `peerSkip` turns that into a skip, except under CI=true, where the test runs and fails.
+ */
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The repository root, from build/test/support. */
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+export const PEERS = join(ROOT, "test-peers");
+export const GGML_BASE = join(PEERS, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64", "libggml-base.so");
+
+export interface GgmlPeer {
+  /** ggml's type_name, blck_size and type_size of a type id. */
+  traits(id: number): { name: string; blockSize: number; typeSize: number; hasToFloat: boolean };
+  /** ggml's to_float of `bytes` (whole blocks of type `id`) into `n` float32 values. */
+  toFloat(id: number, bytes: Uint8Array, n: number): Float32Array;
+}
+
+interface Koffi {
+  load(path: string): { func(signature: string): (...a: unknown[]) => unknown };
+  struct(name: string, fields: Record<string, string>): unknown;
+  proto(signature: string): unknown;
+  decode(ptr: unknown, type: unknown): Record<string, unknown>;
+  call(ptr: unknown, type: unknown, ...args: unknown[]): unknown;
+}
+
+let cached: GgmlPeer | string | undefined;
+
+/** The peer, or why it is missing. */
+export function ggmlPeer(): GgmlPeer | string {
+  if (cached !== undefined) return cached;
+  if (process.platform !== "linux" || process.arch !== "x64") return (cached = `the ggml peer is node-llama-cpp's linux-x64 build; this is ${process.platform}-${process.arch}`);
+  if (!existsSync(GGML_BASE)) return (cached = `${GGML_BASE} is not installed (cd test-peers && npm ci)`);
+  let koffi: Koffi;
+  try {
+    koffi = createRequire(join(PEERS, "package.json"))("koffi") as Koffi;
+  } catch (e) {
+    return (cached = `koffi does not load from test-peers (${(e as Error).message.split("\n")[0]})`);
+  }
+  const lib = koffi.load(GGML_BASE);
+  const Traits = koffi.struct("ggml_type_traits", {
+    type_name: "const char *", blck_size: "int64_t", blck_size_interleave: "int64_t", type_size: "size_t",
+    is_quantized: "bool", to_float: "void *", from_float_ref: "void *",
+  });
+  const getTraits = lib.func("const ggml_type_traits *ggml_get_type_traits(int type)");
+  const ToFloat = koffi.proto("void ggml_to_float_t(const uint8_t *x, float *y, int64_t k)");
+  const traitsOf = (id: number): Record<string, unknown> => koffi.decode(getTraits(id), Traits);
+  cached = {
+    traits(id) {
+      const t = traitsOf(id);
+      return { name: String(t.type_name), blockSize: Number(t.blck_size), typeSize: Number(t.type_size), hasToFloat: t.to_float !== null && t.to_float !== 0n && t.to_float !== 0 };
+    },
+    toFloat(id, bytes, n) {
+      const t = traitsOf(id);
+      const out = new Float32Array(n);
+      koffi.call(t.to_float, ToFloat, bytes, out, n);
+      return out;
+    },
+  };
+  return cached;
+}
+
+/** A test's skip option for a missing peer: the reason, or false (run) when present or under CI=true. */
+export function peerSkip(peer: GgmlPeer | string): string | false {
+  return typeof peer === "string" && process.env.CI !== "true" ? peer : false;
+}
