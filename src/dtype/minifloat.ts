@@ -159,7 +159,7 @@ export function encodeFloat(f: FloatFormat, x: number, saturate: boolean): numbe
     const y = a / pow2(e - m);
     let n = Math.floor(y);
     const rest = y - n;
-    if (rest > 0.5 || (rest === 0.5 && n % 2 === 0)) n++;
+    if (rest > 0.5 || (rest === 0.5 && n % 2 === 1)) n++;
     // A carry out of the mantissa (n = 2^(m+1)) lands on the next exponent by plain addition.
     mag = (e - emin) * pow2(m) + n;
   }

@@ -103,6 +103,12 @@ const LIES: [string, Uint8Array, string, RegExp[]][] = [
     b[0] = 200;
     return b;
   })(), "INVALID_DATA", [/truncated: the header says it is 200 bytes long/]],
+  // One byte short, the boundary of the check: "{}" is 2 bytes, the length says 3.
+  ["a header one byte longer than the file", (() => {
+    const b = rawSafetensors("{}");
+    b[0] = 3;
+    return b;
+  })(), "INVALID_DATA", [/truncated: the header says it is 3 bytes long, but only 2 bytes follow the length/]],
   ["not an object", rawSafetensors(" []"), "INVALID_DATA", [/the header must be a JSON object \("\{" after any spaces\); it starts with a list/]],
   ["invalid JSON", rawSafetensors("{\"a\":"), "INVALID_DATA", [/not valid JSON: expected a value, found the end of the header \(at byte 5 of the header\)/]],
   ["invalid UTF-8 in a name", rawSafetensors(Buffer.concat([Buffer.from('{"'), Buffer.from([0xff, 0xfe]), Buffer.from('":1}')])),
