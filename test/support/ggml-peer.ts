@@ -21,6 +21,8 @@ export interface GgmlPeer {
   traits(id: number): { name: string; blockSize: number; typeSize: number; hasToFloat: boolean };
   /** ggml's to_float of `bytes` (whole blocks of type `id`) into `n` float32 values. */
   toFloat(id: number, bytes: Uint8Array, n: number): Float32Array;
+  /** The same into `out` (one element per value). */
+  toFloatInto(id: number, bytes: Uint8Array, out: Float32Array): void;
 }
 
 interface Koffi {
@@ -58,10 +60,12 @@ export function ggmlPeer(): GgmlPeer | string {
       return { name: String(t.type_name), blockSize: Number(t.blck_size), typeSize: Number(t.type_size), hasToFloat: t.to_float !== null && t.to_float !== 0n && t.to_float !== 0 };
     },
     toFloat(id, bytes, n) {
-      const t = traitsOf(id);
       const out = new Float32Array(n);
-      koffi.call(t.to_float, ToFloat, bytes, out, n);
+      (cached as GgmlPeer).toFloatInto(id, bytes, out);
       return out;
+    },
+    toFloatInto(id, bytes, out) {
+      koffi.call(traitsOf(id).to_float, ToFloat, bytes, out, out.length);
     },
   };
   return cached;

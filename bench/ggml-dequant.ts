@@ -1,0 +1,100 @@
+/**
+ * `npm run bench:ggml-dequant`: GGML dequantization per type, tensorcast's decoders (src/ggml) against
+ * ggml's own C `to_float` (llama.cpp's libggml-base from test-peers/, called through koffi) on the same
+ * blocks in the same run, both on one thread, both into a buffer allocated once.
+ *
+ * Blocks are random bytes with realistic scales (binary16 scales of about 1e-3, E8M0 / UE4M3 scales
+ * near 1), so no NaN or subnormal path dominates. Before timing, the two outputs are compared bit for
+ * bit (NaN as NaN); a difference stops the run. Each contender's time is per call over --n values;
+ * the contenders take turns for --reps calls; the table gives M values/s by the median (the fastest)
+ * and the ratio ours / ggml's (above 1: tensorcast is faster).
+ *
+ * Arguments: --n N (values per call, default 1 Mi), --reps R (default 9), --only NAME,NAME.
+ */
+import { performance } from "node:perf_hooks";
+import { dequantizeBlocks, GGML_TYPES, canDequantize, type GgmlType } from "../src/ggml/index.js";
+import { ggmlPeer } from "../test/support/ggml-peer.js";
+import { Rng } from "../test/support/rng.js";
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+const N = Number(arg("--n") ?? 1 << 20);
+const REPS = Number(arg("--reps") ?? 9);
+const ONLY = arg("--only")?.toUpperCase().split(",");
+
+const peer = ggmlPeer();
+if (typeof peer === "string") {
+  console.error(`bench:ggml-dequant needs the ggml peer: ${peer}`);
+  process.exit(1);
+}
+
+/** Random blocks of `t` whose scale fields hold ordinary values. */
+function blocks(t: GgmlType, count: number, seed: number): Uint8Array {
+  const rng = new Rng(seed);
+  const out = new Uint8Array(count * t.typeSize);
+  for (let i = 0; i < out.length; i++) out[i] = rng.below(256);
+  for (let b = 0; b < count; b++) {
+    for (const f of t.fields) {
+      for (let k = 0; k < f.count; k++) {
+        if (f.kind === "f16") {
+          // 0x1000-0x17ff: binary16 values from 2^-11 to 2^-9, positive or negative.
+          const h = 0x1000 + rng.below(0x800) + (rng.below(2) << 15);
+          const at = b * t.typeSize + f.offset + 2 * k;
+          out[at] = h & 0xff;
+          out[at + 1] = h >> 8;
+        } else if (f.kind === "e8m0") out[b * t.typeSize + f.offset + k] = 120 + rng.below(16);
+        else if (f.kind === "ue4m3") out[b * t.typeSize + f.offset + k] = 0x30 + rng.below(0x20);
+      }
+    }
+  }
+  return out;
+}
+
+const median = (v: number[]): number => [...v].sort((a, b) => a - b)[v.length >> 1];
+const sameBits = (a: Float32Array, b: Float32Array): boolean => {
+  const x = new Uint32Array(a.buffer, a.byteOffset, a.length);
+  const y = new Uint32Array(b.buffer, b.byteOffset, b.length);
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i] && !(a[i] !== a[i] && b[i] !== b[i])) return false;
+  return true;
+};
+
+const rows: string[][] = [];
+for (const t of GGML_TYPES) {
+  if (!t.quantized || !t.stored || !canDequantize(t)) continue;
+  if (ONLY && !ONLY.includes(t.name)) continue;
+  const traits = peer.traits(t.id);
+  if (!traits.hasToFloat) continue;
+  const count = Math.max(1, Math.floor(N / t.blockSize));
+  const n = count * t.blockSize;
+  const src = blocks(t, count, 0x9e37 + t.id);
+  const ours = new Float32Array(n);
+  const theirs = new Float32Array(n);
+  dequantizeBlocks(t, src, 0, ours, 0, count);
+  peer.toFloatInto(t.id, src, theirs);
+  if (!sameBits(ours, theirs)) throw new Error(`${t.name}: tensorcast and ggml differ on the bench's blocks`);
+  const times: Record<"ours" | "ggml", number[]> = { ours: [], ggml: [] };
+  for (let r = 0; r < REPS + 1; r++) {
+    let t0 = performance.now();
+    dequantizeBlocks(t, src, 0, ours, 0, count);
+    const a = performance.now() - t0;
+    t0 = performance.now();
+    peer.toFloatInto(t.id, src, theirs);
+    const b = performance.now() - t0;
+    // The first turn warms both up (the JIT, the pages of both outputs).
+    if (r > 0) {
+      times.ours.push(a);
+      times.ggml.push(b);
+    }
+  }
+  const rate = (ms: number): string => (n / ms / 1000).toFixed(0);
+  const mo = median(times.ours), mg = median(times.ggml);
+  const bo = Math.min(...times.ours), bg = Math.min(...times.ggml);
+  rows.push([t.name, `${rate(mo)} (${rate(bo)})`, `${rate(mg)} (${rate(bg)})`, `${(mg / mo).toFixed(2)}x (${(bg / bo).toFixed(2)}x)`]);
+}
+
+console.log(`GGML dequantization, ${N} values per call, ${REPS} calls each, one thread; M values/s by the median (the fastest)\n`);
+const head = ["type", "tensorcast", "ggml to_float", "ours / ggml"];
+const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+for (const r of [head, ...rows]) console.log(r.map((c, i) => c.padEnd(width[i])).join("  "));
