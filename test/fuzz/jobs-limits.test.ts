@@ -6,7 +6,8 @@
  * that command with --jobs 0: about 1.46 GB for convert on Node 24) to 3.5 GB above it, or none. Every
  * run must end in exit 0 with the bytes (convert) or the order-independent statistics (inspect,
  * diff) of a run without workers, or in a clean error (one `error:` line with a code); never in
- * V8's CodeRange abort (exit 133), another crash, a hang, or a temporary file left behind.
+ * V8's CodeRange abort (exit 133), another crash, a hang, or a temporary file left behind. Runs have
+ * glibc's malloc on one arena (see runtimeFloor), so the address space a run needs is reproducible.
  *
  * Environment: TENSORCAST_FUZZ_JOBS cases (default 4 x TENSORCAST_FUZZ_CLI, which defaults to 16).
  * Needs dist/ (bin/tensorcast.js), as `npm test` builds first.
@@ -65,11 +66,19 @@ export function jobsCase(i: number): Run {
  * the fuzz draws each command's limits from that command's own floor on this runtime, measured
  * here, not from convert's: `inspect` computes statistics and needs more heap than `convert`
  * (on Node 26, `inspect` of the 16-chunk file aborted at a limit where `convert` ran).
+ *
+ * Every run here (the floor's search and the cases) has MALLOC_ARENA_MAX=1. glibc gives a thread
+ * that finds the malloc arenas busy an arena of its own, each reserving 64 MiB of address space, so
+ * without it what one run needs depends on how its threads happened to meet: on Node 22 the same
+ * convert ran at 742,968 kB with one arena and needed 1,059,375 kB (five arenas more) without, and
+ * a search that met the lucky case once drew limits that later runs could not start in. With one
+ * arena the need is the same every run, so the floor measured is the floor the cases meet.
  */
+const ONE_ARENA = { ...process.env, MALLOC_ARENA_MAX: "1" };
 const STEP = FULL ? 50_000 : 200_000;
 function runtimeFloor(argv: readonly string[]): number {
   const ok = (limit: number): boolean =>
-    spawnSync("bash", ["-c", `ulimit -v ${limit} && exec "$0" "$@"`, process.execPath, BIN, ...argv], { timeout: TIMEOUT_MS }).status === 0;
+    spawnSync("bash", ["-c", `ulimit -v ${limit} && exec "$0" "$@"`, process.execPath, BIN, ...argv], { timeout: TIMEOUT_MS, env: ONE_ARENA }).status === 0;
   // Every runtime seen so far starts between 1.1 and 1.6 GB: bracket that first, widen if it is wrong.
   let lo = 800_000;
   let hi = 2_400_000;
@@ -133,7 +142,7 @@ test(`fuzz: --jobs 0 to 64 under ulimit -v from the runtime's floor to 3.5 GB mo
     });
   const cli = (args: string[], limit: number | undefined): ReturnType<typeof spawnSync> =>
     spawnSync("bash", ["-c", `${limit === undefined ? "" : `ulimit -v ${limit} && `}exec "$0" "$@"`, process.execPath, BIN, ...args], {
-      encoding: "utf8", timeout: TIMEOUT_MS,
+      encoding: "utf8", timeout: TIMEOUT_MS, env: ONE_ARENA,
     });
 
   const tally = new Map<Outcome, number>();
