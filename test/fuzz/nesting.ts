@@ -6,7 +6,7 @@
  * limit, just past it, and far past it (200,000 levels), plus depths drawn at random; every case
  * must be accepted or refused cleanly (nesting.test.ts runs them through the CLI and the library).
  */
-import { W, groups, nestedIfs } from "../support/protobuf.js";
+import { Nest, W, groups, nestedIfs } from "../support/protobuf.js";
 import { random as mulberry32, randomFloat32, safetensorsBytes } from "../node/helpers.js";
 
 /** One case: files to write into a fresh folder, and what to run on them. */
@@ -110,23 +110,26 @@ function ifCase(levels: number, via: "g" | "graphs"): NestingCase {
   if (via === "g") bytes = model(new W().append(nestedIfs(levels)));
   else {
     // Loop-free: each level a node whose `graphs` attribute (field 11, type GRAPHS) holds the next graph.
-    let g = new W().len(2, "leaf");
+    const g = new Nest(new W().len(2, "leaf"));
     for (let i = 0; i < levels; i++) {
-      const attr = new W().len(1, "branches").len(11, g).int(20, 10);
-      g = new W().len(1, new W().len(2, `y${i}`).len(4, "Custom").len(7, "com.example").len(5, attr)).len(2, `g${i}`);
+      g.field(11).before(new W().len(1, "branches")).after(new W().int(20, 10));
+      g.field(5).before(new W().len(2, `y${i}`).len(4, "Custom").len(7, "com.example"));
+      g.field(1).after(new W().len(2, `g${i}`));
     }
-    bytes = new W().int(1, 8).len(8, new W().len(1, "").int(2, 17)).len(8, new W().len(1, "com.example").int(2, 1)).len(7, g).bytes();
+    g.field(7).before(new W().int(1, 8).len(8, new W().len(1, "").int(2, 17)).len(8, new W().len(1, "com.example").int(2, 1)));
+    bytes = g.bytes();
   }
   return { kind: "onnx subgraphs", label: `subgraphs through ${via} nested ${levels} deep (${levels * 3} messages)`, files: { "m.onnx": bytes }, cli: ONNX_CLI, library: ["decodeModel", "convertModelPrecision"], bytes, within: 3 * levels + 1 <= 100 };
 }
 
 function typeCase(levels: number, kind: "sequence" | "optional" | "map"): NestingCase {
-  let t = new W().len(1, new W().int(1, 1));
+  const nest = new Nest(new W().len(1, new W().int(1, 1)));
   for (let i = 0; i < levels; i++) {
-    if (kind === "sequence") t = new W().len(4, new W().len(1, t));
-    else if (kind === "optional") t = new W().len(9, new W().len(1, t));
-    else t = new W().len(5, new W().int(1, 7).len(2, t));
+    if (kind === "sequence") nest.field(1).field(4);
+    else if (kind === "optional") nest.field(1).field(9);
+    else nest.field(2).before(new W().int(1, 7)).field(5);
   }
+  const t = nest.bytes();
   const g = new W().len(2, "g").len(11, new W().len(1, "x").len(2, t)).len(12, new W().len(1, "x").len(2, t));
   const bytes = model(g);
   // ModelProto > graph > input > type is level 3; each wrapper adds two levels.
