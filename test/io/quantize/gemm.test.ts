@@ -182,3 +182,9 @@ for (const [file, opts] of [["gemm_big_int8", { mode: "int8" }], ["gemm_big_uint
     assert.deepEqual([...(y.data as Float32Array)], [...(readNpy(`out_${file}.npy`).data as Float32Array)]);
   });
 }
+
+test("data_location DEFAULT in an If's branches too (onnxruntime's reload recurses into subgraphs): gemm_if_big_int8.onnx byte for byte", () => {
+  const r = quantizeModel(golden("gemm_if_big.onnx"), { mode: "int8" });
+  assert.equal(r.quantized, 1);
+  assertSameBytes(r.bytes, golden("gemm_if_big_int8.onnx"), "gemm_if_big_int8, the whole file");
+});
