@@ -153,3 +153,18 @@ test("convert DIR of .bin --to: a shard that is a link out of the folder is refu
   assert.match(r.err, /symbolic link/);
   assert.ok(!existsSync(out));
 });
+
+test("convert DIR of .bin shards --to float16 --shard K/N, then index --from DIR: the same folder as one run", async () => {
+  const out = join(dir, "sliced");
+  for (const k of ["0/2", "1/2"]) {
+    const r = await runCli("convert", join(DIR, "sharded"), "--to", "float16", "--shard", k, "-o", out, "-q");
+    assert.equal(r.code, 0, r.err);
+  }
+  assert.ok(!existsSync(join(out, "model.safetensors.index.json")));
+  const i = await runCli("index", out, "--from", join(DIR, "sharded"));
+  assert.equal(i.code, 0, i.err);
+  assertSameFolder(out, join(DIR, "sharded.float16.golden"));
+  const one = await runCli("convert", join(DIR, "onefile"), "--to", "float16", "--shard", "0/2", "-o", join(dir, "sliced-one"));
+  assert.equal(one.code, 2);
+  assert.match(one.err, /holds one weights file \(pytorch_model\.bin\) and no index/);
+});
