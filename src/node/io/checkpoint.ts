@@ -532,8 +532,11 @@ export class CheckpointShards {
       this.tensorsOf.set(s, new Map(f.tensors.map((t) => [t.name, t])));
     }
     const tensors = names.map((n, i) => this.tensorsOf.get(shards[i])!.get(n)!);
+    // Named by its one source file when it has one (a PyTorch folder's .bin, read as it converts), else by the folder.
+    const one = new Set(shards).size <= 1;
     return {
-      path: this.c.folder, format: "safetensors", size: tensors.reduce((n, t) => n + t.byteLength, 0), tensors, metadata: this.open.get(metaShard)!.metadata,
+      path: one ? shardSource(this.c, metaShard) : this.c.folder, format: this.c.pytorch ? "pytorch" : "safetensors",
+      size: tensors.reduce((n, t) => n + t.byteLength, 0), tensors, metadata: this.open.get(metaShard)!.metadata,
       close: async () => undefined,
     };
   }
