@@ -64,6 +64,9 @@ for (const [input, to, golden] of [
     const r = await runCli("convert", join(DIR, input), "--to", to, "-o", out);
     assert.equal(r.code, 0, r.err);
     assertSameFolder(out, join(DIR, golden), to === "bfloat16");
+    // The summary names each .bin and the file it became in OUTDIR, not the hidden folder it was built in.
+    assert.match(r.out, new RegExp(`pytorch_model(-00001-of-00002)?\\.bin -> ${out.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/model`));
+    assert.doesNotMatch(r.out, /\.tensorcast-\d+-/);
     assert.deepEqual(readdirSync(dir).filter((n) => n.startsWith(".")), []);
   });
 }

@@ -375,7 +375,8 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
         ? await convertOpenFile(await views.view(tensors), join(target, f.name), fileOpts, pool)
         : await convertFileOn(join(c.folder, f.name), join(target, f.name), fileOpts, pool);
       done += bytesOf(f);
-      shards.push(report);
+      // Named where it will be, not in the folder being built.
+      shards.push({ ...report, output: join(out, f.name) });
     }
     await views?.close();
     const copied: string[] = [];
