@@ -5,7 +5,7 @@
  * files are INVALID_DATA naming what they tried, and nothing they name is run.
  */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { TensorcastError } from "../../src/index.js";
@@ -77,6 +77,19 @@ test("a state dict nested under a key: --key picks it; without it the error list
     return true;
   });
   await assert.rejects(openTensorFile(join(DIR, "nested.pt"), { pytorch: { key: "weights" } }), /has no key "weights"; its keys are "model"/);
+});
+
+test("complex tensors torch saves (complex32 / 64 / 128, zip and legacy) are UNSUPPORTED_TYPE naming the tensor, its type and the types read", async () => {
+  const files = readdirSync(join(DIR, "unsupported")).sort();
+  assert.deepEqual(files, ["complex128.legacy.pt", "complex128.pt", "complex32.pt", "complex64.legacy.pt", "complex64.pt"]);
+  for (const file of files) {
+    await assert.rejects(openTensorFile(join(DIR, "unsupported", file)), (e: unknown) => {
+      assert.ok(e instanceof TensorcastError, `${file}: ${String(e)}`);
+      assert.equal(e.code, "UNSUPPORTED_TYPE", `${file}: ${e.message}`);
+      assert.match(e.message, new RegExp(`tensor "c": torch\\.${file.split(".")[0]}: complex tensors are not read; the types read are float64, float32, .*bool`));
+      return true;
+    });
+  }
 });
 
 test("the allow-list is exactly torch.load(weights_only=True)'s", () => {

@@ -83,9 +83,9 @@ describe("quantizeModelFile: streamed, equal to quantizeModel in memory", () => 
   });
 });
 
-/** gemm.onnx (test/fixtures/quantize) with every initializer's raw_data moved to the side file `gemm.data`. */
-function gemmWithSideFile(dir: string): string {
-  const model = PbMessage.parse(golden("gemm.onnx"), "ModelProto");
+/** `name` (gemm.onnx of test/fixtures/quantize) with every initializer's raw_data moved to the side file `gemm.data`. */
+function gemmWithSideFile(dir: string, name = "gemm.onnx"): string {
+  const model = PbMessage.parse(golden(name), "ModelProto");
   const g = model.sub(7, "GraphProto")!;
   const parts: Uint8Array[] = [];
   let at = 0;
@@ -117,6 +117,22 @@ describe("quantizeModelFile: Gemm rewritten while streaming (B transposed throug
         assertSameBytes(new Uint8Array(readFileSync(out)), golden(`${file}.onnx`), `${input}: ${file}`);
       }
       assert.deepEqual(readdirSync(dir).filter((n) => n.startsWith(".")), []);
+    });
+  }
+});
+
+describe("quantizeModelFile: streamed, the kept initializers of 991 bytes or more get data_location DEFAULT as onnxruntime's reload leaves them", () => {
+  const dir = scratch();
+  for (const [opts, file] of [[{ mode: "int8" }, "gemm_big_int8"], [{ mode: "uint8", perChannel: true }, "gemm_big_uint8_perchannel"]] as const) {
+    it(`${JSON.stringify(opts)}: gemm_big.onnx inline (Wb streamed, Wd transposed through the spill file) and with a side file, OUT equal to ${file}.onnx`, async () => {
+      const inline = join(dir, "gemm-big-inline.onnx");
+      writeFileSync(inline, golden("gemm_big.onnx"));
+      for (const input of [inline, gemmWithSideFile(dir, "gemm_big.onnx")]) {
+        const out = join(dir, `${file}-out.onnx`);
+        const r = await quantizeModelFile(input, out, { ...opts, force: true });
+        assert.equal(r.quantized, 1);
+        assertSameBytes(new Uint8Array(readFileSync(out)), golden(`${file}.onnx`), `${input}: ${file}`);
+      }
     });
   }
 });

@@ -21,6 +21,9 @@ import { TORCH_DTYPES } from "./allowed-globals.js";
 import { decodeUtf8 } from "../onnx/wire.js";
 import { crc32, isZip, readZipDirectory, type ByteSource } from "./zip.js";
 
+/** The torch dtypes read, for the message refusing another. */
+const READ_TYPES = Object.entries(TORCH_DTYPES).filter(([, v]) => v.to).map(([k]) => k).join(", ");
+
 /** A pickle (data.pkl, or a legacy file's pickles) larger than this is refused. */
 export const MAX_PICKLE_BYTES = 256 * 1024 * 1024;
 
@@ -277,7 +280,7 @@ export function stateDictOf(cp: PytorchCheckpoint, file: string, single: string,
     if (typeof k !== "string") throw new TensorcastError("UNSUPPORTED_TYPE", `${file}: a tensor's key is ${describePy(k)}; state dict names are str`);
     const t = tensorOf(v) as PtTensor;
     const known = TORCH_DTYPES[t.dtype];
-    if (!known?.to) throw new TensorcastError("UNSUPPORTED_TYPE", `${file}: tensor ${JSON.stringify(k)}: torch.${t.dtype}: ${known?.why ?? "not read"}`);
+    if (!known?.to) throw new TensorcastError("UNSUPPORTED_TYPE", `${file}: tensor ${JSON.stringify(k)}: torch.${t.dtype}: ${known?.why ?? "not read"}; the types read are ${READ_TYPES}`);
     const range = cp.storages.get(t.storage.key);
     if (!range) throw new TensorcastError("INVALID_DATA", `${file}: tensor ${JSON.stringify(k)}: its storage ${JSON.stringify(t.storage.key)} has no data in the file`);
     return { name: k, tensor: t, dtype: dtypeOf(known.to), storageOffset: range.offset + t.storage.start };

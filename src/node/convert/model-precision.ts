@@ -314,9 +314,13 @@ export function placeholderOf(tensor: PbMessage, file: OnnxModelFile): OnnxFileT
 
 /**
  * The converted skeleton split for writer.ts: placeholders become initializer pieces whose data is
- * streamed from what `resolve` finds for them (by default IN's initializers).
+ * streamed from what `resolve` finds for them (by default IN's initializers); `inlineSuffix` gives
+ * the fields a placeholder's TensorProto ends with when its data is inline (data_location DEFAULT).
  */
-export function editedModel(bytes: Uint8Array, file: OnnxModelFile, resolve: (t: PbMessage) => FileTensor | undefined = (t) => placeholderOf(t, file)): EditedModel {
+export function editedModel(
+  bytes: Uint8Array, file: OnnxModelFile, resolve: (t: PbMessage) => FileTensor | undefined = (t) => placeholderOf(t, file),
+  inlineSuffix?: (t: PbMessage) => Uint8Array | undefined,
+): EditedModel {
   const model = PbMessage.parse(bytes, "ModelProto");
   // The pass has found the graph; scanModelFile refused a model with two.
   const at = model.fields.findIndex((f) => f.no === 7);
@@ -345,7 +349,7 @@ export function editedModel(bytes: Uint8Array, file: OnnxModelFile, resolve: (t:
     if (run.length > 0) pieces.push({ kind: "bytes", data: encode(run) });
     run = [];
     const extra = encode(t.fields.filter((x) => ![1, 2, 8, 13, 14].includes(x.no)));
-    pieces.push({ kind: "initializer", source, name: t.string(8), dtype: type, shape, extra });
+    pieces.push({ kind: "initializer", source, name: t.string(8), dtype: type, shape, extra, inlineSuffix: inlineSuffix?.(t) });
   }
   if (run.length > 0) pieces.push({ kind: "bytes", data: encode(run) });
   return { head: encode(model.fields.slice(0, at)), graph: pieces, tail: encode(model.fields.slice(at + 1)), lists };

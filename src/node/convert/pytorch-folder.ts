@@ -61,7 +61,8 @@ export async function convertPytorchFolder(input: string, outDir: string, opts: 
     let totalSize = 0;
     for (const s of c.shards) {
       const name = c.shards.length === 1 ? "model.safetensors" : safetensorsShardName(s);
-      const r = await convertPytorchFile(join(c.folder, s), join(building, name), { ...opts, force: false });
+      // The report names the shard where it will be, not in the folder being built.
+      const r = { ...(await convertPytorchFile(join(c.folder, s), join(building, name), { ...opts, force: false })), output: join(out, name) };
       for (const t of r.tensors) {
         weightMap.set(t.name, name);
         totalSize += t.bytes;

@@ -29,8 +29,9 @@ import { constants, promises as fsp } from "node:fs";
 import { dirname, join } from "node:path";
 import { dtype, TensorcastError, type DTypeName } from "../../index.js";
 import {
-  checkCheckpoint, CheckpointShards, DEFAULT_INDEX_NAME, encodeIndex, listedTensors, listFolder, readCheckpoint, type Checkpoint,
+  checkCheckpoint, CheckpointShards, DEFAULT_INDEX_NAME, encodeIndex, listedTensors, listFolder, readCheckpoint, shardSource, type Checkpoint,
 } from "../io/checkpoint.js";
+import { saveFileOrder } from "../io/pytorch.js";
 import { splitShards, stemOf, type PlannedShard, type ShardItem } from "../io/shard-split.js";
 import {
   AtomicOutput, checkOutput, fileError, kindOf, lstatOrNothing, RandomAccessFile, removeStaleTemporaries, sameFile, systemError, temporaryPath,
@@ -266,6 +267,7 @@ export function checkSliceOptions(input: string, c: Checkpoint, shard: ShardSlic
 /** A tensor of the input as one item of the output's layout, with the type it is written in. */
 interface TensorItem extends ShardItem {
   readonly shard: string;
+  readonly dtype: string;
 }
 
 /** The input's tensors in order (shard by shard, each in file order), sized as `opts` converts them. */
@@ -275,7 +277,9 @@ function tensorItems(c: Checkpoint, opts: CheckpointConvertOptions): TensorItem[
   const listed = listedTensors(c);
   const all: TensorFile = { path: c.folder, format: "safetensors", size: c.dataBytes, tensors: listed, close: async () => undefined };
   const { targets } = selectTensors(all, to, opts);
-  return listed.map((t) => ({ names: [t.name], shard: t.shard, bytes: targets.has(t) ? rawByteLength(to, t.size) : t.byteLength }));
+  return listed.map((t) => ({
+    names: [t.name], shard: t.shard, dtype: targets.has(t) ? to.name : t.dtype.name, bytes: targets.has(t) ? rawByteLength(to, t.size) : t.byteLength,
+  }));
 }
 
 /** Checks the options once, before any file work, as convertFile does for one file. */
@@ -306,7 +310,7 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
   expectObject(opts, "convertCheckpoint's options", "INVALID_ATTRIBUTE");
   if (opts.maxShardSize !== undefined) expectInteger(opts.maxShardSize, "convertCheckpoint's maxShardSize", 1, Number.MAX_SAFE_INTEGER, "INVALID_ATTRIBUTE");
   const started = performance.now();
-  const c = await readCheckpoint(input);
+  const c = await readCheckpoint(input, { pytorch: opts.pytorch });
   checkOptions(input, c, opts);
   const inputs = await checkpointFilesOf(c);
   const out = folderName(outDir);
@@ -331,7 +335,7 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
     const names = [...files.map((f) => f.name), ...(opts.shard.index === 0 ? c.others : [])];
     for (const name of names) await inputs.refuse(join(out, name));
     await makeSharedFolder(out);
-    for (const name of names) await checkOutput(join(out, name), { input: join(c.folder, name), force });
+    for (const name of names) await checkOutput(join(out, name), { input: c.others.includes(name) ? join(c.folder, name) : shardSource(c, name), force });
     target = out;
   } else {
     replace = await checkOutputFolder(out, c.folder, force, inputs);
@@ -352,12 +356,14 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
   const copyBytes = await sizeOfFiles(c.folder, copying);
   const total = mineBytes + copyBytes;
   const pool = new TaskPool(jobs);
-  const views = opts.maxShardSize === undefined ? undefined : new CheckpointShards(c);
+  // A PyTorch folder's shards are read as views too: each written as save_file orders a state dict
+  // of the converted types (largest type first, then by name), as save_pretrained after .to(TYPE) does.
+  const views = opts.maxShardSize === undefined && !c.pytorch ? undefined : new CheckpointShards(c);
   try {
     const shards: ConvertReport[] = [];
     let done = 0;
     for (const f of files) {
-      const tensors = f.items.map((t) => t.names[0]);
+      const tensors = (c.pytorch ? [...f.items].sort((a, b) => saveFileOrder({ name: a.names[0], dtype: a.dtype }, { name: b.names[0], dtype: b.dtype })) : f.items).map((t) => t.names[0]);
       const names = opts.names?.filter((n) => tensors.includes(n));
       const fileOpts: ConvertOptions = {
         ...opts, names, inputFormat: "safetensors", outputFormat: "safetensors", force: opts.shard ? force : false,
@@ -369,7 +375,8 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
         ? await convertOpenFile(await views.view(tensors), join(target, f.name), fileOpts, pool)
         : await convertFileOn(join(c.folder, f.name), join(target, f.name), fileOpts, pool);
       done += bytesOf(f);
-      shards.push(report);
+      // Named where it will be, not in the folder being built.
+      shards.push({ ...report, output: join(out, f.name) });
     }
     await views?.close();
     const copied: string[] = [];

@@ -28,7 +28,8 @@ import { MAX_JSON_DEPTH } from "./safetensorsJson.js";
 import { describe, expectObject } from "../../args.js";
 import { NameIndex } from "./nameIndex.js";
 import { openTensorFile, type OpenOptions } from "./reader.js";
-import { isPytorchFolder, openPytorchFolder } from "./pytorch-folder.js";
+import { isPytorchFolder, openPytorchFolder, readPytorchCheckpoint } from "./pytorch-folder.js";
+import type { PytorchFile, PytorchOptions } from "./pytorch.js";
 import type { FileTensor, TensorFile } from "./tensors.js";
 import { expectOptionsObject, expectPath } from "../args.js";
 
@@ -72,6 +73,14 @@ export interface Checkpoint {
   readonly others: readonly string[];
   /** What the folder holds that is neither: with the reason it is left out of a conversion. */
   readonly skipped: readonly { readonly name: string; readonly reason: string }[];
+  /**
+   * For a folder of PyTorch shards (pytorch-folder.ts): `shards`, `weightMap` and `tensors` are
+   * the safetensors folder save_pretrained writes for it (model-0000k-of-0000n.safetensors or
+   * model.safetensors, each shard's state dict as safetensors' save_file stores it, tied names once)
+   * and `files` maps each of those shards to the `.bin` it is read from; `index` is the folder's
+   * own index (pytorch_model.bin.index.json), `key` picks the state dict.
+   */
+  readonly pytorch?: { readonly key?: string; readonly index?: string; readonly files: ReadonlyMap<string, string> };
 }
 
 /** A tensor as its shard's header lists it. */
@@ -243,8 +252,9 @@ export const OTHER_WEIGHTS = /\.(safetensors|bin|pt|pth|ckpt|h5|msgpack|onnx|onn
  * is read and checked (safetensors' own rules, then the index's claims); no tensor data is read.
  * @throws TensorcastError INVALID_DATA naming the index or the shard and what is wrong.
  */
-export async function readCheckpoint(path: string): Promise<Checkpoint> {
+export async function readCheckpoint(path: string, opts: { pytorch?: PytorchOptions } = {}): Promise<Checkpoint> {
   expectPath(path, "readCheckpoint's path");
+  if (await isPytorchFolder(path)) return readPytorchCheckpoint(path, opts.pytorch);
   const { folder, indexName, weights } = await locateIndex(path);
   if (weights !== undefined) return readOneFile(folder, indexName, weights);
   return checkCheckpoint(folder, indexName, await shardPath(folder, indexName, "is the index"));
@@ -334,7 +344,7 @@ export async function checkCheckpoint(folder: string, indexName: string, indexPa
  * conversion copies, and those it leaves out with the reason (`otherWeights` for weights in another
  * form or outside the map).
  */
-async function otherFiles(
+export async function otherFiles(
   folder: string, entries: import("node:fs").Dirent[], own: readonly string[], otherWeights: string,
 ): Promise<{ others: string[]; skipped: { name: string; reason: string }[] }> {
   const others: string[] = [];
@@ -447,6 +457,25 @@ export async function openTensorSource(path: string, opts: OpenOptions = {}): Pr
   return (await isCheckpointPath(path)) ? openCheckpoint(path) : openTensorFile(path, opts);
 }
 
+/**
+ * The path a shard of `c` is read from: the shard itself, or the `.bin` a PyTorch folder's shard comes from.
+ * @example shardSource(c, "model-00001-of-00002.safetensors") // "m/pytorch_model-00001-of-00002.bin" for a PyTorch folder
+ */
+export function shardSource(c: Checkpoint, shard: string): string {
+  return join(c.folder, c.pytorch?.files.get(shard) ?? shard);
+}
+
+/**
+ * Opens the shard `shard` of `c` as the safetensors file it is, or (a PyTorch folder) will be:
+ * the `.bin`'s state dict as save_file stores it (PytorchFile.asSafetensors).
+ * @example const f = await openShard(c, c.shards[0]); f.tensors; await f.close();
+ */
+export async function openShard(c: Checkpoint, shard: string): Promise<TensorFile> {
+  if (!c.pytorch) return openTensorFile(join(c.folder, shard), { format: "safetensors" });
+  const file = (await openTensorFile(await shardPath(c.folder, c.pytorch.files.get(shard)!, "is a shard of the folder"), { format: "pytorch", pytorch: { key: c.pytorch.key } })) as PytorchFile;
+  return file.asSafetensors();
+}
+
 /** A tensor as the index and headers list it, with its shard; reading it is an error (nothing is opened). */
 export interface ListedTensor extends FileTensor {
   readonly shard: string;
@@ -498,13 +527,16 @@ export class CheckpointShards {
     }
     for (const s of wanted) {
       if (this.open.has(s)) continue;
-      const f = await openTensorFile(join(this.c.folder, s), { format: "safetensors" });
+      const f = await openShard(this.c, s);
       this.open.set(s, f);
       this.tensorsOf.set(s, new Map(f.tensors.map((t) => [t.name, t])));
     }
     const tensors = names.map((n, i) => this.tensorsOf.get(shards[i])!.get(n)!);
+    // Named by its one source file when it has one (a PyTorch folder's .bin, read as it converts), else by the folder.
+    const one = new Set(shards).size <= 1;
     return {
-      path: this.c.folder, format: "safetensors", size: tensors.reduce((n, t) => n + t.byteLength, 0), tensors, metadata: this.open.get(metaShard)!.metadata,
+      path: one ? shardSource(this.c, metaShard) : this.c.folder, format: this.c.pytorch ? "pytorch" : "safetensors",
+      size: tensors.reduce((n, t) => n + t.byteLength, 0), tensors, metadata: this.open.get(metaShard)!.metadata,
       close: async () => undefined,
     };
   }

@@ -115,8 +115,9 @@ export async function inputFilesOf(file: TensorFile): Promise<InputFiles> {
 export async function checkpointFilesOf(c: Checkpoint): Promise<InputFiles> {
   return InputFiles.of([
     { path: c.folder, role: "the input folder" },
-    ...(c.indexed ? [{ path: join(c.folder, c.indexName), role: `the input's index ${c.indexName}` }] : []),
-    ...c.shards.map((s) => ({ path: join(c.folder, s), role: `the input's shard ${s}` })),
+    ...(c.indexed && !c.pytorch ? [{ path: join(c.folder, c.indexName), role: `the input's index ${c.indexName}` }] : []),
+    ...(c.pytorch?.index ? [{ path: join(c.folder, c.pytorch.index), role: `the input's index ${c.pytorch.index}` }] : []),
+    ...c.shards.map((s) => c.pytorch?.files.get(s) ?? s).map((s) => ({ path: join(c.folder, s), role: `the input's shard ${s}` })),
     ...c.others.map((o) => ({ path: join(c.folder, o), role: `the input's file ${o}` })),
     // Left out of the copy (a second hard link, a link out of the folder, a subfolder...), still the input's.
     ...c.skipped.map((o) => ({ path: join(c.folder, o.name), role: `the input's file ${o.name}` })),

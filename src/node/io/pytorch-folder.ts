@@ -11,11 +11,12 @@
  */
 import { promises as fsp } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { listFolder, OTHER_WEIGHTS, shardPath } from "./checkpoint.js";
-import { fileError, RandomAccessFile, systemError } from "./file.js";
+import { listFolder, otherFiles, shardPath } from "./checkpoint.js";
+import { fileError, RandomAccessFile } from "./file.js";
 import { parseJsonFile } from "./json.js";
 import { NameIndex } from "./nameIndex.js";
 import type { PytorchFile, PytorchOptions } from "./pytorch.js";
+import type { Checkpoint, ShardTensor } from "./checkpoint.js";
 import { openTensorFile } from "./reader.js";
 import type { TensorFile } from "./tensors.js";
 
@@ -56,6 +57,17 @@ export async function isPytorchFolder(path: string): Promise<boolean> {
   const names = await entriesOf(path);
   if (!names || names.some((n) => n.endsWith(".safetensors.index.json") || n === "model.safetensors")) return false;
   return names.some((n) => n.endsWith(PYTORCH_INDEX_SUFFIX)) || names.includes(ONE_FILE);
+}
+
+/**
+ * The folder of `path` (a PyTorch folder or its .bin.index.json) and, without an index, its one
+ * weights file (pytorch_model.bin); nothing is read but the folder's listing.
+ * @example await locatePytorchFolder("bert-base-uncased") // { folder: "bert-base-uncased", weights: "pytorch_model.bin" }
+ */
+export async function locatePytorchFolder(path: string): Promise<{ folder: string; weights?: string }> {
+  if (path.endsWith(PYTORCH_INDEX_SUFFIX)) return { folder: dirname(path) };
+  const names = (await listFolder(path)).map((e) => e.name);
+  return names.some((n) => n.endsWith(PYTORCH_INDEX_SUFFIX)) ? { folder: path } : { folder: path, weights: ONE_FILE };
 }
 
 /**
@@ -118,30 +130,60 @@ export async function readPytorchFolder(path: string, opts: PytorchOptions = {})
     }
   }
   for (const [t, s] of weightMap) if (seen.find(t) < 0) throw fileError("INVALID_DATA", join(folder, s), `has no tensor ${JSON.stringify(t)}, which ${indexName} says it holds`);
-  const others: string[] = [];
-  const skipped: { name: string; reason: string }[] = [];
-  for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-    if (e.name === indexName || shards.includes(e.name) || e.name.startsWith(".")) continue;
-    if (e.isDirectory()) skipped.push({ name: e.name, reason: "a subfolder" });
-    else if (OTHER_WEIGHTS.test(e.name)) skipped.push({ name: e.name, reason: "weights the index does not list" });
-    else if (!e.isFile()) skipped.push({ name: e.name, reason: "not a regular file" });
-    else {
-      let links: number;
-      try {
-        links = (await fsp.stat(join(folder, e.name))).nlink;
-      } catch (err) {
-        throw systemError(join(folder, e.name), "look at it", err);
-      }
-      if (links > 1) skipped.push({ name: e.name, reason: `${links} hard links: it may be a file outside the folder` });
-      else others.push(e.name);
-    }
-  }
+  // As a safetensors folder's: links into the Hugging Face cache's blobs/ followed, others left out.
+  const { others, skipped } = await otherFiles(folder, entries, [...(indexName ? [indexName] : []), ...shards], "weights the index does not list");
   return { folder, indexName, metadata, shards, weightMap, others, skipped };
 }
 
 /** The safetensors shard a PyTorch shard becomes: pytorch_model-00001-of-00002.bin -> model-00001-of-00002.safetensors. */
 export function safetensorsShardName(bin: string): string {
   return `${bin.replace(/^pytorch_model/, "model").replace(/\.bin$/, "")}.safetensors`;
+}
+
+/**
+ * The folder as the Checkpoint of the safetensors folder save_pretrained writes for it, which every
+ * folder-taking job (convert --to, quantize, --max-shard-size) reads as it reads a safetensors one:
+ * each `.bin` is the shard safetensorsShardName names (one pytorch_model.bin: model.safetensors),
+ * its tensors those `asSafetensors()` keeps (in the state dict's order, tied names once), total_size their
+ * bytes; `pytorch.files` says which `.bin` each shard is read from (openShard).
+ * @example (await readPytorchCheckpoint("bert-base-uncased")).shards // ["model.safetensors"]
+ * @throws TensorcastError as readPytorchFolder does.
+ */
+export async function readPytorchCheckpoint(path: string, opts: PytorchOptions = {}): Promise<Checkpoint> {
+  const c = await readPytorchFolder(path, opts);
+  const shards: string[] = [];
+  const files = new Map<string, string>();
+  const weightMap = new Map<string, string>();
+  const tensors: ShardTensor[][] = [];
+  let dataBytes = 0;
+  for (const s of c.shards) {
+    const name = c.indexName ? safetensorsShardName(s) : "model.safetensors";
+    if (files.has(name)) throw fileError("INVALID_DATA", join(c.folder, s), `would be written as ${name}, as ${files.get(name)} would; rename one of the shards`);
+    const f = (await openTensorFile(await shardPath(c.folder, s, `is named by ${c.indexName ?? "the folder"}`), { format: "pytorch", pytorch: opts })) as PytorchFile;
+    try {
+      // In the state dict's order (tied names once), the order save_pretrained splits a state dict in; each file
+      // written is ordered as save_file orders it (sharded.ts).
+      const kept = new Set(f.asSafetensors().tensors.map((t) => t.name));
+      const list = f.tensors.filter((t) => kept.has(t.name)).map((t) => ({ name: t.name, dtype: t.dtype.name, shape: t.shape, byteLength: t.byteLength }));
+      for (const t of list) {
+        weightMap.set(t.name, name);
+        dataBytes += t.byteLength;
+      }
+      tensors.push(list);
+    } finally {
+      await f.close();
+    }
+    shards.push(name);
+    files.set(name, s);
+  }
+  // Sorted by name, as a safetensors checkpoint's shards are (the order --shard K/N slices).
+  const order = shards.map((_, i) => i).sort((a, b) => (shards[a] < shards[b] ? -1 : shards[a] > shards[b] ? 1 : 0));
+  const { total_size: _, ...metadata } = c.metadata as Record<string, unknown>;
+  return {
+    folder: c.folder, indexName: "model.safetensors.index.json", indexed: c.indexName !== undefined, metadata,
+    shards: order.map((i) => shards[i]), weightMap, tensors: order.map((i) => tensors[i]), dataBytes, others: c.others, skipped: c.skipped,
+    pytorch: { key: opts.key, index: c.indexName, files },
+  };
 }
 
 /**

@@ -69,6 +69,14 @@ const SAFETENSORS_ORDER = [
   "complex64", "float64", "int64", "uint64",
 ];
 
+/**
+ * The order safetensors' save_file gives tensors of these types and names (largest type first, then by name).
+ * @example [{ name: "b", dtype: "float16" }, { name: "a", dtype: "int64" }].sort(saveFileOrder) // int64 "a" first
+ */
+export function saveFileOrder(a: { readonly name: string; readonly dtype: string }, b: { readonly name: string; readonly dtype: string }): number {
+  return SAFETENSORS_ORDER.indexOf(b.dtype) - SAFETENSORS_ORDER.indexOf(a.dtype) || byUtf8(a.name, b.name);
+}
+
 /** Compares names as Rust's String::cmp does: by UTF-8 bytes, which UTF-16 order differs from past U+FFFF. */
 function byUtf8(a: string, b: string): number {
   const x = new TextEncoder().encode(a);
@@ -94,8 +102,7 @@ export async function openPytorch(file: RandomAccessFile, opts: PytorchOptions =
   return {
     path: file.path, format: "pytorch", size: file.size, tensors, container: cp.container, tied: dropped, close,
     asSafetensors(): TensorFile {
-      const order = (d: DType): number => SAFETENSORS_ORDER.indexOf(d.name);
-      const list = tensors.filter((t) => keptNames.has(t.name)).sort((a, b) => order(b.dtype) - order(a.dtype) || byUtf8(a.name, b.name));
+      const list = tensors.filter((t) => keptNames.has(t.name)).sort((a, b) => saveFileOrder({ name: a.name, dtype: a.dtype.name }, { name: b.name, dtype: b.dtype.name }));
       return { path: file.path, format: "pytorch", size: file.size, tensors: list, metadata: { format: "pt" }, close };
     },
   };

@@ -217,10 +217,10 @@ class SideLayout {
  * One initializer's field in an .onnx output: its tag, then its TensorProto. With `toSide` the
  * message is whole, referring to the tensor's bytes at the next aligned offset of the side file
  * (`layout`); otherwise it stops where raw_data's bytes begin, and `inline` is the tensor whose
- * bytes follow it (its offset in the file is set when the file is laid out).
+ * bytes follow it (its offset in the file is set when the file is laid out), then `inlineSuffix`.
  */
 function initializerField(
-  t: Omit<OutputTensor, "offset" | "side">, extra: Uint8Array, side: SidePlacement, layout: SideLayout, toSide: boolean,
+  t: Omit<OutputTensor, "offset" | "side">, extra: Uint8Array, side: SidePlacement, layout: SideLayout, toSide: boolean, inlineSuffix?: Uint8Array,
 ): { head: Uint8Array; message: Uint8Array; bodyLength: number; inline?: OutputTensor } {
   if (side && toSide) {
     const offset = aligned(layout.size, t.byteLength);
@@ -230,7 +230,8 @@ function initializerField(
     return { head: lengthDelimitedTag(5, message.length), message, bodyLength: message.length };
   }
   const message = tensorProtoPrefix(t.name, t.dtype, t.shape, t.byteLength, extra);
-  const bodyLength = message.length + t.byteLength;
+  // The suffix's bytes follow the tensor's; the caller writes them.
+  const bodyLength = message.length + t.byteLength + (inlineSuffix?.length ?? 0);
   return { head: lengthDelimitedTag(5, bodyLength), message, bodyLength, inline: { ...t, offset: 0, side: false } };
 }
 
@@ -366,6 +367,8 @@ export type GraphPiece =
     readonly shape: readonly number[];
     /** Its TensorProto's fields other than dims, data_type, name and the data, encoded. */
     readonly extra: Uint8Array;
+    /** Fields written after raw_data when the data is inline (data_location DEFAULT), encoded. */
+    readonly inlineSuffix?: Uint8Array;
   };
 
 /**
@@ -403,10 +406,11 @@ function layEditedModel(model: EditedModel, outPath: string, side: SidePlacement
     }
     const byteLength = rawByteLength(p.dtype, p.source.size);
     const t = { source: p.source, name: p.name, dtype: p.dtype, shape: p.shape, size: p.source.size, encoding: "raw" as const, byteLength };
-    const f = initializerField(t, p.extra, side, layout, byteLength >= threshold);
+    const f = initializerField(t, p.extra, side, layout, byteLength >= threshold, p.inlineSuffix);
     graph.push({ kind: "bytes", data: f.head }, { kind: "bytes", data: f.message });
     // Its offset in the file is known once the graph's own length prefix is.
     if (f.inline) graph.push({ kind: "tensor", tensor: f.inline });
+    if (f.inline && p.inlineSuffix) graph.push({ kind: "bytes", data: p.inlineSuffix });
   }
   const file = new FileLayout();
   file.push({ kind: "bytes", data: model.head });

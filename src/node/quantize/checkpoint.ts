@@ -16,7 +16,8 @@ import { dtype, TensorcastError, type DType } from "../../index.js";
 import {
   fp8BlockRefusal, fp8QuantizeBand, MX_BLOCK, NV_BLOCK, nvfp4AbsMax, nvfp4GlobalScale, nvfp4QuantizeRows, nvfp4Refusal, mxfp4Quantize, mxfp4Refusal, type Fp8ScaleFormat,
 } from "../../kernels/quant/index.js";
-import { CheckpointShards, listedTensors, readCheckpoint, type Checkpoint } from "../io/checkpoint.js";
+import { CheckpointShards, listedTensors, openShard, readCheckpoint, shardSource, type Checkpoint } from "../io/checkpoint.js";
+import { isPytorchFolder } from "../io/pytorch-folder.js";
 import type { PlannedShard, ShardItem } from "../io/shard-split.js";
 import { AtomicOutput, checkOutput, fileError, sameFile, systemError, temporaryPath } from "../io/file.js";
 import { forgetAtExit, removeAtExit } from "../io/exit-cleanup.js";
@@ -234,6 +235,16 @@ async function quantizeShard(inPath: string, outPath: string, opts: QuantizeOpti
   }
 }
 
+/** quantizeShard for the shard `shard` of `c` (a safetensors shard, or a PyTorch folder's .bin read as the one it becomes). */
+async function quantizeCheckpointShard(c: Checkpoint, shard: string, outPath: string, opts: QuantizeOptions, report: QuantizedTensor[], force = false): Promise<{ bytesIn: number; bytesOut: number }> {
+  const file = await openShard(c, shard);
+  try {
+    return await quantizeOpen(file, outPath, opts, report, force);
+  } finally {
+    await file.close();
+  }
+}
+
 /** quantizeShard for a file already open, or a view of tensors from several (CheckpointShards), left open. */
 async function quantizeOpen(file: TensorFile, outPath: string, opts: QuantizeOptions, report: QuantizedTensor[], force = false): Promise<{ bytesIn: number; bytesOut: number }> {
   const inPath = file.path;
@@ -379,8 +390,8 @@ export async function quantizeCheckpoint(input: string, output: string, opts: Qu
     });
     const force = opts.force ?? false;
     for (const s of sliceShards(c.shards, opts.shard)) {
-      await checkOutput(join(out, s), { input: join(c.folder, s), force });
-      const r = await quantizeShard(join(c.folder, s), join(out, s), opts, tensors, force);
+      await checkOutput(join(out, s), { input: shardSource(c, s), force });
+      const r = await quantizeCheckpointShard(c, s, join(out, s), opts, tensors, force);
       bytesIn += r.bytesIn;
       bytesOut += r.bytesOut;
     }
@@ -400,7 +411,7 @@ export async function quantizeCheckpoint(input: string, output: string, opts: Qu
   const built = await buildFolder(c, output, opts.force ?? false, layout, async (f, building, views) => {
     const r = views
       ? await quantizeOpen(await views.view(f.items.flatMap((i) => i.names)), join(building, f.name), opts, tensors)
-      : await quantizeShard(join(c.folder, f.name), join(building, f.name), opts, tensors);
+      : await quantizeCheckpointShard(c, f.name, join(building, f.name), opts, tensors);
     bytesIn += r.bytesIn;
     bytesOut += r.bytesOut;
   }, config, opts.maxShardSize !== undefined);
@@ -628,6 +639,8 @@ export async function isQuantized(input: string): Promise<boolean> {
     return false;
   }
   if (dir || input.endsWith(".index.json")) {
+    // torch.save's checkpoints hold no scheme of this module.
+    if (await isPytorchFolder(input)) return false;
     const c = await readCheckpoint(input);
     // Only the schemes this module writes: a bitsandbytes or GPTQ quantization_config is not ours.
     if (c.others.includes("config.json") && ourScheme(await fsp.readFile(join(c.folder, "config.json"), "utf8"), join(c.folder, "config.json"))) return true;

@@ -21,7 +21,7 @@ import { closeSync, openSync, readSync, unlinkSync, writeSync } from "node:fs";
 import { dtype, TensorcastError, type DType } from "../../index.js";
 import { PbMessage } from "../../io/onnx/precision/pb.js";
 import { quantizeModelWith, type QuantizeOptions, type QuantizeResult } from "../../io/onnx/quantize/model.js";
-import { rawTensor } from "../../io/onnx/quantize/edit.js";
+import { rawTensor, RELOAD_EXTERNAL_FROM } from "../../io/onnx/quantize/edit.js";
 import type { QuantizeStorage } from "../../io/onnx/quantize/storage.js";
 import { WireWriter } from "../../io/onnx/wire-writer.js";
 import { checkSideFile, defaultJobs, filesBytes } from "../convert/convert.js";
@@ -35,6 +35,9 @@ import type { OnnxFileTensor } from "../io/onnx.js";
 import { openTensorFile, type OnnxModelFile } from "../io/reader.js";
 import { checkReadRange, rawByteLength, type FileTensor } from "../io/tensors.js";
 import { planEditedModel } from "../io/writer.js";
+
+/** data_location DEFAULT (field 14, varint 0), as a protobuf serializer writes a field set to its default. */
+const DATA_LOCATION_DEFAULT = new Uint8Array([0x70, 0x00]);
 
 /** Marks a placeholder of a tensor the quantizer made: external_data's location (a NUL, which no real location has), its offset the tensor's index. */
 const SPILLED = "\0tensorcast-quantized";
@@ -132,6 +135,8 @@ export async function quantizeStreamed(input: string, output: string, opts: Quan
       return readFully(fd, l.byteLength, l.start, l.path);
     };
     let converted = 0;
+    // Placeholders onnxruntime's reload would give data_location DEFAULT (markReloaded), by location and index.
+    const reloaded = new Set<string>();
     const storage: QuantizeStorage = {
       readExternal(t) {
         const entry = placeholderEntry(t);
@@ -157,6 +162,11 @@ export async function quantizeStreamed(input: string, output: string, opts: Quan
         w.uint32Field(14, 1);
         return PbMessage.parse(w.finish().slice(), "TensorProto");
       },
+      reloaded(t) {
+        const entry = placeholderEntry(t);
+        const bytes = entry?.location === SPILLED ? spilled[entry.index]?.byteLength : placeholderOf(t, file)?.byteLength;
+        if (entry && bytes !== undefined && bytes >= RELOAD_EXTERNAL_FROM) reloaded.add(`${entry.location}\0${entry.index}`);
+      },
       external(t) {
         converted += placeholderOf(t, file)?.byteLength ?? 0;
         return t.setVarint(2, dtype("float16").onnx);
@@ -181,7 +191,11 @@ export async function quantizeStreamed(input: string, output: string, opts: Quan
       const entry = placeholderEntry(t);
       return entry?.location === SPILLED ? spilled[entry.index] : placeholderOf(t, file);
     };
-    const plan = await planEditedModel(editedModel(result.bytes, file, resolve), output, { externalData });
+    const suffix = (t: PbMessage): Uint8Array | undefined => {
+      const entry = placeholderEntry(t);
+      return entry && reloaded.has(`${entry.location}\0${entry.index}`) ? DATA_LOCATION_DEFAULT : undefined;
+    };
+    const plan = await planEditedModel(editedModel(result.bytes, file, resolve, suffix), output, { externalData });
     if (plan.external) await checkSideFile(plan.external.path, inputs, output, force);
     await removeStaleTemporaries(output, inputs);
     if (plan.external) {

@@ -168,3 +168,23 @@ test("Gemm the rewrite cannot read: an alpha typed INT, a 1-D transposed B, an e
   assert.ok(!out.some((n) => n.string(3) === "g1_Add"));
   assert.ok(out.some((n) => n.string(3) === "g1_MatMul_quant" && n.strings(2)[0] === "h1_output_quantized"));
 });
+
+for (const [file, opts] of [["gemm_big_int8", { mode: "int8" }], ["gemm_big_uint8_perchannel", { mode: "uint8", perChannel: true }]] as const) {
+  test(`Kept initializers of 991 bytes or more carry data_location DEFAULT, as onnxruntime's external-data reload leaves them: ${file}.onnx byte for byte`, async () => {
+    const r = quantizeModel(golden("gemm_big.onnx"), opts);
+    assert.equal(r.quantized, 1);
+    // Ca (1024 bytes), Wb (8192), U991 and the transposed Wd the rewrite made (1024) have the field; Cb, Cd and U990 (990 bytes) do not.
+    const located = graphOf(r.bytes).subs(5, "TensorProto").filter((t) => t.fields.some((f) => f.no === 14)).map((t) => t.string(8));
+    assert.deepEqual(located, ["Ca", "Wb", "U991", "Wd"]);
+    assertSameBytes(r.bytes, golden(`${file}.onnx`), `${file}, the whole file`);
+    const x = readNpy("gxb.npy");
+    const y = await runModel(r.bytes, { x: new ort.Tensor("float32", x.data as Float32Array, x.shape) });
+    assert.deepEqual([...(y.data as Float32Array)], [...(readNpy(`out_${file}.npy`).data as Float32Array)]);
+  });
+}
+
+test("data_location DEFAULT in an If's branches too (onnxruntime's reload recurses into subgraphs): gemm_if_big_int8.onnx byte for byte", () => {
+  const r = quantizeModel(golden("gemm_if_big.onnx"), { mode: "int8" });
+  assert.equal(r.quantized, 1);
+  assertSameBytes(r.bytes, golden("gemm_if_big_int8.onnx"), "gemm_if_big_int8, the whole file");
+});

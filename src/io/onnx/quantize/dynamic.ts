@@ -33,7 +33,7 @@ import { minMax, ortQuantizeValues, ortScaleZeroPoint, type OrtIntType, type Ort
 import { PbMessage, type PbField } from "../precision/pb.js";
 import { bodiesOf } from "../precision/graph.js";
 import { utf8Bytes } from "../precision/pb.js";
-import { cleanInitializers, initializerHeader, insertOrdered, intAttribute, makeNode, nodeLabel, readInitializer, typeName } from "./edit.js";
+import { cleanInitializers, initializerHeader, insertOrdered, intAttribute, makeNode, markReloaded, nodeLabel, readInitializer, typeName } from "./edit.js";
 import { IN_MEMORY, type QuantizeStorage } from "./storage.js";
 import { addInferredValueInfo } from "./shape-infer.js";
 import { replaceGemmWithMatMul, type GemmOrigins } from "./gemm.js";
@@ -69,6 +69,9 @@ export function dynamicPass(model: PbMessage, graph: PbMessage, s: DynamicSettin
   if (!marked) addInferredValueInfo(graph);
   const origins = replaceGemmWithMatMul(graph, report, storage, entersBodies);
   addInferredValueInfo(graph);
+  // That second inference is a save through external data and a reload, after the rewrite: the
+  // initializers it moved out come back with data_location DEFAULT set, the transposed Bs too.
+  markReloaded(graph, storage.reloaded);
   new DynamicPass(graph, s, report, storage, origins).run();
   cleanInitializers(graph);
   for (const [no, value] of [[2, "onnx.quantize"], [3, "0.1.0"]] as const) {

@@ -145,3 +145,29 @@ export function checkInteger(v: unknown, what: string, min: number, max: number)
 }
 
 export { utf8Bytes };
+
+/**
+ * The raw_data length from which onnx's external-data round trip moves a tensor out: onnx.save_model
+ * (save_as_external_data, size_threshold 1024) takes raw_data whose sys.getsizeof is 1024 or more,
+ * and CPython's getsizeof of a bytes object is 33 + its length; so 991 bytes.
+ */
+export const RELOAD_EXTERNAL_FROM = 991;
+
+/**
+ * What onnxruntime's save_and_reload_model_with_shape_infer leaves on the initializers of `graph`
+ * and of every body inside it: onnx.load puts the external data back and sets data_location to
+ * DEFAULT, a field a protobuf serializer then writes (0x70 0x00) because it was set. Only initializers
+ * with raw_data of RELOAD_EXTERNAL_FROM bytes or more went out, so only they get it. A tensor that
+ * has the field already keeps it; one whose data is elsewhere (data_location EXTERNAL: a streamed
+ * pass's placeholder) is handed to `external`, whose writer decides by the data's length.
+ */
+export function markReloaded(graph: PbMessage, external?: (tensor: PbMessage) => void): void {
+  for (const t of graph.subs(5, "TensorProto")) {
+    if (t.int(14) === 1) external?.(t);
+    if (t.fields.some((f) => f.no === 14)) continue;
+    const raw = t.fields.find((f) => f.no === 9);
+    if (raw && raw.data.length >= RELOAD_EXTERNAL_FROM) insertOrdered(t, { no: 14, wire: 0, data: new Uint8Array([0]) });
+  }
+  for (const n of graph.subs(1, "NodeProto")) for (const b of bodiesOf(n)) markReloaded(b, external);
+}
+

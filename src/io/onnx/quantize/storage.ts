@@ -16,6 +16,12 @@ export interface QuantizeStorage {
   readExternal(tensor: PbMessage): Uint8Array | string;
   /** A TensorProto holding `raw` (onnx's numpy_helper.from_array fields: dims, data_type, name, raw_data), or a stand-in for one. */
   store(name: string, dataType: number, dims: readonly number[], raw: Uint8Array): PbMessage;
+  /**
+   * Told of each tensor with external data among the initializers when the dynamic pass does what
+   * onnxruntime's reload does to them (markReloaded): written inline, such a tensor of 991 bytes or
+   * more gets data_location DEFAULT after its raw_data.
+   */
+  reloaded?(tensor: PbMessage): void;
   /** The float16 pass's hook for a float32 tensor with external data (fp16, q4f16); without it such a tensor is refused. */
   external?: ExternalTensorHook;
 }

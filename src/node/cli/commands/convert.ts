@@ -25,6 +25,7 @@ import { formatOfPath } from "../../io/reader.js";
 import { formatBytes } from "../../io/tensors.js";
 import { convertPytorchFile, type PytorchConvertReport } from "../../convert/pytorch.js";
 import { convertPytorchFolder, isPytorchCheckpointFolder, type PytorchFolderReport } from "../../convert/pytorch-folder.js";
+import { locatePytorchFolder } from "../../io/pytorch-folder.js";
 import { parseCommandArgs, type OptionSpecs } from "../args.js";
 import type { Command } from "../command.js";
 import { formatError } from "../../../explain/format.js";
@@ -251,7 +252,7 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     }
     if (await isCheckpointPath(input)) return runCheckpoint(input, output, o, io, {
       to, saturate: !o["no-saturate"], only, skip, names, includeIntegers: o["include-int"] === true,
-      force: o.force === true, jobs, chunkBytes, maxShardSize,
+      force: o.force === true, jobs, chunkBytes, maxShardSize, pytorch: { key: o.key },
     });
     if (o.shard !== undefined) {
       throw new UsageError(`--shard slices a sharded checkpoint (a folder or its .index.json); ${input} is a file`, "convert");
@@ -339,6 +340,8 @@ async function runPytorch(input: string, output: string | undefined, o: ConvertF
     throw new UsageError("a PyTorch checkpoint is written as safetensors; --output-format can only be safetensors", "convert");
   }
   const folder = await isPytorchCheckpointFolder(input);
+  const maxShardSize = o["max-shard-size"] === undefined ? undefined : shardSizeOption(o["max-shard-size"]);
+  if (maxShardSize !== undefined && !folder) throw new UsageError(`--max-shard-size lays out a model folder's weights; ${input} is a file`, "convert");
   if (!folder && (o["output-format"] === undefined ? formatOfPath(output) : "safetensors") !== "safetensors") {
     throw new UsageError(`-o ${JSON.stringify(output)}: a PyTorch checkpoint is written as safetensors; name OUT.safetensors`, "convert");
   }
@@ -348,6 +351,23 @@ async function runPytorch(input: string, output: string | undefined, o: ConvertF
   } catch (e) {
     if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE") throw new UsageError(`-o: ${e.message}`, "convert");
     throw e;
+  }
+  if (maxShardSize !== undefined) {
+    // Laid out anew: the folder's Checkpoint (every tensor listed in no conversion: types kept) split as save_pretrained splits.
+    const laid = await stoppable(io, progressWanted(io.stderr, o.quiet === true), notWritten(input, output), (signal, onProgress) =>
+      convertCheckpoint(input, output, { to: "float32", names: [], maxShardSize, force: o.force === true, pytorch: { key: o.key }, signal, onProgress }));
+    if (!laid.done) return laid.exit;
+    const r = laid.report;
+    if (o.json) writeText(io.stdout, jsonText(r));
+    else if (!o.quiet) {
+      io.stdout.write(
+        `${r.input} -> ${r.output}  (PyTorch -> safetensors, types kept)\n` +
+          `${r.shards.reduce((n, s) => n + s.tensors.length, 0)} tensors in ${r.files.join(", ")}; ` +
+          (r.indexName !== undefined ? `index ${r.indexName}, total_size ${r.totalSize}` : "no index (one file)") +
+          (r.copied.length > 0 ? `; copied: ${r.copied.join(", ")}` : "") + "\n",
+      );
+    }
+    return EXIT_OK;
   }
   const run = await stoppable<PytorchConvertReport | PytorchFolderReport>(io, progressWanted(io.stderr, o.quiet === true), notWritten(input, output), (signal, onProgress) =>
     folder ? convertPytorchFolder(input, output, { force: o.force === true, key: o.key, signal, onProgress })
@@ -366,7 +386,8 @@ async function runPytorch(input: string, output: string | undefined, o: ConvertF
     }
     if ("shards" in run.report) {
       const f = run.report;
-      io.stdout.write(`${f.output}: index ${f.indexName}, total_size ${f.totalSize}${f.copied.length > 0 ? `; copied: ${f.copied.join(", ")}` : ""}\n`);
+      const index = f.indexName !== undefined ? `index ${f.indexName}, total_size ${f.totalSize}` : "weights: model.safetensors, no index (one file)";
+      io.stdout.write(`${f.output}: ${index}${f.copied.length > 0 ? `; copied: ${f.copied.join(", ")}` : ""}\n`);
     }
   }
   return EXIT_OK;
@@ -425,7 +446,7 @@ async function runCheckpoint(input: string, output: string, o: ConvertFlags, io:
   let shard: ShardSlice | undefined;
   try {
     shard = o.shard === undefined ? undefined : parseShardSlice(o.shard);
-    const located = await locateIndex(input);
+    const located = (await isPytorchCheckpointFolder(input)) ? await locatePytorchFolder(input) : await locateIndex(input);
     if (shard && opts.maxShardSize !== undefined) throw new UsageError("--shard K/N and --max-shard-size contradict each other: slices convert the input's shards into files of the same names", "convert");
     if (shard && located.weights !== undefined) throw new UsageError(`--shard K/N slices a sharded checkpoint's shards; ${input} holds one weights file (${located.weights}) and no index`, "convert");
     // An -o that can never work is a usage error, found before any shard is read.

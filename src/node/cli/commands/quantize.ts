@@ -37,7 +37,8 @@ An .onnx model, or a model folder with onnx/, gets transformers.js' variants (q4
 bnb4, fp16, q4f16): \`tensorcast quantize model.onnx --help\` lists their options.
 
 Quantizes a safetensors file or a model folder (sharded, by its folder or index; or one
-model.safetensors and no index) in the layouts
+model.safetensors and no index; or PyTorch's pytorch_model.bin, alone or in shards with their
+index, read as the safetensors folder it converts to) in the layouts
 Hugging Face loaders read, bit for bit as transformers 5.18 computes them:
   fp8        2-D Linear weights in RxC tiles (128x128): X.weight float8e4m3fn (w * 448 / amax,
              saturated) and X.weight_scale_inv float32 [rows/R, cols/C] (FineGrainedFP8, DeepSeek-V3)
