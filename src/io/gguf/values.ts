@@ -134,8 +134,8 @@ export async function readValue(c: GgufCursor, id: number, where: string): Promi
   return { type, value: await scalar(c, type, where) };
 }
 
-/** Smallest bytes one key-value pair takes: key length, a 1-byte key, its type, a 1-byte value. */
-export const MIN_KV_BYTES = 8 + 1 + 4 + 1;
+/** Smallest bytes one key-value pair takes: key length, its type, a 1-byte value (an empty key is refused by name). */
+export const MIN_KV_BYTES = 8 + 4 + 1;
 
 /**
  * `count` key-value pairs at the cursor, in file order, keys checked as gguf.cpp checks them
