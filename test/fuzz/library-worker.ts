@@ -77,6 +77,7 @@ function conversions(format: FileFormat, single: boolean): { out: string; to: DT
     case "onnx":
       return [{ out: "out.safetensors", to: "float16" }, { out: "out.onnx", to: "float16", names: "first-float" }];
     case "pytorch":
+    case "gguf":
       return [{ out: "out.safetensors", to: "bfloat16" }];
   }
 }

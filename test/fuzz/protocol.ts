@@ -3,8 +3,8 @@ import type { FileFormat } from "../../src/node/index.js";
 
 export interface ManifestCase {
   readonly index: number;
-  /** The formats of fuzz.test.ts' classes (PyTorch checkpoints have a class of their own, pytorch.test.ts). */
-  readonly format: Exclude<FileFormat, "pytorch">;
+  /** The formats of fuzz.test.ts' classes (PyTorch checkpoints and GGUF have classes of their own, pytorch.test.ts and gguf.test.ts). */
+  readonly format: Exclude<FileFormat, "pytorch" | "gguf">;
   readonly path: string;
   readonly seedPath?: string;
   readonly label: string;

@@ -444,7 +444,7 @@ test("@arethetypeswrong/cli: every entry point resolves to types in node10, node
   assert.deepEqual(Object.keys(report.problems).filter((kind) => kind !== "CJSResolvesToESM"), []);
   assert.deepEqual((report.problems.CJSResolvesToESM ?? []).filter((q) => q.resolutionKind !== "node16-cjs"), []);
   // Each entry point resolves to its own .d.ts under every resolution mode.
-  const want: Record<string, string> = { ".": "dist/index.d.ts", "./web": "dist/web/index.d.ts", "./node": "dist/node/index.d.ts", "./onnx": "dist/onnx/index.d.ts" };
+  const want: Record<string, string> = { ".": "dist/index.d.ts", "./web": "dist/web/index.d.ts", "./node": "dist/node/index.d.ts", "./onnx": "dist/onnx/index.d.ts", "./gguf": "dist/gguf/index.d.ts" };
   assert.deepEqual(Object.keys(report.analysis.entrypoints).sort(), Object.keys(want).sort());
   for (const [entry, { resolutions }] of Object.entries(report.analysis.entrypoints)) {
     assert.deepEqual(Object.keys(resolutions).sort(), ["bundler", "node10", "node16-cjs", "node16-esm"]);

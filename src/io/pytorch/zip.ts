@@ -15,15 +15,8 @@
 import { TensorcastError } from "../../errors.js";
 import { decodeUtf8 } from "../onnx/wire.js";
 
-/** Positional reads of a file (RandomAccessFile in Node, a Blob or buffer elsewhere). */
-export interface ByteSource {
-  readonly size: number;
-  /**
-   * Exactly `length` bytes at `position` (the caller has checked the range lies in the file),
-   * into `into` when it is given and that long, or a new array: never one a later read reuses.
-   */
-  read(position: number, length: number, into?: Uint8Array): Promise<Uint8Array>;
-}
+import type { ByteSource } from "../byte-source.js";
+export type { ByteSource } from "../byte-source.js";
 
 export interface ZipEntry {
   readonly name: string;

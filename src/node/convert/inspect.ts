@@ -9,6 +9,8 @@ import { openTensorSource } from "../io/checkpoint.js";
 import { dequantizedView } from "../quantize/checkpoint.js";
 import type { FileFormat, FileTensor } from "../io/tensors.js";
 import type { PytorchOptions } from "../io/pytorch.js";
+import type { GgmlStorage, GgufFileTensor, GgufTensorFile } from "../io/gguf.js";
+import { summarizeGguf, type GgufSummary } from "../io/gguf-summary.js";
 import { emptyValueStats, hasValues, mergeValueStats, type ValueStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
 import { chunkElements, chunksOf, DEFAULT_CHUNK_BYTES, inTensor, runBounded, type Chunk } from "./schedule.js";
@@ -36,6 +38,8 @@ export interface TensorSummary {
   bytes: number;
   /** For a quantized tensor shown as one: its scheme, block and stored parts (dtype and bytes are the dequantized bfloat16's). */
   quantized?: string;
+  /** For a GGUF tensor: its GGML type, stored bytes and bits per weight (dtype and bytes are what it is read as). */
+  ggml?: GgmlStorage;
   /** Absent when statistics were not asked for or the type has none (string, complex). */
   stats?: ValueStats & { mean: number | null };
 }
@@ -45,6 +49,8 @@ export interface InspectReport {
   format: FileFormat;
   size: number;
   metadata?: Record<string, string>;
+  /** For a GGUF model: its header and metadata, arrays as their first items. */
+  gguf?: GgufSummary;
   tensors: TensorSummary[];
 }
 
@@ -103,8 +109,10 @@ export async function inspectFile(path: string, opts: InspectOptions = {}): Prom
     return {
       file: path, format: file.format, size: file.size,
       metadata: file.metadata ? { ...file.metadata } : undefined,
+      gguf: file.format === "gguf" && (file as GgufTensorFile).model ? summarizeGguf((file as GgufTensorFile).model) : undefined,
       tensors: file.tensors.map((t, i) => ({
         name: t.name, dtype: t.dtype.name, shape: t.shape, elements: t.size, bytes: t.byteLength, quantized: view.quantized.get(t.name),
+        ggml: (t as Partial<GgufFileTensor>).ggml,
         stats: wanted && hasValues(t.dtype) ? withMean(stats[i] ?? NO_VALUES) : undefined,
       })),
     };

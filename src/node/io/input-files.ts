@@ -12,6 +12,7 @@ import { TensorcastError } from "../../index.js";
 import type { Checkpoint } from "./checkpoint.js";
 import type { OnnxModelFile } from "./reader.js";
 import type { TensorFile } from "./tensors.js";
+import type { GgufTensorFile } from "./gguf.js";
 
 /** One file of an input: its path and what it is to the input, for messages ("in.onnx's own external data file in.data"). */
 export interface InputFile {
@@ -98,6 +99,9 @@ export class InputFiles {
  */
 export async function inputFilesOf(file: TensorFile): Promise<InputFiles> {
   const files: InputFile[] = [{ path: file.path, role: "the input file" }];
+  if (file.format === "gguf") {
+    for (const part of (file as GgufTensorFile).parts ?? []) if (part !== file.path) files.push({ path: part, role: `a part of the split model ${file.path}` });
+  }
   if (file.format === "onnx") {
     const folder = dirname(file.path);
     const seen = new Set<string>();

@@ -1,5 +1,5 @@
 /**
- * `openTensorFile(path)`: opens a safetensors, .npy, .onnx, .pb or PyTorch (.bin, .pt, .pth) file, validates its header and
+ * `openTensorFile(path)`: opens a safetensors, .npy, .onnx, .pb, GGUF or PyTorch (.bin, .pt, .pth) file, validates its header and
  * lists its tensors, each readable a run of elements at a time. Nothing but the header is read
  * up front, so opening a file larger than memory is cheap.
  */
@@ -12,6 +12,8 @@ import { readHeaderLength, readSafetensorsHeader, type SafetensorsTensor } from 
 import { checkReadRange, FILE_FORMATS, PYTORCH_EXTENSIONS, rawByteLength, type FileFormat, type FileTensor, type TensorFile } from "./tensors.js";
 import { openPytorch, type PytorchOptions } from "./pytorch.js";
 import { isPytorchCheckpoint } from "../../io/pytorch/checkpoint.js";
+import { isGguf } from "../../io/gguf/header.js";
+import { openGguf } from "./gguf.js";
 import { expectOptionsObject, expectPath } from "../args.js";
 
 export interface OpenOptions {
@@ -41,8 +43,8 @@ export function formatOfPath(path: string): FileFormat | undefined {
 
 /**
  * Opens `path` and reads its header. The format comes from `opts.format`, else the extension
- * (.safetensors, .npy, .onnx, .pb; .bin, .pt, .pth, .ckpt for PyTorch), else the first bytes (the
- * .npy magic, a safetensors length followed by "{", a zip or a pickle for PyTorch).
+ * (.safetensors, .npy, .onnx, .pb, .gguf; .bin, .pt, .pth, .ckpt for PyTorch), else the first bytes (the
+ * .npy magic, a safetensors length followed by "{", GGUF's magic, a zip or a pickle for PyTorch).
  * @throws TensorcastError naming the file (and the tensor) for anything the header gets wrong.
  */
 export async function openTensorFile(path: string, opts: OpenOptions = {}): Promise<TensorFile> {
@@ -61,6 +63,8 @@ export async function openTensorFile(path: string, opts: OpenOptions = {}): Prom
       }
       case "pytorch":
         return await openPytorch(file, opts.pytorch ?? {});
+      case "gguf":
+        return await openGguf(path, file);
       case "onnx": {
         const layout = await scanModelFile(file);
         const base = tensorFile(file, "onnx", layout.initializers.slice());
@@ -86,9 +90,10 @@ async function sniff(file: RandomAccessFile): Promise<FileFormat> {
   while (at < first.length && (first[at] === 0x20 || first[at] === 0x09 || first[at] === 0x0a || first[at] === 0x0d)) at++;
   if (first[at] === 0x7b /* { */ && first[6] === 0 && first[7] === 0) return "safetensors";
   if (isPytorchCheckpoint(first)) return "pytorch";
+  if (isGguf(first)) return "gguf";
   throw fileError(
     "INVALID_DATA", file.path,
-    "is neither safetensors, .npy nor a PyTorch checkpoint by its first bytes, and its name does not end in .safetensors, .npy, .onnx, .pb, .bin, .pt or .pth; " +
+    "is neither safetensors, .npy, GGUF nor a PyTorch checkpoint by its first bytes, and its name does not end in .safetensors, .npy, .onnx, .pb, .gguf, .bin, .pt or .pth; " +
       "say which format it is with --format",
   );
 }

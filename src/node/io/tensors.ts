@@ -5,10 +5,10 @@
 import { describe } from "../../args.js";
 import { TensorcastError, packedByteLength, type DType } from "../../index.js";
 
-/** The formats tensorcast reads and writes ("pytorch": torch.save checkpoints, read only). */
-export type FileFormat = "safetensors" | "npy" | "onnx" | "pb" | "pytorch";
+/** The formats tensorcast reads and writes ("pytorch": torch.save checkpoints, and "gguf": llama.cpp's models, read only). */
+export type FileFormat = "safetensors" | "npy" | "onnx" | "pb" | "pytorch" | "gguf";
 
-export const FILE_FORMATS: readonly FileFormat[] = ["safetensors", "npy", "onnx", "pb", "pytorch"];
+export const FILE_FORMATS: readonly FileFormat[] = ["safetensors", "npy", "onnx", "pb", "pytorch", "gguf"];
 
 /** The extensions of PyTorch checkpoints: pytorch_model.bin, model.pt, model.pth, Lightning's .ckpt. */
 export const PYTORCH_EXTENSIONS: readonly string[] = ["bin", "pt", "pth", "ckpt"];

@@ -79,8 +79,9 @@ async function listed(plan: OutputPlan, file: RandomAccessFile, redirect: Readon
       return header.tensors.map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape, bytes: { offset: header.dataStart + t.begin, length: t.end - t.begin } }));
     }
     case "pytorch":
-      // planOutput never plans one: tensorcast reads PyTorch checkpoints and does not write them.
-      throw new TensorcastError("INTERNAL", `${file.path}: a PyTorch output was planned`);
+    case "gguf":
+      // planOutput never plans one: tensorcast reads PyTorch checkpoints and GGUF models and writes neither.
+      throw new TensorcastError("INTERNAL", `${file.path}: a ${plan.format} output was planned`);
     case "npy": {
       const prefix = npyPrefix(await file.read(0, Math.min(12, file.size)), file.size, file.path);
       // A .npy file holds no name: the one tensor is the plan's, whatever the file is called.

@@ -78,6 +78,9 @@ export async function planOutput(
   if (format === "pytorch") {
     throw fileError("UNSUPPORTED_TYPE", outPath, "tensorcast reads PyTorch checkpoints but writes none (a pickle is code); write .safetensors instead");
   }
+  if (format === "gguf") {
+    throw fileError("UNSUPPORTED_TYPE", outPath, "tensorcast reads GGUF models but does not write them yet; write .safetensors instead (-o OUT.safetensors)");
+  }
   if (typeof model.externalData === "string") {
     throw new TensorcastError("INVALID_ATTRIBUTE", `--external-data writes the side file of an .onnx model; ${outPath} is ${format}`);
   }

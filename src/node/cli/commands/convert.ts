@@ -96,6 +96,12 @@ without running its pickle (only what torch.load(weights_only=True) accepts). Wi
 stores for the state dict (every type kept, tied weights once), and a folder becomes the
 safetensors folder save_pretrained writes. See docs/convert.md.
 
+A GGUF model (llama.cpp's .gguf; a split one's parts NAME-0000K-of-0000N.gguf as one model) is
+written as safetensors with its GGUF tensor names and row-major shapes: 'convert model.gguf --to
+bfloat16 -o OUT.safetensors' dequantizes each block type (Q4_K, IQ2_XS, MXFP4, ...) to float32 bit
+for bit as ggml does, then casts it (one rounding); F16, BF16 and F64 tensors are cast from their
+own values, integer tensors kept. tensorcast does not write GGUF.
+
 By default only floating-point tensors are converted; integer, bool and complex tensors are
 copied as they are. OUT's format follows its extension (.safetensors, .npy, .onnx, .pb), else IN's.
 
@@ -121,7 +127,7 @@ Options:
                          onnxconverter-common float16 converter blocks; see docs/convert.md)
   --saturate             float8 / e8m0 targets: out-of-range values become +/-max (the default)
   --no-saturate          ... or NaN / Inf, as Cast with saturate=0
-  --format FMT           IN's format when its name does not say it (safetensors, npy, onnx, pb, pytorch)
+  --format FMT           IN's format when its name does not say it (safetensors, npy, onnx, pb, pytorch, gguf)
   --key K                a PyTorch checkpoint's state dict under the key K of its dict ({"model": {...}})
   --output-format FMT    OUT's format when its name does not say it
   --external-data FILE   .onnx OUT: write every initializer of 1024 bytes or more to FILE (a name
@@ -161,6 +167,7 @@ Examples:
   tensorcast convert big.onnx --to float16 --initializers w1 -o out.onnx --external-data out.onnx.data
   tensorcast convert pytorch_model.bin -o model.safetensors
   tensorcast convert checkpoint.pt --key model -o model.safetensors
+  tensorcast convert model-Q4_K_M.gguf --to bfloat16 -o model.bf16.safetensors
   tensorcast convert Llama-3-8B/ --to float8e4m3fn -o Llama-3-8B-f8/
   tensorcast convert bert-base/ --to float16 -o bert-base-f16/          (model.safetensors, no index)
   tensorcast convert Qwen-0.5B/ --to bfloat16 -o out/ --max-shard-size 200MB   (one file to shards)

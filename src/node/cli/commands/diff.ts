@@ -15,7 +15,7 @@ import { EXIT_OK, UsageError } from "../usage.js";
 
 const OPTIONS = {
   json: { type: "boolean" },
-  format: { type: "string", expects: "safetensors, npy, onnx, pb or pytorch (for both files)" },
+  format: { type: "string", expects: "safetensors, npy, onnx, pb, pytorch or gguf (for both files)" },
   key: { type: "string", expects: "the key of PyTorch checkpoints' dict that holds the state dict, such as model" },
   ...FILE_JOB_OPTIONS,
   help: { type: "boolean", short: "h" },
@@ -27,7 +27,9 @@ Compares the tensors two files have in common (by name; two single-tensor files 
 whatever their names), element by element as exact values: how many differ (NaN equals NaN), the
 largest absolute and relative error, the largest error in units of the ULP of the coarser of the
 two types at that value (0.5 is a correctly rounded conversion), and how many elements are finite
-in one file and not the other. Tensors only in A or only in B are listed.
+in one file and not the other. Tensors only in A or only in B are listed. A GGUF model's tensors
+are compared as their dequantized values (bit for bit ggml's to_float), by their GGUF names:
+'diff a.gguf b.gguf', or 'diff model.gguf model.safetensors' after a convert.
 
 Options:
   --json               print the report as JSON
