@@ -23,10 +23,19 @@ export interface GgmlPeer {
   toFloat(id: number, bytes: Uint8Array, n: number): Float32Array;
   /** The same into `out` (one element per value). */
   toFloatInto(id: number, bytes: Uint8Array, out: Float32Array): void;
+  /**
+   * gguf.cpp reads the GGUF file `from` (gguf_init_from_file, its data loaded) and writes it to `to`
+   * (gguf_write_to_file): llama.cpp's own layout of the same content. False where gguf.cpp refuses
+   * the file or the write fails. gguf.cpp aborts the process on arrays of arrays (gguf_set_kv),
+   * so a file that has them must not be given.
+   */
+  ggufRewrite(from: string, to: string): boolean;
 }
 
 interface Koffi {
   load(path: string): { func(signature: string): (...a: unknown[]) => unknown };
+  alloc(type: string, count: number): unknown;
+  free(ptr: unknown): void;
   struct(name: string, fields: Record<string, string>): unknown;
   proto(signature: string): unknown;
   decode(ptr: unknown, type: unknown): Record<string, unknown>;
@@ -54,6 +63,19 @@ export function ggmlPeer(): GgmlPeer | string {
   const getTraits = lib.func("const ggml_type_traits *ggml_get_type_traits(int type)");
   const ToFloat = koffi.proto("void ggml_to_float_t(const uint8_t *x, float *y, int64_t k)");
   const traitsOf = (id: number): Record<string, unknown> => koffi.decode(getTraits(id), Traits);
+  koffi.struct("gguf_init_params", { no_alloc: "bool", ctx: "void *" });
+  const gguf = {
+    init: lib.func("void *gguf_init_from_file(const char *fname, gguf_init_params params)"),
+    empty: lib.func("void *gguf_init_empty()"),
+    setKv: lib.func("void gguf_set_kv(void *ctx, void *src)"),
+    nTensors: lib.func("int64_t gguf_get_n_tensors(void *ctx)"),
+    tensorName: lib.func("const char *gguf_get_tensor_name(void *ctx, int64_t id)"),
+    addTensor: lib.func("void gguf_add_tensor(void *ctx, void *tensor)"),
+    write: lib.func("bool gguf_write_to_file(void *ctx, const char *fname, bool only_meta)"),
+    free: lib.func("void gguf_free(void *ctx)"),
+    getTensor: lib.func("void *ggml_get_tensor(void *ctx, const char *name)"),
+    ggmlFree: lib.func("void ggml_free(void *ctx)"),
+  };
   cached = {
     traits(id) {
       const t = traitsOf(id);
@@ -66,6 +88,30 @@ export function ggmlPeer(): GgmlPeer | string {
     },
     toFloatInto(id, bytes, out) {
       koffi.call(traitsOf(id).to_float, ToFloat, bytes, out, out.length);
+    },
+    ggufRewrite(from, to) {
+      // As llama.cpp's own tools copy a model (llama_model_quantize, gguf-split): a new context
+      // given the file's key-value pairs (gguf_set_kv) and its tensors in order (gguf_add_tensor,
+      // their data in the ggml_context gguf_init_from_file filled through `slot`), then written.
+      const slot = koffi.alloc("void *", 1);
+      try {
+        const src = gguf.init(from, { no_alloc: false, ctx: slot });
+        if (src === null) return false;
+        const data = koffi.decode(slot, "void *" as never) as unknown;
+        const dst = gguf.empty();
+        try {
+          gguf.setKv(dst, src);
+          const n = Number(gguf.nTensors(src));
+          for (let i = 0; i < n; i++) gguf.addTensor(dst, gguf.getTensor(data, gguf.tensorName(src, i) as string));
+          return gguf.write(dst, to, false) === true;
+        } finally {
+          gguf.free(dst);
+          gguf.free(src);
+          gguf.ggmlFree(data);
+        }
+      } finally {
+        koffi.free(slot);
+      }
     },
   };
   return cached;

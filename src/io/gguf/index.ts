@@ -8,3 +8,4 @@ export { GGUF_MAX_STRING_LENGTH } from "./cursor.js";
 export { GGML_MAX_NAME, GGML_MAX_DIMS, type GgufTensorInfo } from "./tensor-info.js";
 export { ggufModel, splitNameOf, splitPaths, splitCountOf, type GgufModel, type GgufModelTensor } from "./split.js";
 export { ggufRecords, readGgufBlocks, ggufTensor, type GgufRecord } from "./records.js";
+export { writeGguf, layoutGguf, ggmlDims, type GgufSink, type GgufLayout, type GgufLayoutOptions, type GgufTensorSpec, type GgufTensorToWrite, type GgufTensorData } from "./write.js";
