@@ -1,0 +1,54 @@
+/**
+ * Every GGML quantizer against ggml's own bytes: test/fixtures/gguf/quantize/T.in.npy (12 rows of
+ * 512 shaped like weights, with the edge rows make.py describes: zeros, one value, subnormal-scale
+ * magnitudes, a few levels, a ramp, negative-dominant, near fp16's top, -0) through
+ * `ggml_quantize_chunk` without an importance matrix gave T.bin, and with one
+ * (quantize-imatrix/T.imatrix.npy) quantize-imatrix/T.bin. Our bytes must be those, byte for byte,
+ * and our decoder of them must give what ggml's to_float gave (T.back.f32.npy).
+ */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { canQuantize, dequantizeGgml, ggmlType, quantizeRows } from "../../src/ggml/index.js";
+import { assertSameFloats, fixture, GGUF_FIXTURES, npyFloat32 } from "./golden.js";
+
+interface QuantIndex {
+  quantize: Record<string, { rows: number; n_per_row: number; bytes: number }>;
+  quantize_imatrix: Record<string, { rows: number; n_per_row: number; bytes: number }>;
+}
+const INDEX: QuantIndex = JSON.parse(readFileSync(join(GGUF_FIXTURES, "quantize", "index.json"), "utf8"));
+
+/** The first byte where a and b differ, with its block, or undefined. */
+export function byteDifference(a: Uint8Array, b: Uint8Array, typeSize: number): string | undefined {
+  if (a.length !== b.length) return `lengths ${a.length} and ${b.length}`;
+  for (let i = 0; i < a.length; i++) {
+    if (a[i] !== b[i]) return `byte ${i} (block ${Math.floor(i / typeSize)}, offset ${i % typeSize}): ours 0x${a[i].toString(16)}, ggml 0x${b[i].toString(16)}`;
+  }
+  return undefined;
+}
+
+for (const [name, g] of Object.entries(INDEX.quantize)) {
+  test(`${name}: ggml_quantize_chunk's bytes for ${g.rows} rows of ${g.n_per_row}, and ggml's decoding of them`, () => {
+    const t = ggmlType(name);
+    const x = npyFloat32(fixture("quantize", `${name}.in.npy`));
+    const expected = fixture("quantize", `${name}.bin`);
+    assert.equal(expected.length, g.bytes);
+    const ours = quantizeRows(t, x, g.n_per_row);
+    const diff = byteDifference(ours, expected, t.typeSize);
+    if (diff !== undefined) assert.fail(`${name}: ${diff}`);
+    const back = npyFloat32(fixture("quantize", `${name}.back.f32.npy`));
+    assertSameFloats(dequantizeGgml(t, ours), back, `${name} decoded`);
+  });
+}
+
+for (const [name, g] of Object.entries(INDEX.quantize_imatrix)) {
+  const t = ggmlType(name);
+  test(`${name} with an importance matrix: ggml_quantize_chunk's bytes for ${g.rows} rows of ${g.n_per_row}`, { skip: canQuantize(t, true) ? false : `no ${name} encoder yet` }, () => {
+    const x = npyFloat32(fixture("quantize-imatrix", `${name}.in.npy`));
+    const im = npyFloat32(fixture("quantize-imatrix", `${name}.imatrix.npy`));
+    const expected = fixture("quantize-imatrix", `${name}.bin`);
+    const diff = byteDifference(quantizeRows(t, x, g.n_per_row, im), expected, t.typeSize);
+    if (diff !== undefined) assert.fail(`${name} with imatrix: ${diff}`);
+  });
+}
