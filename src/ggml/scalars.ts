@@ -83,7 +83,11 @@ export function fp16Bits(f: number): number {
  * bits with the quiet bit forced (bit 6 of the half).
  */
 export function bf16Bits(f: number): number {
-  const u = f32Bits(f);
+  return bf16OfBits(f32Bits(f));
+}
+
+/** bf16Bits of the binary32 bits `u`. */
+export function bf16OfBits(u: number): number {
   if ((u & 0x7fffffff) > 0x7f800000) return ((u >>> 16) | 64) & 0xffff;
   return ((u + 0x7fff + ((u >>> 16) & 1)) / 0x10000) & 0xffff;
 }

@@ -5,11 +5,17 @@
  *
  * Browser-safe: no Node built-ins.
  */
-import { bf16Bits, f32Bits, fp16Bits } from "../scalars.js";
+import { bf16OfBits, fp16Bits } from "../scalars.js";
 import { put16, put32, type RowEncoder } from "./row.js";
 
+/** A view of the input's bits: reading a NaN through a JS number may quiet it. */
+function bitsOf(x: Float32Array, s: number, n: number): Uint32Array {
+  return x.byteOffset % 4 === 0 ? new Uint32Array(x.buffer, x.byteOffset + 4 * s, n) : new Uint32Array(x.slice(s, s + n).buffer);
+}
+
 export const f32: RowEncoder = (x, s, n, y, o) => {
-  for (let j = 0; j < n; j++, o += 4) put32(y, o, f32Bits(x[s + j]));
+  const u = bitsOf(x, s, n);
+  for (let j = 0; j < n; j++, o += 4) put32(y, o, u[j]);
 };
 
 export const f16: RowEncoder = (x, s, n, y, o) => {
@@ -17,5 +23,6 @@ export const f16: RowEncoder = (x, s, n, y, o) => {
 };
 
 export const bf16: RowEncoder = (x, s, n, y, o) => {
-  for (let j = 0; j < n; j++, o += 2) put16(y, o, bf16Bits(x[s + j]));
+  const u = bitsOf(x, s, n);
+  for (let j = 0; j < n; j++, o += 2) put16(y, o, bf16OfBits(u[j]));
 };
