@@ -52,3 +52,16 @@ for (const [name, g] of Object.entries(INDEX.quantize_imatrix)) {
     if (diff !== undefined) assert.fail(`${name} with imatrix: ${diff}`);
   });
 }
+
+test("quantizeRows refuses what ggml would assert on, naming what was given", () => {
+  const code = (c: string) => (e: unknown) => (e as { code?: string }).code === c;
+  assert.throws(() => quantizeRows("Q9_9", new Float32Array(32), 32), code("UNKNOWN_DTYPE"));
+  assert.throws(() => quantizeRows("Q8_1", new Float32Array(32), 32), code("UNSUPPORTED_TYPE"));
+  assert.throws(() => quantizeRows("Q4_K", new Float32Array(128), 128), /rowLength 128 is not a positive multiple of 256/);
+  assert.throws(() => quantizeRows("Q4_0", new Float32Array(96), 64), /96 values are not whole rows of 64/);
+  assert.throws(() => quantizeRows("Q4_K", new Float32Array(256), 256, new Float32Array(32)), code("INVALID_DATA"));
+  assert.throws(() => quantizeRows("Q4_0", new Float32Array(32), 0), code("SHAPE_MISMATCH"));
+  // Any case, and zero rows are zero bytes.
+  assert.equal(quantizeRows("q8_0", new Float32Array(0), 32).length, 0);
+  assert.deepEqual(Array.from(quantizeRows("Q8_0", new Float32Array(32).fill(1), 32).subarray(0, 4)), [0x08, 0x20, 127, 127]);
+});

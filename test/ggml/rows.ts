@@ -2,13 +2,14 @@
  * Float32 rows for the quantizer tests, block by block of one adversarial kind each, so one row
  * meets many edges: Gaussian and heavy-tailed weights at scales from 2^-40 to 2^40, zeros of both
  * signs, constants, one outlier among zeros, subnormals, values near FLT_MAX, ties (multiples of
- * half a power of two, which land on the .5 of nearest_int and roundf), a few levels, ramps, any
- * finite float's bits, and (the last two kinds) NaN and Inf among them, the last with NaN payloads.
+ * half a power of two, which land on the .5 of nearest_int and roundf), a few levels, ramps, just
+ * below and above powers of two, any finite float's bits, and (the last two kinds) NaN and Inf
+ * among them, the last with NaN payloads.
  */
 import { Rng } from "../support/rng.js";
 
 export const ROW_KINDS = [
-  "gaussian", "heavy", "zeros", "constant", "outlier", "subnormal", "huge", "ties", "levels", "ramp", "tiny", "bits", "nonfinite", "payloads",
+  "gaussian", "heavy", "zeros", "constant", "outlier", "subnormal", "huge", "ties", "levels", "ramp", "tiny", "bits", "nearpow2", "nonfinite", "payloads",
 ] as const;
 export type RowKind = (typeof ROW_KINDS)[number];
 
@@ -51,6 +52,7 @@ export function fillBlock(x: Float32Array, at: number, size: number, kind: RowKi
         v = (b & 0x7f800000) === 0x7f800000 ? 0 : fromBits(b);
         break;
       }
+      case "nearpow2": v = sign() * scale * (rng.below(2) === 0 ? 1 - (1 + rng.below(4)) * 2 ** -24 : 1 + rng.below(4) * 2 ** -23); break;
       case "nonfinite": case "payloads": v = [NaN, Infinity, -Infinity, 1, -1, 0][rng.below(6)] * (rng.below(2) === 0 ? 1 : gauss(rng)); break;
     }
     x[at + j] = v;
