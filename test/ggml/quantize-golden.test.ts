@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { canQuantize, dequantizeGgml, ggmlType, quantizeRows } from "../../src/ggml/index.js";
+import { canQuantize, dequantizeGgml, ggmlType, quantizableTypes, quantizeRows } from "../../src/ggml/index.js";
 import { assertSameFloats, fixture, GGUF_FIXTURES, npyFloat32 } from "./golden.js";
 
 interface QuantIndex {
@@ -65,3 +65,21 @@ test("quantizeRows refuses what ggml would assert on, naming what was given", ()
   assert.equal(quantizeRows("q8_0", new Float32Array(0), 32).length, 0);
   assert.deepEqual(Array.from(quantizeRows("Q8_0", new Float32Array(32).fill(1), 32).subarray(0, 4)), [0x08, 0x20, 127, 127]);
 });
+
+// Rows the golden set seldom holds (make-quantize-edges.ts: groups where make_q3_quants' fifth pass
+// still moves a code, blocks of zeros, constants, outliers, subnormals, FLT_MAX, ties, near powers of
+// two, NaN and Inf), against llama.cpp's ggml_quantize_chunk.
+{
+  const floats = (name: string): Float32Array => new Float32Array(fixture("quantize-edges", name).slice().buffer);
+  const x = floats("in.f32");
+  const im = floats("imatrix.f32");
+  for (const name of quantizableTypes()) {
+    const t = ggmlType(name);
+    test(`${name}: edge rows quantize as llama.cpp's ggml_quantize_chunk, without and with an importance matrix`, () => {
+      for (const [file, w] of [[`${name}.bin`, undefined], [`${name}.imatrix.bin`, im]] as const) {
+        const diff = byteDifference(quantizeRows(t, x, 512, w), fixture("quantize-edges", file), t.typeSize);
+        if (diff !== undefined) assert.fail(`${file}: ${diff}`);
+      }
+    });
+  }
+}

@@ -33,6 +33,7 @@ function gauss(rng: Rng): number {
 export function fillBlock(x: Float32Array, at: number, size: number, kind: RowKind, rng: Rng): void {
   const scale = 2 ** (rng.below(81) - 40);
   const sign = (): number => (rng.below(2) === 0 ? 1 : -1);
+  const below = rng.below(2) === 0;
   for (let j = 0; j < size; j++) {
     let v: number;
     switch (kind) {
@@ -52,7 +53,8 @@ export function fillBlock(x: Float32Array, at: number, size: number, kind: RowKi
         v = (b & 0x7f800000) === 0x7f800000 ? 0 : fromBits(b);
         break;
       }
-      case "nearpow2": v = sign() * scale * (rng.below(2) === 0 ? 1 - (1 + rng.below(4)) * 2 ** -24 : 1 + rng.below(4) * 2 ** -23); break;
+      // The whole block below (or at and above) the power of two: its amax is then just below it.
+      case "nearpow2": v = sign() * scale * (below ? 1 - (1 + rng.below(4)) * 2 ** -24 : 1 + rng.below(4) * 2 ** -23) * (rng.below(4) === 0 ? 0.75 : 1); break;
       case "nonfinite": case "payloads": v = [NaN, Infinity, -Infinity, 1, -1, 0][rng.below(6)] * (rng.below(2) === 0 ? 1 : gauss(rng)); break;
     }
     x[at + j] = v;
