@@ -92,3 +92,9 @@ export function importance(n: number, seed: number): Float32Array {
   }
   return w;
 }
+
+/** The codebook types: ggml's code aborts on NaN, Inf and overflowing sums there. */
+export const GRID_TYPES: ReadonlySet<string> = new Set(["IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M"]);
+
+/** The kinds whose rows ggml quantizes to a codebook type without aborting. */
+export const GRID_KINDS: readonly RowKind[] = ROW_KINDS.filter((k) => k !== "huge" && k !== "bits" && k !== "nonfinite" && k !== "payloads");
