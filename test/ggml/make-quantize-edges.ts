@@ -12,7 +12,8 @@
  *              subnormals, FLT_MAX, ties, levels, ramps, near powers of two, NaN and Inf)
  *   rows 10-11 the same, a kind per 256 values
  * in-grid.f32: 8 rows of 512 for the codebook types (IQ1, IQ2, IQ3), whose ggml code aborts on NaN,
- *   Inf and sums that overflow: rows.ts's kinds without huge values, random bits and non-finite ones.
+ *   Inf and sums that overflow: rows.ts's kinds without huge values, random bits and non-finite ones,
+ *   at scales up to 2^20.
  * imatrix.f32: 512 weights (rows.ts's importance). T.bin (where ggml quantizes T without a matrix)
  * and T.imatrix.bin: ggml's bytes.
  *
@@ -23,7 +24,7 @@ import { join } from "node:path";
 import { canQuantize, GGML_TYPES } from "../../src/ggml/index.js";
 import { ggmlPeer } from "../support/ggml-peer.js";
 import { GGUF_FIXTURES } from "./golden.js";
-import { adversarialRows, GRID_KINDS, GRID_TYPES, importance, ROW_KINDS } from "./rows.js";
+import { adversarialRows, GRID_KINDS, GRID_MAX_EXP, GRID_TYPES, importance, ROW_KINDS } from "./rows.js";
 
 const peer = ggmlPeer();
 if (typeof peer === "string") throw new Error(peer);
@@ -34,7 +35,7 @@ const x = new Float32Array(12 * N);
 x.set(new Float32Array(new Uint8Array(readFileSync(join(dir, "q3-fifth-pass.f32"))).buffer), 0);
 x.set(adversarialRows(8, N, 32, 0x5eed, kinds), 2 * N);
 x.set(adversarialRows(2, N, 256, 0x5eee, kinds), 10 * N);
-const grid = adversarialRows(8, N, 32, 0x5eef, GRID_KINDS);
+const grid = adversarialRows(8, N, 32, 0x5eef, GRID_KINDS, GRID_MAX_EXP);
 const im = importance(N, 7);
 writeFileSync(join(dir, "in.f32"), new Uint8Array(x.buffer));
 writeFileSync(join(dir, "in-grid.f32"), new Uint8Array(grid.buffer));

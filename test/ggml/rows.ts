@@ -30,8 +30,8 @@ function gauss(rng: Rng): number {
 }
 
 /** One block of `size` values of `kind` into x from `at`. */
-export function fillBlock(x: Float32Array, at: number, size: number, kind: RowKind, rng: Rng): void {
-  const scale = 2 ** (rng.below(81) - 40);
+export function fillBlock(x: Float32Array, at: number, size: number, kind: RowKind, rng: Rng, maxExp = 40): void {
+  const scale = 2 ** (rng.below(2 * maxExp + 1) - maxExp);
   const sign = (): number => (rng.below(2) === 0 ? 1 : -1);
   const below = rng.below(2) === 0;
   for (let j = 0; j < size; j++) {
@@ -69,14 +69,14 @@ export function fillBlock(x: Float32Array, at: number, size: number, kind: RowKi
 
 /**
  * `rows` rows of `n` values, each `block` values one kind drawn from `kinds` (the first blocks take
- * the kinds in turn, so a short row still holds several).
+ * the kinds in turn, so a short row still holds several), at scales from 2^-maxExp to 2^maxExp.
  */
-export function adversarialRows(rows: number, n: number, block: number, seed: number, kinds: readonly RowKind[]): Float32Array {
+export function adversarialRows(rows: number, n: number, block: number, seed: number, kinds: readonly RowKind[], maxExp = 40): Float32Array {
   const rng = new Rng(seed);
   const x = new Float32Array(rows * n);
   for (let at = 0, b = 0; at < x.length; at += block, b++) {
     const kind = b < kinds.length && rng.below(2) === 0 ? kinds[b] : kinds[rng.below(kinds.length)];
-    fillBlock(x, at, block, kind, rng);
+    fillBlock(x, at, block, kind, rng, maxExp);
   }
   return x;
 }
@@ -93,7 +93,12 @@ export function importance(n: number, seed: number): Float32Array {
   return w;
 }
 
-/** The codebook types: ggml's code aborts on NaN, Inf and overflowing sums there. */
+/**
+ * The codebook types: ggml's code aborts on NaN, Inf and sums that overflow there (an error
+ * w * diff^2 of a lattice point past FLT_MAX for every neighbour), so their rows keep to
+ * GRID_KINDS at scales up to 2^GRID_MAX_EXP.
+ */
+export const GRID_MAX_EXP = 20;
 export const GRID_TYPES: ReadonlySet<string> = new Set(["IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M"]);
 
 /** The kinds whose rows ggml quantizes to a codebook type without aborting. */
