@@ -7,6 +7,7 @@
  */
 import { TensorcastError } from "../../errors.js";
 import { GGML_TYPES, ggmlRowBytes, ggmlType, type GgmlType, type GgmlTypeName } from "../types.js";
+import { iq1_m, iq1_s } from "./iq1.js";
 import { iq2_s, iq2_xs, iq2_xxs } from "./iq2.js";
 import { iq3_s, iq3_xxs } from "./iq3.js";
 import { iq4_nl, iq4_xs } from "./iq4.js";
@@ -20,7 +21,7 @@ const ENCODERS: Partial<Record<GgmlTypeName, RowEncoder>> = {
   F32: f32, F16: f16, BF16: bf16,
   Q4_0: q4_0, Q4_1: q4_1, Q5_0: q5_0, Q5_1: q5_1, Q8_0: q8_0,
   Q2_K: q2_K, Q3_K: q3_K, Q4_K: q4_K, Q5_K: q5_K, Q6_K: q6_K,
-  IQ2_XXS: iq2_xxs, IQ2_XS: iq2_xs, IQ2_S: iq2_s, IQ3_XXS: iq3_xxs, IQ3_S: iq3_s, IQ4_NL: iq4_nl, IQ4_XS: iq4_xs, TQ1_0: tq1_0, TQ2_0: tq2_0, MXFP4: mxfp4,
+  IQ1_S: iq1_s, IQ1_M: iq1_m, IQ2_XXS: iq2_xxs, IQ2_XS: iq2_xs, IQ2_S: iq2_s, IQ3_XXS: iq3_xxs, IQ3_S: iq3_s, IQ4_NL: iq4_nl, IQ4_XS: iq4_xs, TQ1_0: tq1_0, TQ2_0: tq2_0, MXFP4: mxfp4,
 };
 
 /** The types ggml makes only with an importance matrix (ggml_quantize_requires_imatrix). */
