@@ -97,3 +97,25 @@ export function iqGrids(): IqGrids {
   }
   return grids;
 }
+
+export interface IqGridIndices {
+  /** kgrid_2bit_256, kgrid_2bit_512, kgrid_2bit_1024, kgrid_1bit_2048: 2 bits per element. */
+  readonly iq2xxs: readonly number[];
+  readonly iq2xs: readonly number[];
+  readonly iq2s: readonly number[];
+  readonly iq1s: readonly number[];
+  /** kgrid_256 and kgrid_512 of the 3-bit grids: 3 bits per element. */
+  readonly iq3xxs: readonly number[];
+  readonly iq3s: readonly number[];
+}
+
+let indices: IqGridIndices | undefined;
+
+/** ggml's kgrid_* index lists themselves, which the IQ encoders' maps and neighbour lists key on. */
+export function iqGridIndices(): IqGridIndices {
+  indices ??= {
+    iq2xxs: indexList(IQ2XXS), iq2xs: indexList(IQ2XS), iq2s: indexList(IQ2S), iq1s: indexList(IQ1S),
+    iq3xxs: indexList(IQ3XXS), iq3s: indexList(IQ3S),
+  };
+  return indices;
+}

@@ -38,3 +38,56 @@ export function ue4m3Half(x: number): number {
   const man = x & 7;
   return exp === 0 ? man * 2 ** -10 : (1 + man / 8) * 2 ** (exp - 8);
 }
+
+const bitsF = new Float32Array(1);
+const bitsU = new Uint32Array(bitsF.buffer);
+
+/** The binary32 bits of a float32 value. */
+export function f32Bits(x: number): number {
+  bitsF[0] = x;
+  return bitsU[0];
+}
+
+/** The float32 value of binary32 bits. */
+export function f32FromBits(u: number): number {
+  bitsU[0] = u;
+  return bitsF[0];
+}
+
+/** 2^112 and 2^-110: binary16's rounding point moved onto binary32's (FP16's scale_to_inf, scale_to_zero). */
+const SCALE_TO_INF = 2 ** 112;
+const SCALE_TO_ZERO = 2 ** -110;
+
+/**
+ * ggml_compute_fp32_to_fp16 (the FP16 library's rule, which ggml-base uses without F16C): binary32
+ * to binary16 bits, nearest-even, overflow to Inf, every NaN to the quiet 0x7E00 with its sign
+ * (the payload is dropped). The scaling by 2^112 and 2^-110 moves the rounding point to binary16's,
+ * and the add of a power of two rounds the mantissa there in one float32 addition.
+ */
+export function fp16Bits(f: number): number {
+  const fr = Math.fround;
+  let base = fr(fr(Math.abs(f) * SCALE_TO_INF) * SCALE_TO_ZERO);
+  const w = f32Bits(f);
+  const shl1w = (w * 2) % 0x100000000;
+  const sign = w & 0x80000000;
+  let bias = shl1w - (shl1w % 0x1000000);
+  if (bias < 0x71000000) bias = 0x71000000;
+  base = fr(f32FromBits(bias / 2 + 0x07800000) + base);
+  const bits = f32Bits(base);
+  const nonsign = ((bits >>> 13) & 0x7c00) + (bits & 0xfff);
+  return ((sign >>> 16) | (shl1w > 0xff000000 ? 0x7e00 : nonsign)) & 0xffff;
+}
+
+/**
+ * ggml_compute_fp32_to_bf16: the top half of the binary32 bits, nearest-even; a NaN keeps its top
+ * bits with the quiet bit forced (bit 6 of the half).
+ */
+export function bf16Bits(f: number): number {
+  return bf16OfBits(f32Bits(f));
+}
+
+/** bf16Bits of the binary32 bits `u`. */
+export function bf16OfBits(u: number): number {
+  if ((u & 0x7fffffff) > 0x7f800000) return ((u >>> 16) | 64) & 0xffff;
+  return ((u + 0x7fff + ((u >>> 16) & 1)) / 0x10000) & 0xffff;
+}

@@ -30,6 +30,13 @@ export interface GgmlPeer {
    * so a file that has them must not be given.
    */
   ggufRewrite(from: string, to: string): boolean;
+  /**
+   * ggml_quantize_chunk(type, rows, dst, 0, nrows, rowLength, imatrix): the bytes llama-quantize
+   * writes for these rows (ggml_quantize_init first, as the IQ types' grids need).
+   */
+  quantize(id: number, rows: Float32Array, rowLength: number, imatrix?: Float32Array): Uint8Array;
+  /** ggml_quantize_requires_imatrix(type). */
+  requiresImatrix(id: number): boolean;
 }
 
 interface Koffi {
@@ -62,6 +69,10 @@ export function ggmlPeer(): GgmlPeer | string {
   });
   const getTraits = lib.func("const ggml_type_traits *ggml_get_type_traits(int type)");
   const ToFloat = koffi.proto("void ggml_to_float_t(const uint8_t *x, float *y, int64_t k)");
+  const quantizeChunk = lib.func("size_t ggml_quantize_chunk(int type, const float *src, uint8_t *dst, int64_t start, int64_t nrows, int64_t n_per_row, const float *imatrix)");
+  const quantizeInit = lib.func("void ggml_quantize_init(int type)");
+  const requiresImatrix = lib.func("bool ggml_quantize_requires_imatrix(int type)");
+  const rowSize = lib.func("size_t ggml_row_size(int type, int64_t ne)");
   const traitsOf = (id: number): Record<string, unknown> => koffi.decode(getTraits(id), Traits);
   koffi.struct("gguf_init_params", { no_alloc: "bool", ctx: "void *" });
   const gguf = {
@@ -112,6 +123,17 @@ export function ggmlPeer(): GgmlPeer | string {
       } finally {
         koffi.free(slot);
       }
+    },
+    quantize(id, rows, rowLength, imatrix) {
+      quantizeInit(id);
+      const nrows = rows.length / rowLength;
+      const out = new Uint8Array(Number(rowSize(id, rowLength)) * nrows);
+      const wrote = Number(quantizeChunk(id, rows, out, 0, nrows, rowLength, imatrix ?? null));
+      if (wrote !== out.length) throw new Error(`ggml_quantize_chunk wrote ${wrote} bytes, expected ${out.length}`);
+      return out;
+    },
+    requiresImatrix(id) {
+      return Boolean(requiresImatrix(id));
     },
   };
   return cached;

@@ -1,0 +1,301 @@
+/**
+ * ggml's K-quants, super-blocks of 256 with per-sub-block scales quantized again against one fp16
+ * super-scale: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (quantize_row_*_ref without an importance matrix,
+ * quantize_row_*_impl with one). Every variant ends the same way: the codes are recomputed from
+ * the stored (fp16-rounded, integer-scaled) scales with nearest_int, except in sub-blocks whose
+ * stored scale is zero, which keep the codes the search gave.
+ *
+ * Browser-safe: no Node built-ins.
+ */
+import { fp16Bits, halfValues } from "../scalars.js";
+import { put16, type RowEncoder } from "./row.js";
+import { nearestInt } from "./rounding.js";
+import { GROUP_MAX_EPS, makeQkxQuants, makeQpQuants, makeQ3Quants, makeQxQuants, type MinOut } from "./search.js";
+
+const fr = Math.fround;
+
+const L8 = new Int8Array(256);
+const LU = new Uint8Array(256);
+const Laux = new Uint8Array(32);
+const weights = new Float32Array(32);
+const scales = new Float32Array(16);
+const mins = new Float32Array(16);
+const sw = new Float32Array(16);
+const Ls = new Uint8Array(16);
+const Lm = new Uint8Array(16);
+const Ls8 = new Int8Array(16);
+const minOut: MinOut = { min: 0 };
+
+function clamp(l: number, lo: number, hi: number): number {
+  return l < lo ? lo : l > hi ? hi : l;
+}
+
+/** Sum of x^2 over the super-block at `s`. */
+function sumSquares(x: Float32Array, s: number): number {
+  let sum = 0;
+  for (let j = 0; j < 256; j++) sum = fr(sum + fr(x[s + j] * x[s + j]));
+  return sum;
+}
+
+/** weights[l] = qw[l] * sqrt(sigma2 + x^2) for `count` elements. */
+function imatrixWeights(x: Float32Array, s: number, qw: Float32Array, qo: number, sigma2: number, count: number): void {
+  for (let l = 0; l < count; l++) weights[l] = fr(qw[qo + l] * fr(Math.sqrt(fr(sigma2 + fr(x[s + l] * x[s + l])))));
+}
+
+function sumOf(a: Float32Array, count: number): number {
+  let sum = 0;
+  for (let l = 0; l < count; l++) sum = fr(sum + a[l]);
+  return sum;
+}
+
+/** Q2_K's and Q3_K's 2-bit planes: byte l of each 32 holds elements l, l + 32, l + 64, l + 96. */
+function pack2(L: Int8Array | Uint8Array, y: Uint8Array, at: number): void {
+  for (let j = 0; j < 256; j += 128) {
+    for (let l = 0; l < 32; l++) y[at + j / 4 + l] = L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6);
+  }
+}
+
+export const q2_K: RowEncoder = (x, s, n, y, o, qw) => {
+  const H = halfValues();
+  for (let b = 0; b < n; b += 256, s += 256, o += 84) {
+    if (qw === undefined) {
+      let maxScale = 0;
+      let maxMin = 0;
+      for (let j = 0; j < 16; j++) {
+        for (let l = 0; l < 16; l++) weights[l] = Math.abs(x[s + 16 * j + l]);
+        scales[j] = makeQkxQuants(true, 16, 3, x, s + 16 * j, weights, LU, 16 * j, minOut, Laux, -0.5, fr(0.1), 15, true);
+        mins[j] = minOut.min;
+        if (scales[j] > maxScale) maxScale = scales[j];
+        if (mins[j] > maxMin) maxMin = mins[j];
+      }
+      if (maxScale > 0) {
+        const iscale = fr(15 / maxScale);
+        for (let j = 0; j < 16; j++) y[o + j] = nearestInt(fr(iscale * scales[j]));
+        put16(y, o + 80, fp16Bits(fr(maxScale / 15)));
+      } else {
+        for (let j = 0; j < 16; j++) y[o + j] = 0;
+        put16(y, o + 80, 0);
+      }
+      if (maxMin > 0) {
+        const iscale = fr(15 / maxMin);
+        for (let j = 0; j < 16; j++) y[o + j] |= nearestInt(fr(iscale * mins[j])) << 4;
+        put16(y, o + 82, fp16Bits(fr(maxMin / 15)));
+      } else {
+        put16(y, o + 82, 0);
+      }
+    } else {
+      const sigma2 = fr(sumSquares(x, s) / 256);
+      for (let j = 0; j < 16; j++) {
+        imatrixWeights(x, s + 16 * j, qw, b + 16 * j, sigma2, 16);
+        sw[j] = sumOf(weights, 16);
+        scales[j] = makeQkxQuants(false, 16, 3, x, s + 16 * j, weights, LU, 16 * j, minOut, Laux, fr(-0.9), fr(0.05), 36, false);
+        mins[j] = minOut.min;
+      }
+      const dm = makeQpQuants(16, 15, scales, Ls, sw);
+      const mm = makeQpQuants(16, 15, mins, Lm, sw);
+      put16(y, o + 80, fp16Bits(dm));
+      put16(y, o + 82, fp16Bits(mm));
+      for (let j = 0; j < 16; j++) y[o + j] = Ls[j] | (Lm[j] << 4);
+    }
+    const d = H[y[o + 80] | (y[o + 81] << 8)];
+    const dmin = H[y[o + 82] | (y[o + 83] << 8)];
+    for (let j = 0; j < 16; j++) {
+      const dl = fr(d * (y[o + j] & 0xf));
+      if (dl === 0) continue;
+      const ml = fr(dmin * (y[o + j] >> 4));
+      for (let ii = 0; ii < 16; ii++) LU[16 * j + ii] = clamp(nearestInt(fr(fr(x[s + 16 * j + ii] + ml) / dl)), 0, 3);
+    }
+    pack2(LU, y, o + 16);
+  }
+};
+
+/** Q3_K's sixteen 6-bit scales (biased by 32): low nibbles in bytes 0..7, high 2 bits in 8..11. */
+function packQ3Scales(y: Uint8Array, at: number, j: number, l: number): void {
+  if (j < 8) y[at + j] = l & 0xf;
+  else y[at + j - 8] |= (l & 0xf) << 4;
+  y[at + 8 + (j % 4)] |= (l >> 4) << (2 * (j >> 2));
+}
+
+export const q3_K: RowEncoder = (x, s, n, y, o, qw) => {
+  const H = halfValues();
+  for (let b = 0; b < n; b += 256, s += 256, o += 110) {
+    for (let k = 0; k < 12; k++) y[o + 96 + k] = 0;
+    if (qw === undefined) {
+      let maxScale = 0;
+      let amax = 0;
+      for (let j = 0; j < 16; j++) {
+        scales[j] = makeQ3Quants(16, 4, x, s + 16 * j, L8, 16 * j);
+        const a = Math.abs(scales[j]);
+        if (a > amax) { amax = a; maxScale = scales[j]; }
+      }
+      if (maxScale !== 0) {
+        const iscale = fr(-32 / maxScale);
+        for (let j = 0; j < 16; j++) {
+          const l = (nearestInt(fr(iscale * scales[j])) << 24) >> 24;
+          packQ3Scales(y, o + 96, j, clamp(l, -32, 31) + 32);
+        }
+        put16(y, o + 108, fp16Bits(fr(1 / iscale)));
+      } else {
+        put16(y, o + 108, 0);
+      }
+    } else {
+      const sigma2 = fr(fr(2 * sumSquares(x, s)) / 256);
+      for (let j = 0; j < 16; j++) {
+        imatrixWeights(x, s + 16 * j, qw, b + 16 * j, sigma2, 16);
+        sw[j] = sumOf(weights, 16);
+        scales[j] = makeQxQuants(16, 4, x, s + 16 * j, L8, 16 * j, 1, weights, 0);
+      }
+      const dBlock = makeQxQuants(16, 32, scales, 0, Ls8, 0, 1, sw, 0);
+      for (let j = 0; j < 16; j++) packQ3Scales(y, o + 96, j, Ls8[j]);
+      put16(y, o + 108, fp16Bits(dBlock));
+    }
+    const d = H[y[o + 108] | (y[o + 109] << 8)];
+    for (let j = 0; j < 16; j++) {
+      const low = j < 8 ? y[o + 96 + j] & 0xf : y[o + 96 + j - 8] >> 4;
+      const sc = (low | (((y[o + 104 + (j % 4)] >> (2 * (j >> 2))) & 3) << 4)) - 32;
+      const dl = fr(d * sc);
+      if (dl === 0) continue;
+      for (let ii = 0; ii < 16; ii++) L8[16 * j + ii] = clamp(nearestInt(fr(x[s + 16 * j + ii] / dl)), -4, 3) + 4;
+    }
+    // The third bit of element j goes to bit (j / 32) of hmask byte j % 32.
+    for (let k = 0; k < 32; k++) y[o + k] = 0;
+    for (let j = 0; j < 256; j++) {
+      if (L8[j] > 3) {
+        y[o + (j & 31)] |= 1 << (j >> 5);
+        L8[j] -= 4;
+      }
+    }
+    pack2(L8, y, o + 32);
+  }
+};
+
+/** Q4_K's and Q5_K's eight 6-bit scales and mins in 12 bytes (get_scale_min_k4's layout). */
+function packScaleMin(y: Uint8Array, at: number, j: number, ls: number, lm: number): void {
+  if (j < 4) {
+    y[at + j] = ls;
+    y[at + j + 4] = lm;
+  } else {
+    y[at + j + 4] = (ls & 0xf) | ((lm & 0xf) << 4);
+    y[at + j - 4] |= (ls >> 4) << 6;
+    y[at + j] |= (lm >> 4) << 6;
+  }
+}
+
+function scaleMinOf(y: Uint8Array, at: number, j: number): [number, number] {
+  if (j < 4) return [y[at + j] & 63, y[at + j + 4] & 63];
+  return [(y[at + j + 4] & 0xf) | ((y[at + j - 4] >> 6) << 4), (y[at + j + 4] >> 4) | ((y[at + j] >> 6) << 4)];
+}
+
+/** Q4_K (nmax 15) and Q5_K (nmax 31): scales, mins and the requantized codes into LU. */
+function qkScales(x: Float32Array, s: number, b: number, y: Uint8Array, o: number, qw: Float32Array | undefined, nmax: number): void {
+  const H = halfValues();
+  if (qw === undefined) {
+    let maxScale = 0;
+    let maxMin = 0;
+    for (let j = 0; j < 8; j++) {
+      let sumX2 = 0;
+      for (let l = 0; l < 32; l++) sumX2 = fr(sumX2 + fr(x[s + 32 * j + l] * x[s + 32 * j + l]));
+      const avX = fr(Math.sqrt(fr(sumX2 / 32)));
+      for (let l = 0; l < 32; l++) weights[l] = fr(avX + Math.abs(x[s + 32 * j + l]));
+      scales[j] = nmax === 15
+        ? makeQkxQuants(true, 32, 15, x, s + 32 * j, weights, LU, 32 * j, minOut, Laux, -1, fr(0.1), 20, false)
+        : makeQkxQuants(true, 32, 31, x, s + 32 * j, weights, LU, 32 * j, minOut, Laux, -0.5, fr(0.1), 15, false);
+      mins[j] = minOut.min;
+      if (scales[j] > maxScale) maxScale = scales[j];
+      if (mins[j] > maxMin) maxMin = mins[j];
+    }
+    const invScale = maxScale > 0 ? fr(63 / maxScale) : 0;
+    const invMin = maxMin > 0 ? fr(63 / maxMin) : 0;
+    for (let j = 0; j < 8; j++) {
+      const ls = Math.min(63, nearestInt(fr(invScale * scales[j])) & 0xff);
+      const lm = Math.min(63, nearestInt(fr(invMin * mins[j])) & 0xff);
+      packScaleMin(y, o + 4, j, ls, lm);
+    }
+    put16(y, o, fp16Bits(fr(maxScale / 63)));
+    put16(y, o + 2, fp16Bits(fr(maxMin / 63)));
+  } else {
+    const sigma2 = fr(fr(2 * sumSquares(x, s)) / 256);
+    for (let j = 0; j < 8; j++) {
+      imatrixWeights(x, s + 32 * j, qw, b + 32 * j, sigma2, 32);
+      sw[j] = sumOf(weights, 32);
+      scales[j] = makeQkxQuants(false, 32, nmax, x, s + 32 * j, weights, LU, 32 * j, minOut, Laux, fr(-0.9), fr(0.05), 36, false);
+      mins[j] = minOut.min;
+    }
+    const dBlock = makeQpQuants(8, 63, scales, Ls, sw);
+    const mBlock = makeQpQuants(8, 63, mins, Lm, sw);
+    for (let j = 0; j < 8; j++) packScaleMin(y, o + 4, j, Math.min(63, Ls[j]), Math.min(63, Lm[j]));
+    put16(y, o, fp16Bits(dBlock));
+    put16(y, o + 2, fp16Bits(mBlock));
+  }
+  const d = H[y[o] | (y[o + 1] << 8)];
+  const dmin = H[y[o + 2] | (y[o + 3] << 8)];
+  for (let j = 0; j < 8; j++) {
+    const [sc, m] = scaleMinOf(y, o + 4, j);
+    const dl = fr(d * sc);
+    if (dl === 0) continue;
+    const dm = fr(dmin * m);
+    for (let ii = 0; ii < 32; ii++) LU[32 * j + ii] = clamp(nearestInt(fr(fr(x[s + 32 * j + ii] + dm) / dl)), 0, nmax);
+  }
+}
+
+export const q4_K: RowEncoder = (x, s, n, y, o, qw) => {
+  for (let b = 0; b < n; b += 256, s += 256, o += 144) {
+    qkScales(x, s, b, y, o, qw, 15);
+    for (let j = 0, q = o + 16; j < 256; j += 64, q += 32) {
+      for (let l = 0; l < 32; l++) y[q + l] = LU[j + l] | (LU[j + l + 32] << 4);
+    }
+  }
+};
+
+export const q5_K: RowEncoder = (x, s, n, y, o, qw) => {
+  for (let b = 0; b < n; b += 256, s += 256, o += 176) {
+    qkScales(x, s, b, y, o, qw, 31);
+    const qh = o + 16;
+    for (let k = 0; k < 32; k++) y[qh + k] = 0;
+    let m1 = 1, m2 = 2;
+    for (let nn = 0, ql = o + 48; nn < 256; nn += 64, ql += 32, m1 <<= 2, m2 <<= 2) {
+      for (let j = 0; j < 32; j++) {
+        let l1 = LU[nn + j];
+        if (l1 > 15) { l1 -= 16; y[qh + j] |= m1; }
+        let l2 = LU[nn + j + 32];
+        if (l2 > 15) { l2 -= 16; y[qh + j] |= m2; }
+        y[ql + j] = l1 | (l2 << 4);
+      }
+    }
+  }
+};
+
+export const q6_K: RowEncoder = (x, s, n, y, o, qw) => {
+  const H = halfValues();
+  for (let b = 0; b < n; b += 256, s += 256, o += 210) {
+    let maxScale = 0;
+    let maxAbs = 0;
+    for (let ib = 0; ib < 16; ib++) {
+      const scale = makeQxQuants(16, 32, x, s + 16 * ib, L8, 16 * ib, 1, qw, b + 16 * ib);
+      scales[ib] = scale;
+      const a = Math.abs(scale);
+      if (a > maxAbs) { maxAbs = a; maxScale = scale; }
+    }
+    if (maxAbs < GROUP_MAX_EPS) {
+      y.fill(0, o, o + 210);
+      continue;
+    }
+    const iscale = fr(-128 / maxScale);
+    put16(y, o + 208, fp16Bits(fr(1 / iscale)));
+    for (let ib = 0; ib < 16; ib++) y[o + 192 + ib] = Math.min(127, nearestInt(fr(iscale * scales[ib])));
+    const d = H[y[o + 208] | (y[o + 209] << 8)];
+    for (let j = 0; j < 16; j++) {
+      const dl = fr(d * ((y[o + 192 + j] << 24) >> 24));
+      if (dl === 0) continue;
+      for (let ii = 0; ii < 16; ii++) L8[16 * j + ii] = clamp(nearestInt(fr(x[s + 16 * j + ii] / dl)), -32, 31) + 32;
+    }
+    for (let j = 0, ql = o, qh = o + 128; j < 256; j += 128, ql += 64, qh += 32) {
+      for (let l = 0; l < 32; l++) {
+        const a = L8[j + l], c = L8[j + l + 32], e = L8[j + l + 64], g = L8[j + l + 96];
+        y[ql + l] = (a & 0xf) | ((e & 0xf) << 4);
+        y[ql + l + 32] = (c & 0xf) | ((g & 0xf) << 4);
+        y[qh + l] = (a >> 4) | ((c >> 4) << 2) | ((e >> 4) << 4) | ((g >> 4) << 6);
+      }
+    }
+  }
+};
