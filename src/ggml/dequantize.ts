@@ -13,28 +13,18 @@
  *
  * Browser-safe: no Node built-ins.
  */
-import { decodeFloat } from "../dtype/minifloat.js";
 import { dtype, type DType, type Storage } from "../dtype/table.js";
 import { TensorcastError } from "../errors.js";
 import { convert } from "../kernels/convert.js";
 import { iqGrids } from "./grids.js";
+import { GGML_FP4_DOUBLED, IQ4_NL_LEVELS } from "./levels.js";
 import { e8m0Half, halfValues, ue4m3Half } from "./scalars.js";
+import { dequantizeSimd } from "./simd.js";
 import { GGML_TYPES, ggmlType, QK_K, type GgmlType, type GgmlTypeName } from "./types.js";
 
 const fr = Math.fround;
 
-/** kvalues_iq4nl: IQ4_NL's and IQ4_XS's sixteen non-linear levels (published by ggml, not derived). */
-export const IQ4_NL_LEVELS: readonly number[] = Object.freeze([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]);
 const IQ4NL = Int8Array.from(IQ4_NL_LEVELS);
-
-/**
- * kvalues_mxfp4: twice the E2M1 value of each code (ggml doubles them so the scale can be halved).
- * The negative-zero code 8 is +0: GGML's MXFP4 and NVFP4 never give -0 from it, where OCP's does.
- */
-export const GGML_FP4_DOUBLED: readonly number[] = Object.freeze(Array.from({ length: 16 }, (_, c) => {
-  const v = 2 * decodeFloat(dtype("float4e2m1").format!, c);
-  return v === 0 ? 0 : v;
-}));
 const FP4 = Int8Array.from(GGML_FP4_DOUBLED);
 
 /** Decodes `blocks` blocks starting at byte `s` of `x` into `y` from index `o`. */
@@ -539,7 +529,7 @@ export function canDequantize(t: GgmlType): boolean {
 export function dequantizeBlocks(t: GgmlType, src: Uint8Array, srcAt: number, out: Float32Array, outAt: number, blocks: number): void {
   const decode = DECODERS[t.name];
   if (decode === undefined) throw new TensorcastError("UNSUPPORTED_TYPE", `GGML type ${t.name} has no decoder (ggml has none either: it is a dot-product intermediate)`);
-  decode(src, srcAt, out, outAt, blocks);
+  if (!dequantizeSimd(t, src, srcAt, out, outAt, blocks)) decode(src, srcAt, out, outAt, blocks);
 }
 
 /**
@@ -565,4 +555,4 @@ export function dequantizeGgml(type: GgmlType | string, bytes: Uint8Array, out?:
   return y;
 }
 
-export { QK_K };
+export { QK_K, GGML_FP4_DOUBLED, IQ4_NL_LEVELS };
