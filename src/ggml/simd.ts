@@ -25,8 +25,8 @@
  */
 import {
   and, extendHighS16, extendHighS8, extendHighU16, extendHighU8, extendLowS16, extendLowS8, extendLowU16, extendLowU8,
-  f32Bits, f32ConvertS, f32Mul, f32OfI32Bits, f32x4Add, f32x4ConvertS, f32x4Mul, f32x4Splat, f32x4Sub, get, i16x8Shl, i16x8ShrU,
-  i32, i32Add, i32And, i32Eq, i32Eqz, i32GeU, i32LtU, i32OfF32Bits, i32Or, i32Shl, i32Sub, i32x4ReplaceLane, i32x4ShrU,
+  f32Bits, f32ConvertS, f32Mul, f32OfI32Bits, f32x4Add, f32x4ConvertS, f32x4Mul, f32x4Splat, f32x4Sub, get, i16x8Mul, i16x8Shl, i16x8ShrU, i16x8Sub,
+  i32, i32Add, i32And, i32Eq, i32Eqz, i32GeU, i32LtU, i32OfF32Bits, i32Or, i32Shl, i32ShrU, i32Sub, i32x4ReplaceLane, i32x4ShrU,
   i32x4Shl, i32x4Splat, i8x16Eq, i8x16Sub, load, load32Splat, loadU16, loadU8, moduleBytes, or, pick, set, shuffle, store,
   swizzle, whileNot, type Code, type Func,
 } from "../kernels/wasm/encoder.js";
@@ -420,10 +420,57 @@ function tq20(k: Kernel): Code {
   return blockLoop(body, 66, 1024);
 }
 
+/** IQ4_XS: fr(d * (ls - 32)) * level[q], eight 6-bit scales ls (low 4 bits in scales_l, high 2 in scales_h). */
+function iq4xs(k: Kernel): Code {
+  const t = temps(k);
+  const [D, L, DL] = [k.v(), k.v(), k.v()];
+  const lut = table16(k, IQ4_NL_LEVELS);
+  const body: Code[] = [set(D, f32x4Splat(half(loadU16(get(SRC), 0))))];
+  for (let ib = 0; ib < 8; ib++) {
+    const low = i32And(i32ShrU(loadU8(get(SRC), 4 + (ib >> 1)), i32(4 * (ib & 1))), i32(15));
+    const high = i32Shl(i32And(i32ShrU(loadU16(get(SRC), 2), i32(2 * ib)), i32(3)), i32(4));
+    body.push(
+      set(DL, f32x4Mul(get(D), f32x4Splat(f32ConvertS(i32Sub(i32Or(low, high), i32(32)))))),
+      set(L, load(get(SRC), 8 + 16 * ib)),
+      emit16(t, swizzle(lut, nibbles(k, get(L), false)), true, DL, undefined, 128 * ib),
+      emit16(t, swizzle(lut, nibbles(k, get(L), true)), true, DL, undefined, 128 * ib + 64),
+    );
+  }
+  return blockLoop(body, 136, 1024);
+}
+
+/**
+ * TQ1_0: (digit - 1) * d, a byte's base-3 digit n being ((b * 3^n mod 256) * 3 >> 8), in 16-bit lanes
+ * (b * 81 < 2^15). 32 bytes of five digits, 16 more of five, 4 of four.
+ */
+function tq10(k: Kernel): Code {
+  const [D, Q, W, T] = [k.v(), k.v(), k.v(), k.v()];
+  const digit = (w: Code, pow3: number): Code => i16x8Sub(i16x8ShrU(i16x8Mul(and(i16x8Mul(w, k.c(pow3 * 0x10001)), k.c(0x00ff00ff)), k.c(0x00030003)), 8), k.c(0x00010001));
+  const value = (lanes: Code): Code => f32x4Mul(f32x4ConvertS(lanes), get(D));
+  // Eight digits (16-bit lanes of T) -> 8 float32 at dst + off; with `four`, only the first four.
+  const emit8 = (off: number, four = false): Code[] => [
+    store(get(DST), value(extendLowS16(get(T))), off),
+    ...(four ? [] : [store(get(DST), value(extendHighS16(get(T))), off + 16)]),
+  ];
+  const body: Code[] = [set(D, f32x4Splat(half(loadU16(get(SRC), 52))))];
+  const runs: [at: number, bytes: number, first: number][] = [[0, 16, 0], [16, 16, 16], [32, 16, 160]];
+  for (const [at, , first] of runs) {
+    const width = first === 160 ? 16 : 32;
+    body.push(set(Q, load(get(SRC), at)));
+    for (const hi of [false, true]) {
+      body.push(set(W, (hi ? extendHighU8 : extendLowU8)(get(Q))));
+      for (let n = 0, pow3 = 1; n < 5; n++, pow3 *= 3) body.push(set(T, digit(get(W), pow3)), ...emit8(4 * (first + width * n + (hi ? 8 : 0))));
+    }
+  }
+  body.push(set(W, extendLowU8(load32Splat(get(SRC), 48))));
+  for (let n = 0, pow3 = 1; n < 4; n++, pow3 *= 3) body.push(set(T, digit(get(W), pow3)), ...emit8(4 * (240 + 4 * n), true));
+  return blockLoop(body, 54, 1024);
+}
+
 const BUILDERS: Partial<Record<GgmlTypeName, (k: Kernel) => Code>> = {
   Q4_0: q4(false), Q4_1: q4(true), Q5_0: q5(false), Q5_1: q5(true), Q8_0: q80,
   Q2_K: q2K, Q3_K: q3K, Q4_K: qk(false), Q5_K: qk(true), Q6_K: q6K,
-  IQ4_NL: levels4(false), MXFP4: levels4(true), NVFP4: nvfp4, TQ2_0: tq20,
+  IQ4_NL: levels4(false), IQ4_XS: iq4xs, MXFP4: levels4(true), NVFP4: nvfp4, TQ1_0: tq10, TQ2_0: tq20,
 };
 
 /** The GGML types with a SIMD kernel. */
