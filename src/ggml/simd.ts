@@ -27,11 +27,12 @@ import {
   and, extendHighS16, extendHighS8, extendHighU16, extendHighU8, extendLowS16, extendLowS8, extendLowU16, extendLowU8,
   f32Bits, f32ConvertS, f32Mul, f32OfI32Bits, f32x4Add, f32x4ConvertS, f32x4Mul, f32x4Splat, f32x4Sub, get, i16x8Mul, i16x8Shl, i16x8ShrU, i16x8Sub,
   i32, i32Add, i32And, i32Eq, i32Eqz, i32GeU, i32LtU, i32OfF32Bits, i32Or, i32Shl, i32ShrU, i32Sub, i32x4ReplaceLane, i32x4ShrU,
-  i32x4Shl, i32x4Splat, i8x16Eq, i8x16Sub, load, load32Splat, loadU16, loadU8, moduleBytes, or, pick, set, shuffle, store,
+  i32x4Shl, i32x4Splat, i8x16Eq, i8x16Sub, load, load32Splat, load8x8S, loadU16, loadU8, moduleBytes, or, pick, set, shuffle, store,
   swizzle, whileNot, type Code, type Func,
 } from "../kernels/wasm/encoder.js";
 import type { WasmApi } from "../kernels/wasm/index.js";
 import { residentMemoryOf, type WasmMemory } from "../kernels/wasm/resident.js";
+import { iqGrids } from "./grids.js";
 import { GGML_FP4_DOUBLED, IQ4_NL_LEVELS } from "./levels.js";
 import type { GgmlType, GgmlTypeName } from "./types.js";
 
@@ -467,11 +468,86 @@ function tq10(k: Kernel): Code {
   return blockLoop(body, 54, 1024);
 }
 
+/** Where the private memory keeps iq1s_grid (8 signed bytes per point): its second page. */
+const IQ1S_GRID = PAGE;
+
+/**
+ * IQ1_S and IQ1_M: per 8 elements fr(d * (2 * s + 1)) * (grid[j] + delta), delta +-0.125, grid
+ * points of 11 bits. Only in the private memory, which holds the grid.
+ */
+function iq1(m: boolean): (k: Kernel) => Code {
+  return (k) => {
+    const [D, DL, DELTA, W] = [k.v(), k.v(), k.v(), k.v()];
+    const value = (lanes: Code): Code => f32x4Mul(get(DL), f32x4Add(f32x4ConvertS(lanes), get(DELTA)));
+    // Eight grid values of point `point` (an i32 expression) -> dst + off.
+    const point8 = (point: Code, off: number): Code[] => [
+      set(W, load8x8S(i32Shl(point, i32(3)), IQ1S_GRID)),
+      store(get(DST), value(extendLowS16(get(W))), off),
+      store(get(DST), value(extendHighS16(get(W))), off + 16),
+    ];
+    // The float32 of 2 * s + 1 for a 3-bit s (an i32 expression), times the block's scale.
+    const scaled = (s: Code): Code => f32x4Mul(get(D), f32x4Splat(f32ConvertS(i32Add(i32Shl(i32And(s, i32(7)), i32(1)), i32(1)))));
+    // +-0.125: 0x3E000000 with the sign bit (bit 15 of `sign`, an i32 expression, moved to bit 31).
+    const delta = (sign: Code): Code => f32x4Splat(f32OfI32Bits(i32Or(i32(0x3e000000), i32Shl(i32And(sign, i32(0x8000)), i32(16)))));
+    const body: Code[] = [];
+    if (!m) {
+      body.push(set(D, f32x4Splat(half(loadU16(get(SRC), 0)))));
+      for (let ib = 0; ib < 8; ib++) {
+        const qh = loadU16(get(SRC), 34 + 2 * ib);
+        body.push(set(DL, scaled(i32ShrU(qh, i32(12)))), set(DELTA, delta(qh)));
+        for (let l = 0; l < 4; l++) {
+          body.push(...point8(i32Or(loadU8(get(SRC), 2 + 4 * ib + l), i32Shl(i32And(i32ShrU(qh, i32(3 * l)), i32(7)), i32(8))), 4 * (32 * ib + 8 * l)));
+        }
+      }
+      return blockLoop(body, 50, 1024);
+    }
+    // The block's binary16 scale is spread over the top nibbles of the four scale words.
+    const sc = (i: number): Code => loadU16(get(SRC), 48 + 2 * i);
+    body.push(set(D, f32x4Splat(half(i32Or(i32Or(i32ShrU(sc(0), i32(12)), i32And(i32ShrU(sc(1), i32(8)), i32(0xf0))),
+      i32Or(i32And(i32ShrU(sc(2), i32(4)), i32(0xf00)), i32And(sc(3), i32(0xf000))))))));
+    for (let ib = 0; ib < 8; ib++) {
+      const w = (): Code => i32ShrU(sc(ib >> 1), i32(6 * (ib & 1)));
+      for (let l = 0; l < 4; l++) {
+        // Point l: 8 bits from qs, 3 from the low (even l) or high (odd l) nibble of its qh byte, whose fourth bit is the delta's sign.
+        const h = (): Code => i32ShrU(loadU8(get(SRC), 32 + 2 * ib + (l >> 1)), i32(4 * (l & 1)));
+        if (l === 0) body.push(set(DL, scaled(w())));
+        if (l === 2) body.push(set(DL, scaled(i32ShrU(w(), i32(3)))));
+        body.push(set(DELTA, delta(i32Shl(h(), i32(12)))));
+        body.push(...point8(i32Or(loadU8(get(SRC), 4 * ib + l), i32And(i32Shl(h(), i32(8)), i32(0x700))), 4 * (32 * ib + 8 * l)));
+      }
+    }
+    return blockLoop(body, 56, 1024);
+  };
+}
+
+/** Q2_0: (q - 1) * d, element 4b + k in bits 2k of byte b. */
+function q20(k: Kernel): Code {
+  const t = temps(k);
+  const [D, L, A0, A1, B0, B1] = Array.from({ length: 6 }, () => k.v());
+  const C = [k.v(), k.v(), k.v(), k.v()];
+  const bytes = (first: number): number[] => Array.from({ length: 16 }, (_, i) => (i & 1 ? 16 : 0) + first + (i >> 1));
+  const halves = (first: number): number[] => Array.from({ length: 16 }, (_, i) => ((i >> 1) & 1 ? 16 : 0) + 2 * (first + (i >> 2)) + (i & 1));
+  const body: Code[] = [set(D, f32x4Splat(half(loadU16(get(SRC), 0)))), set(L, load(get(SRC), 2))];
+  for (let s = 0; s < 4; s++) body.push(set(C[s], and(shift16(get(L), -2 * s), k.c(bytes4(3)))));
+  // Interleave the four digit planes back into element order: bytes of (0, 1) and (2, 3), then their pairs.
+  body.push(
+    set(A0, shuffle(get(C[0]), get(C[1]), bytes(0))), set(A1, shuffle(get(C[0]), get(C[1]), bytes(8))),
+    set(B0, shuffle(get(C[2]), get(C[3]), bytes(0))), set(B1, shuffle(get(C[2]), get(C[3]), bytes(8))),
+  );
+  const ordered = [shuffle(get(A0), get(B0), halves(0)), shuffle(get(A0), get(B0), halves(4)), shuffle(get(A1), get(B1), halves(0)), shuffle(get(A1), get(B1), halves(4))];
+  ordered.forEach((q, i) => body.push(emit16(t, i8x16Sub(q, k.c(bytes4(1))), true, D, undefined, 64 * i)));
+  return blockLoop(body, 18, 256);
+}
+
 const BUILDERS: Partial<Record<GgmlTypeName, (k: Kernel) => Code>> = {
   Q4_0: q4(false), Q4_1: q4(true), Q5_0: q5(false), Q5_1: q5(true), Q8_0: q80,
   Q2_K: q2K, Q3_K: q3K, Q4_K: qk(false), Q5_K: qk(true), Q6_K: q6K,
+  IQ1_S: iq1(false), IQ1_M: iq1(true), Q2_0: q20,
   IQ4_NL: levels4(false), IQ4_XS: iq4xs, MXFP4: levels4(true), NVFP4: nvfp4, TQ1_0: tq10, TQ2_0: tq20,
 };
+
+/** The types whose kernels read a table that only the private memory holds. */
+const PRIVATE_ONLY: ReadonlySet<GgmlTypeName> = new Set(["IQ1_S", "IQ1_M"]);
 
 /** The GGML types with a SIMD kernel. */
 export const GGML_SIMD_TYPES: readonly GgmlTypeName[] = Object.freeze(Object.keys(BUILDERS) as GgmlTypeName[]);
@@ -504,7 +580,8 @@ const OUT_BYTES = 16384;
 /** Where the blocks go (at most 4096 values' worth: 4352 bytes of Q8_0, the largest per value). */
 const IN = 0;
 const OUT = 8192;
-const PRIVATE_PAGES = 1;
+/** The streaming regions, then a page for the grid. */
+const PRIVATE_PAGES = 2;
 
 let enabled = true;
 let privateLoaded: Loaded | null | undefined;
@@ -537,6 +614,7 @@ function privateInstance(): Loaded | null {
     try {
       const w = (globalThis as { WebAssembly?: MemoryApi }).WebAssembly;
       if (w) privateLoaded = instantiate(new w.Memory({ initial: PRIVATE_PAGES, maximum: PRIVATE_PAGES }));
+      privateLoaded?.bytes.set(new Uint8Array(iqGrids().iq1s.buffer), IQ1S_GRID);
     } catch {
       privateLoaded = null;
     }
@@ -583,7 +661,7 @@ export function ggmlSimdAvailable(): boolean {
  */
 export function dequantizeSimd(t: GgmlType, src: Uint8Array, srcAt: number, out: Float32Array, outAt: number, blocks: number): boolean {
   if (!enabled || blocks <= 0) return false;
-  const arena = arenaInstance(src, out);
+  const arena = PRIVATE_ONLY.has(t.name) ? undefined : arenaInstance(src, out);
   const l = arena ?? privateInstance();
   const kernel = l?.kernels[t.name];
   if (!l || !kernel) return false;

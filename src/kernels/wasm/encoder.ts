@@ -265,3 +265,5 @@ export const i16x8Mul = binary(0x95);
 /** i8x16.swizzle: byte i of the result is byte s[i] of a (0 where s[i] > 15). */
 export const swizzle = binary(0x0e);
 export const i32Eq = (a: Code, b: Code): Code => cat(a, b, [0x46]);
+/** v128.load8x8_s: eight signed bytes at `addr` + `offset` sign-extended to i16x8 (alignment hint 8). */
+export const load8x8S = (addr: Code, offset = 0): Code => cat(addr, simd(0x01), [3], uleb(offset));
