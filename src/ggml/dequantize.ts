@@ -11,6 +11,9 @@
  * The plain types (F32, F16, BF16, F64, I8 ... I64) go through tensorcast's Cast to float32, which
  * rounds once to nearest-even (C's conversion).
  *
+ * dequantizeBlocks (and so dequantizeGgml) runs the WebAssembly SIMD kernel of the type first where
+ * there is one (simd.ts: the same bits, tested against these decoders), and these decoders otherwise.
+ *
  * Browser-safe: no Node built-ins.
  */
 import { dtype, type DType, type Storage } from "../dtype/table.js";
