@@ -530,6 +530,8 @@ export function canDequantize(t: GgmlType): boolean {
 export function dequantizeBlocks(t: GgmlType, src: Uint8Array, srcAt: number, out: Float32Array, outAt: number, blocks: number): void {
   const decode = DECODERS[t.name];
   if (decode === undefined) throw new TensorcastError("UNSUPPORTED_TYPE", `GGML type ${t.name} has no decoder (ggml has none either: it is a dot-product intermediate)`);
+  // No blocks, nothing to read (the buffer may even be detached: views of it cannot be made).
+  if (blocks <= 0) return;
   if (!dequantizeSimd(t, src, srcAt, out, outAt, blocks)) decode(src, srcAt, out, outAt, blocks);
 }
 
