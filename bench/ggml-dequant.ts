@@ -7,12 +7,19 @@
  * near 1), so no NaN or subnormal path dominates. Before timing, the two outputs are compared bit for
  * bit (NaN as NaN); a difference stops the run. Each contender's time is per call over --n values;
  * the contenders take turns for --reps calls; the table gives M values/s by the median (the fastest)
- * and the ratio ours / ggml's (above 1: tensorcast is faster).
+ * and the ratio ours / ggml's (above 1: tensorcast is faster). Three tensorcast contenders: the
+ * reference decoders (src/ggml/dequantize.ts, useGgmlSimd(false)), dequantizeBlocks on ordinary
+ * arrays (the SIMD kernels where the type has one, streamed through their memory: the blocks copied
+ * in, the float32 copied out), and dequantizeBlocks with the blocks and the output in one arena
+ * (the kernels in place, no copy).
  *
  * Arguments: --n N (values per call, default 1 Mi), --reps R (default 9), --only NAME,NAME.
  */
+import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
+import { createArena } from "../src/arena.js";
 import { dequantizeBlocks, GGML_TYPES, canDequantize, type GgmlType } from "../src/ggml/index.js";
+import { useGgmlSimd } from "../src/ggml/simd.js";
 import { ggmlPeer } from "../test/support/ggml-peer.js";
 import { Rng } from "../test/support/rng.js";
 
@@ -71,30 +78,45 @@ for (const t of GGML_TYPES) {
   const src = blocks(t, count, 0x9e37 + t.id);
   const ours = new Float32Array(n);
   const theirs = new Float32Array(n);
-  dequantizeBlocks(t, src, 0, ours, 0, count);
+  const arena = createArena(src.length + 4 * n + 128);
+  const srcIn = arena.zeros("uint8", [src.length]).data as Uint8Array;
+  srcIn.set(src);
+  const outIn = arena.zeros("float32", [n]).data as Float32Array;
   peer.toFloatInto(t.id, src, theirs);
-  if (!sameBits(ours, theirs)) throw new Error(`${t.name}: tensorcast and ggml differ on the bench's blocks`);
-  const times: Record<"ours" | "ggml", number[]> = { ours: [], ggml: [] };
+  const runs = {
+    reference: () => {
+      useGgmlSimd(false);
+      dequantizeBlocks(t, src, 0, ours, 0, count);
+      useGgmlSimd(true);
+    },
+    arrays: () => dequantizeBlocks(t, src, 0, ours, 0, count),
+    arena: () => dequantizeBlocks(t, srcIn, 0, outIn, 0, count),
+    ggml: () => peer.toFloatInto(t.id, src, theirs),
+  };
+  for (const [name, run] of Object.entries(runs)) {
+    if (name === "ggml") continue;
+    ours.fill(0);
+    outIn.fill(0);
+    run();
+    if (!sameBits(name === "arena" ? outIn : ours, theirs)) throw new Error(`${t.name}: tensorcast (${name}) and ggml differ on the bench's blocks`);
+  }
+  const times: Record<string, number[]> = { reference: [], arrays: [], arena: [], ggml: [] };
   for (let r = 0; r < REPS + 1; r++) {
-    let t0 = performance.now();
-    dequantizeBlocks(t, src, 0, ours, 0, count);
-    const a = performance.now() - t0;
-    t0 = performance.now();
-    peer.toFloatInto(t.id, src, theirs);
-    const b = performance.now() - t0;
-    // The first turn warms both up (the JIT, the pages of both outputs).
-    if (r > 0) {
-      times.ours.push(a);
-      times.ggml.push(b);
+    for (const [name, run] of Object.entries(runs)) {
+      const t0 = performance.now();
+      run();
+      // The first turn warms every contender up (the JIT, the pages of the outputs).
+      if (r > 0) times[name].push(performance.now() - t0);
     }
   }
   const rate = (ms: number): string => (n / ms / 1000).toFixed(0);
-  const mo = median(times.ours), mg = median(times.ggml);
-  const bo = Math.min(...times.ours), bg = Math.min(...times.ggml);
-  rows.push([t.name, `${rate(mo)} (${rate(bo)})`, `${rate(mg)} (${rate(bg)})`, `${(mg / mo).toFixed(2)}x (${(bg / bo).toFixed(2)}x)`]);
+  const cell = (name: string): string => `${rate(median(times[name]))} (${rate(Math.min(...times[name]))})`;
+  const ratio = (name: string): string =>
+    `${(median(times.ggml) / median(times[name])).toFixed(2)}x (${(Math.min(...times.ggml) / Math.min(...times[name])).toFixed(2)}x)`;
+  rows.push([t.name, cell("ggml"), cell("reference"), ratio("reference"), cell("arrays"), ratio("arrays"), cell("arena"), ratio("arena")]);
 }
 
-console.log(`GGML dequantization, ${N} values per call, ${REPS} calls each, one thread; M values/s by the median (the fastest)\n`);
-const head = ["type", "tensorcast", "ggml to_float", "ours / ggml"];
+console.log(`GGML dequantization, ${N} values per call, ${REPS} calls each, one thread; M values/s by the median (the fastest); load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}\n`);
+const head = ["type", "ggml to_float", "reference", "/ ggml", "arrays", "/ ggml", "arena", "/ ggml"];
 const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
 for (const r of [head, ...rows]) console.log(r.map((c, i) => c.padEnd(width[i])).join("  "));

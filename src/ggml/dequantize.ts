@@ -11,30 +11,23 @@
  * The plain types (F32, F16, BF16, F64, I8 ... I64) go through tensorcast's Cast to float32, which
  * rounds once to nearest-even (C's conversion).
  *
+ * dequantizeBlocks (and so dequantizeGgml) runs the WebAssembly SIMD kernel of the type first where
+ * there is one (simd.ts: the same bits, tested against these decoders), and these decoders otherwise.
+ *
  * Browser-safe: no Node built-ins.
  */
-import { decodeFloat } from "../dtype/minifloat.js";
 import { dtype, type DType, type Storage } from "../dtype/table.js";
 import { TensorcastError } from "../errors.js";
 import { convert } from "../kernels/convert.js";
 import { iqGrids } from "./grids.js";
+import { GGML_FP4_DOUBLED, IQ4_NL_LEVELS } from "./levels.js";
 import { e8m0Half, halfValues, ue4m3Half } from "./scalars.js";
+import { dequantizeSimd } from "./simd.js";
 import { GGML_TYPES, ggmlType, QK_K, type GgmlType, type GgmlTypeName } from "./types.js";
 
 const fr = Math.fround;
 
-/** kvalues_iq4nl: IQ4_NL's and IQ4_XS's sixteen non-linear levels (published by ggml, not derived). */
-export const IQ4_NL_LEVELS: readonly number[] = Object.freeze([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]);
 const IQ4NL = Int8Array.from(IQ4_NL_LEVELS);
-
-/**
- * kvalues_mxfp4: twice the E2M1 value of each code (ggml doubles them so the scale can be halved).
- * The negative-zero code 8 is +0: GGML's MXFP4 and NVFP4 never give -0 from it, where OCP's does.
- */
-export const GGML_FP4_DOUBLED: readonly number[] = Object.freeze(Array.from({ length: 16 }, (_, c) => {
-  const v = 2 * decodeFloat(dtype("float4e2m1").format!, c);
-  return v === 0 ? 0 : v;
-}));
 const FP4 = Int8Array.from(GGML_FP4_DOUBLED);
 
 /** Decodes `blocks` blocks starting at byte `s` of `x` into `y` from index `o`. */
@@ -105,9 +98,10 @@ function q5(x: Uint8Array, s: number, y: Float32Array, o: number, blocks: number
 
 const q8_0: BlockDecoder = (x, s, y, o, blocks) => {
   const H = halfValues();
+  const q = new Int8Array(x.buffer, x.byteOffset, x.length);
   for (let i = 0; i < blocks; i++, s += 34, o += 32) {
-    const d = H[u16(x, s)];
-    for (let j = 0; j < 32; j++) y[o + j] = i8(x[s + 2 + j]) * d;
+    const d = H[x[s] | (x[s + 1] << 8)];
+    for (let j = 0; j < 32; j++) y[o + j] = q[s + 2 + j] * d;
   }
 };
 
@@ -138,22 +132,26 @@ const q3_K: BlockDecoder = (x, s, y, o, blocks) => {
     const dAll = H[u16(x, s + 108)];
     // Sixteen 6-bit scales: low 4 bits from the first 8 bytes, high 2 bits from the last 4.
     const a0 = u32(x, s + 96), a1 = u32(x, s + 100), tmp = u32(x, s + 104);
-    const w = [
-      (a0 & 0x0f0f0f0f) | (((tmp >>> 0) & 0x03030303) << 4),
-      (a1 & 0x0f0f0f0f) | (((tmp >>> 2) & 0x03030303) << 4),
-      ((a0 >>> 4) & 0x0f0f0f0f) | (((tmp >>> 4) & 0x03030303) << 4),
-      ((a1 >>> 4) & 0x0f0f0f0f) | (((tmp >>> 6) & 0x03030303) << 4),
-    ];
-    for (let k = 0; k < 16; k++) scales[k] = ((w[k >> 2] >>> (8 * (k & 3))) & 0xff) - 32;
+    const w0 = (a0 & 0x0f0f0f0f) | (((tmp >>> 0) & 0x03030303) << 4);
+    const w1 = (a1 & 0x0f0f0f0f) | (((tmp >>> 2) & 0x03030303) << 4);
+    const w2 = ((a0 >>> 4) & 0x0f0f0f0f) | (((tmp >>> 4) & 0x03030303) << 4);
+    const w3 = ((a1 >>> 4) & 0x0f0f0f0f) | (((tmp >>> 6) & 0x03030303) << 4);
+    for (let k = 0; k < 4; k++) {
+      scales[k] = ((w0 >>> (8 * k)) & 0xff) - 32;
+      scales[k + 4] = ((w1 >>> (8 * k)) & 0xff) - 32;
+      scales[k + 8] = ((w2 >>> (8 * k)) & 0xff) - 32;
+      scales[k + 12] = ((w3 >>> (8 * k)) & 0xff) - 32;
+    }
     let is = 0;
-    let m = 1;
+    let bit = 0;
     for (let n = 0; n < 256; n += 128) {
       const q = s + 32 + n / 4;
-      for (let shift = 0; shift < 8; shift += 2, m <<= 1) {
+      for (let shift = 0; shift < 8; shift += 2, bit++) {
         for (let half = 0; half < 32; half += 16) {
           const dl = fr(dAll * scales[is++]);
+          // q - (hmask bit ? 0 : 4) without a branch: random bits would mispredict half the time.
           for (let l = 0; l < 16; l++) {
-            y[o++] = dl * (((x[q + half + l] >> shift) & 3) - (x[s + half + l] & m ? 0 : 4));
+            y[o++] = dl * (((x[q + half + l] >> shift) & 3) + (((x[s + half + l] >> bit) & 1) << 2) - 4);
           }
         }
       }
@@ -161,36 +159,34 @@ const q3_K: BlockDecoder = (x, s, y, o, blocks) => {
   }
 };
 
-/** get_scale_min_k4: the j-th 6-bit scale and min of a Q4_K / Q5_K block (scales at byte `at`). */
-function scaleMin(x: Uint8Array, at: number, j: number, out: Int32Array): void {
-  if (j < 4) {
-    out[0] = x[at + j] & 63;
-    out[1] = x[at + j + 4] & 63;
-  } else {
-    out[0] = (x[at + j + 4] & 0xf) | ((x[at + j - 4] >> 6) << 4);
-    out[1] = (x[at + j + 4] >> 4) | ((x[at + j] >> 6) << 4);
+/**
+ * get_scale_min_k4 for all eight j of a Q4_K / Q5_K block (scales at byte `at`): each block's
+ * d * scale into dl[j] and dmin * min into ml[j].
+ */
+function scalesMins(x: Uint8Array, at: number, d: number, min: number, dl: Float64Array, ml: Float64Array): void {
+  for (let j = 0; j < 4; j++) {
+    dl[j] = fr(d * (x[at + j] & 63));
+    ml[j] = fr(min * (x[at + j + 4] & 63));
+    dl[j + 4] = fr(d * ((x[at + j + 8] & 0xf) | ((x[at + j] >> 6) << 4)));
+    ml[j + 4] = fr(min * ((x[at + j + 8] >> 4) | ((x[at + j + 4] >> 6) << 4)));
   }
 }
 
 /** Q4_K and Q5_K: eight groups of 32, each d * scale * q - dmin * min. */
 function qk(x: Uint8Array, s: number, y: Float32Array, o: number, blocks: number, five: boolean): void {
   const H = halfValues();
-  const sm = new Int32Array(2);
+  const dl = new Float64Array(8), ml = new Float64Array(8);
   const size = five ? 176 : 144;
   for (let i = 0; i < blocks; i++, s += size) {
-    const d = H[u16(x, s)];
-    const min = H[u16(x, s + 2)];
+    scalesMins(x, s + 4, H[u16(x, s)], H[u16(x, s + 2)], dl, ml);
     const qh = s + 16;
     let ql = five ? s + 48 : s + 16;
-    let u1 = 1, u2 = 2;
-    for (let j = 0; j < 8; j += 2, ql += 32, u1 <<= 2, u2 <<= 2) {
-      scaleMin(x, s + 4, j, sm);
-      const d1 = fr(d * sm[0]), m1 = fr(min * sm[1]);
-      scaleMin(x, s + 4, j + 1, sm);
-      const d2 = fr(d * sm[0]), m2 = fr(min * sm[1]);
+    for (let j = 0; j < 8; j += 2, ql += 32) {
+      const d1 = dl[j], m1 = ml[j], d2 = dl[j + 1], m2 = ml[j + 1];
       if (five) {
-        for (let l = 0; l < 32; l++) y[o++] = fr(d1 * ((x[ql + l] & 15) + (x[qh + l] & u1 ? 16 : 0))) - m1;
-        for (let l = 0; l < 32; l++) y[o++] = fr(d2 * ((x[ql + l] >> 4) + (x[qh + l] & u2 ? 16 : 0))) - m2;
+        // The fifth bit without a branch: random bits would mispredict half the time.
+        for (let l = 0; l < 32; l++) y[o++] = fr(d1 * ((x[ql + l] & 15) | (((x[qh + l] >> j) & 1) << 4))) - m1;
+        for (let l = 0; l < 32; l++) y[o++] = fr(d2 * ((x[ql + l] >> 4) | (((x[qh + l] >> (j + 1)) & 1) << 4))) - m2;
       } else {
         for (let l = 0; l < 32; l++) y[o++] = fr(d1 * (x[ql + l] & 15)) - m1;
         for (let l = 0; l < 32; l++) y[o++] = fr(d2 * (x[ql + l] >> 4)) - m2;
@@ -234,10 +230,8 @@ const q8_K: BlockDecoder = (x, s, y, o, blocks) => {
 /** Eight elements of a 2-bit IQ grid point, each db * level, negated where its sign bit is set. */
 function signed8(y: Float32Array, o: number, db: number, grid: Uint8Array, point: number, signs: number): void {
   const g = point * 8;
-  for (let j = 0; j < 8; j++) {
-    const v = fr(db * grid[g + j]);
-    y[o + j] = signs & (1 << j) ? -v : v;
-  }
+  // The sign as a factor of +-1 (exact), not a branch on random bits.
+  for (let j = 0; j < 8; j++) y[o + j] = fr(db * grid[g + j]) * (1 - ((signs >> j) & 1) * 2);
 }
 
 const iq2_xxs: BlockDecoder = (x, s, y, o, blocks) => {
@@ -292,10 +286,8 @@ const iq2_s: BlockDecoder = (x, s, y, o, blocks) => {
 /** Two 4-element IQ3 grid points under one 8-bit sign set. */
 function signed4x2(y: Float32Array, o: number, db: number, grid: Uint8Array, p1: number, p2: number, signs: number): void {
   for (let j = 0; j < 4; j++) {
-    const v1 = fr(db * grid[4 * p1 + j]);
-    const v2 = fr(db * grid[4 * p2 + j]);
-    y[o + j] = signs & (1 << j) ? -v1 : v1;
-    y[o + j + 4] = signs & (1 << (j + 4)) ? -v2 : v2;
+    y[o + j] = fr(db * grid[4 * p1 + j]) * (1 - ((signs >> j) & 1) * 2);
+    y[o + j + 4] = fr(db * grid[4 * p2 + j]) * (1 - ((signs >> (j + 4)) & 1) * 2);
   }
 }
 
@@ -321,13 +313,14 @@ const iq3_s: BlockDecoder = (x, s, y, o, blocks) => {
     let qs = s + 2, qh = s + 66, sg = s + 74;
     for (let ib = 0; ib < 8; ib += 2) {
       const sc = x[s + 106 + ib / 2];
-      const dbs = [fr(d * (1 + 2 * (sc & 15))), fr(d * (1 + 2 * (sc >> 4)))];
+      const db0 = fr(d * (1 + 2 * (sc & 15))), db1 = fr(d * (1 + 2 * (sc >> 4)));
       for (let half = 0; half < 2; half++, qs += 8, sg += 4) {
         const h = x[qh + half];
+        const db = half === 0 ? db0 : db1;
         for (let l = 0; l < 4; l++, o += 8) {
           const p1 = x[qs + 2 * l] | ((h << (8 - 2 * l)) & 256);
           const p2 = x[qs + 2 * l + 1] | ((h << (7 - 2 * l)) & 256);
-          signed4x2(y, o, dbs[half], iq3s, p1, p2, x[sg + l]);
+          signed4x2(y, o, db, iq3s, p1, p2, x[sg + l]);
         }
       }
       qh += 2;
@@ -366,13 +359,14 @@ const iq1_m: BlockDecoder = (x, s, y, o, blocks) => {
       const w = sc[ib >> 1] >> (6 * (ib & 1));
       const dl1 = fr(d * (2 * (w & 7) + 1));
       const dl2 = fr(d * (2 * ((w >> 3) & 7) + 1));
-      const qs = s + 4 * ib, h0 = x[s + 32 + 2 * ib], h1 = x[s + 33 + 2 * ib];
-      const points = [x[qs] | ((h0 << 8) & 0x700), x[qs + 1] | ((h0 << 4) & 0x700), x[qs + 2] | ((h1 << 8) & 0x700), x[qs + 3] | ((h1 << 4) & 0x700)];
-      const deltas = [h0 & 0x08, h0 & 0x80, h1 & 0x08, h1 & 0x80];
+      const qs = s + 4 * ib;
       for (let l = 0; l < 4; l++, o += 8) {
+        // Grid point l: 8 bits from qs, 3 from the low (even l) or high (odd l) nibble of its qh byte,
+        // whose fourth bit is the delta's sign.
+        const h = x[s + 32 + 2 * ib + (l >> 1)] >> (4 * (l & 1));
         const dl = l < 2 ? dl1 : dl2;
-        const delta = deltas[l] ? -IQ1_DELTA : IQ1_DELTA;
-        const g = 8 * points[l];
+        const delta = h & 0x08 ? -IQ1_DELTA : IQ1_DELTA;
+        const g = 8 * (x[qs + l] | ((h << 8) & 0x700));
         for (let j = 0; j < 8; j++) y[o + j] = dl * (iq1s[g + j] + delta);
       }
     }
@@ -408,22 +402,18 @@ const iq4_xs: BlockDecoder = (x, s, y, o, blocks) => {
   }
 };
 
-/** TQ1_0's base-3 digit n of a byte: the byte is a fixed-point fraction, digit n its n-th ternary place. */
-function trit(b: number, pow3: number): number {
-  return ((((b * pow3) & 0xff) * 3) >> 8) - 1;
-}
-
-const POW3 = [1, 3, 9, 27, 81, 243];
-
+/**
+ * TQ1_0's base-3 digits: a byte is a fixed-point fraction, and its digit n (its n-th ternary place)
+ * is ((b * 3^n mod 256) * 3 >> 8) - 1.
+ */
 const tq1_0: BlockDecoder = (x, s, y, o, blocks) => {
   const H = halfValues();
   for (let i = 0; i < blocks; i++, s += 54) {
     const d = H[u16(x, s + 52)];
     // 48 bytes of five digits: the first 32 bytes as one run, the last 16 as another; then 4 of four.
-    for (const [from, width] of [[0, 32], [32, 16]]) {
-      for (let n = 0; n < 5; n++) for (let m = 0; m < width; m++) y[o++] = trit(x[s + from + m], POW3[n]) * d;
-    }
-    for (let n = 0; n < 4; n++) for (let j = 0; j < 4; j++) y[o++] = trit(x[s + 48 + j], POW3[n]) * d;
+    for (let pow3 = 1, n = 0; n < 5; n++, pow3 *= 3) for (let m = 0; m < 32; m++) y[o++] = (((((x[s + m] * pow3) & 0xff) * 3) >> 8) - 1) * d;
+    for (let pow3 = 1, n = 0; n < 5; n++, pow3 *= 3) for (let m = 32; m < 48; m++) y[o++] = (((((x[s + m] * pow3) & 0xff) * 3) >> 8) - 1) * d;
+    for (let pow3 = 1, n = 0; n < 4; n++, pow3 *= 3) for (let j = 48; j < 52; j++) y[o++] = (((((x[s + j] * pow3) & 0xff) * 3) >> 8) - 1) * d;
   }
 };
 
@@ -465,7 +455,8 @@ const q1_0: BlockDecoder = (x, s, y, o, blocks) => {
   const H = halfValues();
   for (let i = 0; i < blocks; i++, s += 18, o += 128) {
     const d = H[u16(x, s)];
-    for (let j = 0; j < 128; j++) y[o + j] = (x[s + 2 + (j >> 3)] >> (j & 7)) & 1 ? d : -d;
+    // +-d as d times +-1 (exact), not a branch on random bits.
+    for (let j = 0; j < 128; j++) y[o + j] = d * ((((x[s + 2 + (j >> 3)] >> (j & 7)) & 1) << 1) - 1);
   }
 };
 
@@ -539,7 +530,9 @@ export function canDequantize(t: GgmlType): boolean {
 export function dequantizeBlocks(t: GgmlType, src: Uint8Array, srcAt: number, out: Float32Array, outAt: number, blocks: number): void {
   const decode = DECODERS[t.name];
   if (decode === undefined) throw new TensorcastError("UNSUPPORTED_TYPE", `GGML type ${t.name} has no decoder (ggml has none either: it is a dot-product intermediate)`);
-  decode(src, srcAt, out, outAt, blocks);
+  // No blocks, nothing to read (the buffer may even be detached: views of it cannot be made).
+  if (blocks <= 0) return;
+  if (!dequantizeSimd(t, src, srcAt, out, outAt, blocks)) decode(src, srcAt, out, outAt, blocks);
 }
 
 /**
@@ -565,4 +558,4 @@ export function dequantizeGgml(type: GgmlType | string, bytes: Uint8Array, out?:
   return y;
 }
 
-export { QK_K };
+export { QK_K, GGML_FP4_DOUBLED, IQ4_NL_LEVELS };

@@ -1,5 +1,6 @@
 /**
- * GGML's tensor types: the table (types.ts) and one reference decoder per type (dequantize.ts).
+ * GGML's tensor types: the table (types.ts), one reference decoder per type (dequantize.ts) and the
+ * WebAssembly SIMD decoders that run before them where a type has one (simd.ts).
  * This module only re-exports.
  */
 export {

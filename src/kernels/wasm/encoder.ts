@@ -234,3 +234,36 @@ export const i32x4ExtractLane = (a: Code, lane: number): Code => cat(a, simd(0x1
 export const i8x16Shl = (a: Code, n: number): Code => cat(a, i32(n), simd(0x6b));
 export const i8x16ShrS = (a: Code, n: number): Code => cat(a, i32(n), simd(0x6c));
 export const i8x16ShrU = (a: Code, n: number): Code => cat(a, i32(n), simd(0x6d));
+
+// ---- more, for the GGML dequantization kernels (../../ggml/simd.ts) ----------------------------
+export const F32 = 0x7d;
+export const i32And = (a: Code, b: Code): Code => cat(a, b, [0x71]);
+export const i32Or = (a: Code, b: Code): Code => cat(a, b, [0x72]);
+export const i32ShrU = (a: Code, b: Code): Code => cat(a, b, [0x76]);
+/** i32.ge_u: 1 when a >= b as unsigned numbers. */
+export const i32GeU = (a: Code, b: Code): Code => cat(a, b, [0x4f]);
+/** The scalar `select`: a when cond is nonzero, else b. */
+export const pick = (a: Code, b: Code, cond: Code): Code => cat(a, b, cond, [0x1b]);
+/** i32.load16_u of the 2 bytes at `addr` + `offset` (alignment hint 1). */
+export const loadU16 = (addr: Code, offset = 0): Code => cat(addr, [0x2f, 0], uleb(offset));
+/** f32.const, from the float32 bits. */
+export function f32Bits(bits: number): Code {
+  return [0x43, bits & 0xff, (bits >>> 8) & 0xff, (bits >>> 16) & 0xff, bits >>> 24];
+}
+export const f32Mul = (a: Code, b: Code): Code => cat(a, b, [0x94]);
+/** f32.convert_i32_s: exact below 2^24. */
+export const f32ConvertS = (a: Code): Code => cat(a, [0xb2]);
+export const i32OfF32Bits = (a: Code): Code => cat(a, [0xbc]);
+export const f32OfI32Bits = (a: Code): Code => cat(a, [0xbe]);
+export const i32x4Splat = unary(0x11);
+export const f32x4Splat = unary(0x13);
+/** i32x4.replace_lane: `a` with lane `lane` set to the i32 `v`. */
+export const i32x4ReplaceLane = (a: Code, lane: number, v: Code): Code => cat(a, v, simd(0x1c), [lane]);
+export const i8x16Eq = binary(0x23);
+export const i8x16Sub = binary(0x71);
+export const i16x8Mul = binary(0x95);
+/** i8x16.swizzle: byte i of the result is byte s[i] of a (0 where s[i] > 15). */
+export const swizzle = binary(0x0e);
+export const i32Eq = (a: Code, b: Code): Code => cat(a, b, [0x46]);
+/** v128.load8x8_s: eight signed bytes at `addr` + `offset` sign-extended to i16x8 (alignment hint 8). */
+export const load8x8S = (addr: Code, offset = 0): Code => cat(addr, simd(0x01), [3], uleb(offset));
