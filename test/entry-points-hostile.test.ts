@@ -102,6 +102,9 @@ writeFileSync(join(conformanceCase, "test_data_set_0", "output_0.pb"), core.enco
 const SAFETENSORS_HEADER = new TextEncoder().encode('{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}');
 const NPY_HEADER = new TextEncoder().encode("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n");
 const quietIO = { stdout: { write: () => true }, stderr: { write: () => true } };
+// A GGUF file of gguf-py's, for the GGUF functions' good arguments.
+const ggufPath = join(dir, "small.gguf");
+writeFileSync(ggufPath, readFileSync(new URL("../../test/fixtures/gguf/files/small.gguf", import.meta.url)));
 let outputs = 0;
 /** A fresh output path each call, so no call finds the last one's output. */
 const out = (ext: string): string => join(dir, `out${outputs++}${ext}`);
@@ -165,6 +168,7 @@ function entries(): Entry[] {
     parseNpyHeader: () => [NPY_HEADER, { version: 1, headerStart: 10 }, 10 + NPY_HEADER.length + 8, "f.npy", "f"],
     castAsync: goodWeb.castAsync, castIntoAsync: goodWeb.castIntoAsync, sharedZeros: goodWeb.sharedZeros, closeCastAsyncPool: () => [],
     useQuantizeThread: () => [false], quantizeThreadChunks: () => [],
+    openGguf: () => [ggufPath], readGgufFile: () => [ggufPath],
   };
   for (const [entry, mod, good] of [["tensorcast/web", web, goodWeb], ["tensorcast/onnx", onnx, goodOnnx], ["tensorcast/node", node, goodNode]] as const) {
     for (const [name, v] of Object.entries(mod)) {

@@ -31,10 +31,8 @@ export type { ConvertStats, ValueStats, DiffStats } from "./convert/kernel.js";
 export { exampleCheckpoint, exampleTensors } from "./convert/example.js";
 export { openTensorFile, formatOfPath, type OpenOptions } from "./io/reader.js";
 export { openGguf, readGgufFile, type GgufFileTensor, type GgufTensorFile, type GgmlStorage } from "./io/gguf.js";
-export {
-  readGguf, ggufModel, ggufRecords, readGgufBlocks, ggufTensor, blobSource, bytesSource,
-  type GgufFile, type GgufModel, type GgufModelTensor, type GgufRecord, type GgufMetadataEntry, type GgufValue, type GgufArray, type ByteSource,
-} from "../gguf/index.js";
+// The core's GGUF reader itself (readGguf, ggufModel, ggufRecords, ..., over any ByteSource) is
+// tensorcast/gguf's; this entry adds what takes a path.
 export type { FileFormat, FileTensor, TensorFile, TensorInfo } from "./io/tensors.js";
 export { encodeSafetensorsHeader, parseSafetensorsHeader, SAFETENSORS_DTYPES } from "./io/safetensors.js";
 export { encodeNpyHeader, parseNpyHeader, type NpyOptions } from "./io/npy.js";

@@ -51,7 +51,7 @@ test("usage errors exit 2 and say what is accepted", async () => {
     [["convert", example, "--to", "bfloat16", "-o", join(dir, "bf16.safetensors")], /already exists; pass --force/],
     [["convert", example, "--to", "bfloat16", "--saturate", "--no-saturate", "-o", join(dir, "x.safetensors")], /contradict/],
     [["convert", example, "--to", "bfloat16", "--jobs", "many", "-o", join(dir, "x.safetensors")], /--jobs "many"/],
-    [["convert", example, "--to", "bfloat16", "--format", "gguf", "-o", join(dir, "x.safetensors")], /--format "gguf" is not a format/],
+    [["convert", example, "--to", "bfloat16", "--format", "tflite", "-o", join(dir, "x.safetensors")], /--format "tflite" is not a format/],
     [["inspect"], /inspect takes one file; got 0/],
     [["diff", example], /diff takes two files; got 1/],
   ];

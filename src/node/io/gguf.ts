@@ -101,6 +101,9 @@ export interface GgufTensorFile extends TensorFile {
  */
 export async function openGguf(path: string, first?: RandomAccessFile): Promise<GgufTensorFile> {
   expectPath(path, "openGguf's path");
+  if (first !== undefined && !(first instanceof RandomAccessFile)) {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `openGguf's second argument is the file already opened at path (a RandomAccessFile) or nothing; got ${typeof first}`);
+  }
   const opened: RandomAccessFile[] = [];
   try {
     const f0 = first ?? (await RandomAccessFile.open(path));
