@@ -27,7 +27,7 @@ import {
   and, extendHighS16, extendHighS8, extendHighU16, extendHighU8, extendLowS16, extendLowS8, extendLowU16, extendLowU8,
   f32Bits, f32ConvertS, f32Mul, f32OfI32Bits, f32x4Add, f32x4ConvertS, f32x4Mul, f32x4Splat, f32x4Sub, get, i16x8Mul, i16x8Shl, i16x8ShrU, i16x8Sub,
   i32, i32Add, i32And, i32Eq, i32Eqz, i32GeU, i32LtU, i32OfF32Bits, i32Or, i32Shl, i32ShrU, i32Sub, i32x4ReplaceLane, i32x4ShrU,
-  i32x4Shl, i32x4Splat, i8x16Eq, i8x16Sub, load, load32Splat, load8x8S, loadU16, loadU8, moduleBytes, or, pick, set, shuffle, store,
+  i32x4Eq, i32x4Shl, i32x4Splat, i8x16Eq, i8x16Sub, load, load32Splat, load32Zero, load8x8S, load8x8U, loadI32, xor, loadU16, loadU8, moduleBytes, or, pick, set, shuffle, store,
   swizzle, whileNot, type Code, type Func,
 } from "../kernels/wasm/encoder.js";
 import type { WasmApi } from "../kernels/wasm/index.js";
@@ -45,8 +45,10 @@ const BLOCKS = 2;
 const ZERO = 3;
 const H = 4;
 const A = 5;
-const I32_LOCALS = 2;
-const FIRST_V128 = 6;
+/** A block's packed word (IQ2_XXS, IQ3_XXS) or qh byte (IQ2_S, IQ3_S). */
+const B = 6;
+const I32_LOCALS = 3;
+const FIRST_V128 = 7;
 
 /** One kernel's v128 locals: named temporaries and constants (built from `zero` before the loop). */
 class Kernel {
@@ -468,8 +470,94 @@ function tq10(k: Kernel): Code {
   return blockLoop(body, 54, 1024);
 }
 
-/** Where the private memory keeps iq1s_grid (8 signed bytes per point): its second page. */
+/**
+ * Where the private memory keeps the IQ grids, in its second page: iq1s_grid (8 signed bytes per
+ * point), iq2xxs / iq2xs / iq2s (8 bytes), iq3xxs / iq3s (4 bytes) and ksigns_iq2xs.
+ */
 const IQ1S_GRID = PAGE;
+const IQ2XXS_GRID = IQ1S_GRID + 2048 * 8;
+const IQ2XS_GRID = IQ2XXS_GRID + 256 * 8;
+const IQ2S_GRID = IQ2XS_GRID + 512 * 8;
+const IQ3XXS_GRID = IQ2S_GRID + 1024 * 8;
+const IQ3S_GRID = IQ3XXS_GRID + 256 * 4;
+const KSIGNS = IQ3S_GRID + 512 * 4;
+
+/** The sign mask of lanes whose bit (1, 2, 4, 8 or, high, 16 ... 128) is set in the splat local `s`: 0x80000000 there. */
+function signBits(k: Kernel, s: number, high: boolean): Code {
+  const bits = high ? k.c(16, 32, 64, 128) : k.c(1, 2, 4, 8);
+  return and(i32x4Eq(and(get(s), bits), bits), k.c(0x80000000));
+}
+
+/**
+ * The IQ2 and IQ3 grids: per 8 elements fr(db * grid[j]) negated where sign bit j is set (the sign
+ * flipped by xor: exact, as the reference's factor of -1). Only in the private memory.
+ */
+function iqGrid(name: "IQ2_XXS" | "IQ2_XS" | "IQ2_S" | "IQ3_XXS" | "IQ3_S"): (k: Kernel) => Code {
+  return (k) => {
+    const [D, DB0, DB1, W, S] = [k.v(), k.v(), k.v(), k.v(), k.v()];
+    const value = (lanes: Code, db: number): Code => f32x4Mul(f32x4ConvertS(lanes), get(db));
+    // 8 elements of an 8-byte point (an i32 expression) with sign byte `signs`, scale local `db`, at dst + off.
+    const point8 = (grid: number, point: Code, signs: Code, db: number, off: number): Code[] => [
+      set(W, load8x8U(i32Shl(point, i32(3)), grid)),
+      set(S, i32x4Splat(signs)),
+      store(get(DST), xor(value(extendLowU16(get(W)), db), signBits(k, S, false)), off),
+      store(get(DST), xor(value(extendHighU16(get(W)), db), signBits(k, S, true)), off + 16),
+    ];
+    // 4 + 4 elements of two 4-byte points.
+    const points4 = (grid: number, p1: Code, p2: Code, signs: Code, db: number, off: number): Code[] => [
+      set(S, i32x4Splat(signs)),
+      store(get(DST), xor(value(extendLowU16(extendLowU8(load32Zero(i32Shl(p1, i32(2)), grid))), db), signBits(k, S, false)), off),
+      store(get(DST), xor(value(extendLowU16(extendLowU8(load32Zero(i32Shl(p2, i32(2)), grid))), db), signBits(k, S, true)), off + 16),
+    ];
+    const ksign = (i: Code): Code => loadU8(i, KSIGNS);
+    // fr(fr(d * (0.5 + n)) * f) for a 4-bit n (an i32 expression): 0.5 + n as (2n + 1) * 0.5, exact.
+    const halfStep = (n: Code, f: number): Code =>
+      f32x4Mul(f32x4Mul(get(D), f32x4Splat(f32Mul(f32ConvertS(i32Add(i32Shl(n, i32(1)), i32(1))), f32Bits(0x3f000000)))), k.c(f));
+    const body: Code[] = [set(D, f32x4Splat(half(loadU16(get(SRC), 0))))];
+    for (let ib = 0; ib < 8; ib++) {
+      const out = (l: number): number => 4 * (32 * ib + 8 * l);
+      if (name === "IQ2_XXS" || name === "IQ3_XXS") {
+        const xxs2 = name === "IQ2_XXS";
+        const word = xxs2 ? 2 + 8 * ib + 4 : 66 + 4 * ib;
+        body.push(set(B, loadI32(get(SRC), word)), set(DB0, halfStep(i32ShrU(get(B), i32(28)), xxs2 ? 0x3e800000 : 0x3f000000)));
+        for (let l = 0; l < 4; l++) {
+          const signs = ksign(i32And(i32ShrU(get(B), i32(7 * l)), i32(127)));
+          if (xxs2) body.push(...point8(IQ2XXS_GRID, loadU8(get(SRC), 2 + 8 * ib + l), signs, DB0, out(l)));
+          else body.push(...points4(IQ3XXS_GRID, loadU8(get(SRC), 2 + 8 * ib + 2 * l), loadU8(get(SRC), 3 + 8 * ib + 2 * l), signs, DB0, out(l)));
+        }
+      } else if (name === "IQ2_XS" || name === "IQ2_S") {
+        const sc = (): Code => loadU8(get(SRC), (name === "IQ2_XS" ? 66 : 74) + ib);
+        body.push(set(DB0, halfStep(i32And(sc(), i32(15)), 0x3e800000)), set(DB1, halfStep(i32ShrU(sc(), i32(4)), 0x3e800000)));
+        if (name === "IQ2_S") body.push(set(B, loadU8(get(SRC), 66 + ib)));
+        for (let l = 0; l < 4; l++) {
+          const db = l < 2 ? DB0 : DB1;
+          if (name === "IQ2_XS") {
+            const q = (): Code => loadU16(get(SRC), 2 + 2 * (4 * ib + l));
+            body.push(...point8(IQ2XS_GRID, i32And(q(), i32(511)), ksign(i32ShrU(q(), i32(9))), db, out(l)));
+          } else {
+            const point = i32Or(loadU8(get(SRC), 2 + 4 * ib + l), i32And(i32Shl(get(B), i32(8 - 2 * l)), i32(0x300)));
+            body.push(...point8(IQ2S_GRID, point, loadU8(get(SRC), 34 + 4 * ib + l), db, out(l)));
+          }
+        }
+      } else {
+        // IQ3_S: scales per pair of groups of 32, fr(d * (1 + 2 * s)); a ninth index bit per point from qh.
+        const pair = ib >> 1, h = ib & 1;
+        const sc = (): Code => loadU8(get(SRC), 106 + pair);
+        const s4 = h === 0 ? i32And(sc(), i32(15)) : i32ShrU(sc(), i32(4));
+        body.push(set(DB0, f32x4Mul(get(D), f32x4Splat(f32ConvertS(i32Add(i32Shl(s4, i32(1)), i32(1)))))));
+        body.push(set(B, loadU8(get(SRC), 66 + 2 * pair + h)));
+        const qs = 2 + 16 * pair + 8 * h, sg = 74 + 8 * pair + 4 * h;
+        for (let l = 0; l < 4; l++) {
+          const p1 = i32Or(loadU8(get(SRC), qs + 2 * l), i32And(i32Shl(get(B), i32(8 - 2 * l)), i32(256)));
+          const p2 = i32Or(loadU8(get(SRC), qs + 2 * l + 1), i32And(i32Shl(get(B), i32(7 - 2 * l)), i32(256)));
+          body.push(...points4(IQ3S_GRID, p1, p2, loadU8(get(SRC), sg + l), DB0, out(l)));
+        }
+      }
+    }
+    const size = { IQ2_XXS: 66, IQ2_XS: 74, IQ2_S: 82, IQ3_XXS: 98, IQ3_S: 110 }[name];
+    return blockLoop(body, size, 1024);
+  };
+}
 
 /**
  * IQ1_S and IQ1_M: per 8 elements fr(d * (2 * s + 1)) * (grid[j] + delta), delta +-0.125, grid
@@ -543,11 +631,12 @@ const BUILDERS: Partial<Record<GgmlTypeName, (k: Kernel) => Code>> = {
   Q4_0: q4(false), Q4_1: q4(true), Q5_0: q5(false), Q5_1: q5(true), Q8_0: q80,
   Q2_K: q2K, Q3_K: q3K, Q4_K: qk(false), Q5_K: qk(true), Q6_K: q6K,
   IQ1_S: iq1(false), IQ1_M: iq1(true), Q2_0: q20,
+  IQ2_XXS: iqGrid("IQ2_XXS"), IQ2_XS: iqGrid("IQ2_XS"), IQ2_S: iqGrid("IQ2_S"), IQ3_XXS: iqGrid("IQ3_XXS"), IQ3_S: iqGrid("IQ3_S"),
   IQ4_NL: levels4(false), IQ4_XS: iq4xs, MXFP4: levels4(true), NVFP4: nvfp4, TQ1_0: tq10, TQ2_0: tq20,
 };
 
 /** The types whose kernels read a table that only the private memory holds. */
-const PRIVATE_ONLY: ReadonlySet<GgmlTypeName> = new Set(["IQ1_S", "IQ1_M"]);
+const PRIVATE_ONLY: ReadonlySet<GgmlTypeName> = new Set(["IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S"]);
 
 /** The GGML types with a SIMD kernel. */
 export const GGML_SIMD_TYPES: readonly GgmlTypeName[] = Object.freeze(Object.keys(BUILDERS) as GgmlTypeName[]);
@@ -614,7 +703,17 @@ function privateInstance(): Loaded | null {
     try {
       const w = (globalThis as { WebAssembly?: MemoryApi }).WebAssembly;
       if (w) privateLoaded = instantiate(new w.Memory({ initial: PRIVATE_PAGES, maximum: PRIVATE_PAGES }));
-      privateLoaded?.bytes.set(new Uint8Array(iqGrids().iq1s.buffer), IQ1S_GRID);
+      if (privateLoaded) {
+        const g = iqGrids();
+        const m = privateLoaded.bytes;
+        m.set(new Uint8Array(g.iq1s.buffer), IQ1S_GRID);
+        m.set(g.iq2xxs, IQ2XXS_GRID);
+        m.set(g.iq2xs, IQ2XS_GRID);
+        m.set(g.iq2s, IQ2S_GRID);
+        m.set(g.iq3xxs, IQ3XXS_GRID);
+        m.set(g.iq3s, IQ3S_GRID);
+        m.set(g.signs, KSIGNS);
+      }
     } catch {
       privateLoaded = null;
     }

@@ -267,3 +267,7 @@ export const swizzle = binary(0x0e);
 export const i32Eq = (a: Code, b: Code): Code => cat(a, b, [0x46]);
 /** v128.load8x8_s: eight signed bytes at `addr` + `offset` sign-extended to i16x8 (alignment hint 8). */
 export const load8x8S = (addr: Code, offset = 0): Code => cat(addr, simd(0x01), [3], uleb(offset));
+/** v128.load8x8_u: eight bytes at `addr` + `offset` zero-extended to i16x8 (alignment hint 8). */
+export const load8x8U = (addr: Code, offset = 0): Code => cat(addr, simd(0x02), [3], uleb(offset));
+/** v128.load32_zero: the 4 bytes at `addr` + `offset` in lane 0, the other lanes zero (alignment hint 4). */
+export const load32Zero = (addr: Code, offset = 0): Code => cat(addr, simd(0x5c), [2], uleb(offset));
