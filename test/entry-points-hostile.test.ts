@@ -191,8 +191,9 @@ async function outcome(f: Fn, args: readonly unknown[]): Promise<string> {
         clearTimeout(timer);
       }
     }
-    // An opened file (openTensorFile, openCheckpoint, ...) is closed again.
-    if (r && typeof r === "object" && typeof (r as { close?: unknown }).close === "function" && "tensors" in r) await (r as unknown as { close(): Promise<void> }).close();
+    // An opened file (openTensorFile, openCheckpoint, readGgufFile, ...) is closed again: Node 26
+    // makes a FileHandle left to the garbage collector an uncaught error.
+    if (r && typeof r === "object" && typeof (r as { close?: unknown }).close === "function" && ("tensors" in r || "records" in r)) await (r as unknown as { close(): Promise<void> }).close();
     return "ok";
   } catch (e) {
     if (e instanceof TensorcastError) return "coded";
