@@ -3,7 +3,12 @@
  * dequantized for its statistics) and of `convert --to bfloat16 -o OUT.safetensors`. Opt-in, not a
  * test: it writes the GGUF (default about 3.9 GiB) and its bfloat16 safetensors (about 4x that).
  *
- *   TENSORCAST_BIG=1 node build/bench/gguf-big.js [--layers N] [--dir DIR]
+ *   TENSORCAST_BIG=1 node build/bench/gguf-big.js [--layers N] [--dir DIR] [--python PY] [--keep]
+ *
+ * With --python (a Python with transformers, torch, gguf and accelerate, such as the local wheels'
+ * venv), transformers does the same job in the same run (bench/gguf-transformers.py:
+ * from_pretrained(gguf_file=, dtype=bfloat16) and save_file), and its values are compared with
+ * ours. It holds the whole model: use --layers 1 to 4 on a machine of 24 GiB.
  *
  * The model is a llama of 7B's shapes (hidden 4096, ffn 11008, 32 layers, vocab 32000) in
  * llama-quantize's Q4_K_M mix: attn_v, ffn_down and output in Q6_K, the other matrices Q4_K, norms
@@ -94,7 +99,12 @@ const METADATA: GgufMetadataEntry[] = [
   { key: "llama.block_count", type: "uint32", value: LAYERS },
   { key: "llama.embedding_length", type: "uint32", value: HIDDEN },
   { key: "llama.feed_forward_length", type: "uint32", value: FFN },
+  { key: "llama.context_length", type: "uint32", value: 4096 },
+  { key: "llama.rope.dimension_count", type: "uint32", value: 128 },
   { key: "llama.attention.head_count", type: "uint32", value: 32 },
+  { key: "llama.attention.head_count_kv", type: "uint32", value: 32 },
+  { key: "llama.attention.layer_norm_rms_epsilon", type: "float32", value: 1e-5 },
+  { key: "llama.vocab_size", type: "uint32", value: VOCAB },
   { key: "general.quantization_version", type: "uint32", value: 2 },
 ];
 
@@ -102,13 +112,14 @@ interface Timed {
   seconds: number;
   peakMiB: number;
   status: number | null;
+  stdout: string;
   stderr: string;
 }
 
 function timed(argv: string[]): Timed {
   const r = spawnSync("/usr/bin/time", ["-f", "TIME %e %M", ...argv], { encoding: "utf8", maxBuffer: 512 * MiB });
   const m = /TIME ([\d.]+) (\d+)\s*$/.exec(r.stderr);
-  return { seconds: m ? Number(m[1]) : NaN, peakMiB: m ? Number(m[2]) / 1024 : NaN, status: r.status, stderr: r.stderr };
+  return { seconds: m ? Number(m[1]) : NaN, peakMiB: m ? Number(m[2]) / 1024 : NaN, status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 if (process.env.TENSORCAST_BIG !== "1") {
@@ -141,6 +152,13 @@ try {
   row("tensorcast inspect (every tensor dequantized for min / max / mean)", inspect, "");
   const conv = timed([process.execPath, CLI, "convert", gguf, "--to", "bfloat16", "-o", out]);
   row("tensorcast convert --to bfloat16 -o OUT.safetensors", conv, conv.status === 0 ? `OUT ${(statSync(out).size / GiB).toFixed(2)} GiB` : "");
+  const python = arg("--python", "");
+  if (python !== "") {
+    const script = fileURLToPath(new URL("../../bench/gguf-transformers.py", import.meta.url));
+    const tf = timed([python, script, dir, "big.gguf", out, join(dir, "transformers.safetensors")]);
+    const result = /RESULT (.*)/.exec(tf.stdout)?.[1];
+    row("transformers from_pretrained(gguf_file=, dtype=bfloat16) + save_file", tf, result ?? "");
+  }
 } finally {
   if (!process.argv.includes("--keep")) rmSync(dir, { recursive: true, force: true });
 }
