@@ -96,6 +96,30 @@ test("Gemm in q4 / q4f16 / bnb4: left float and listed (MatMulNBits and MatMulBn
   }
 });
 
+/** gemm.onnx with a Max (on the float16 pass's block list, as onnxconverter-common's) reading h1 and r1, after the other nodes. */
+function withBlockedMax(): Uint8Array {
+  const model = PbMessage.parse(golden("gemm.onnx"), "ModelProto");
+  const g = model.sub(7, "GraphProto")!;
+  const max = new PbMessage([], "NodeProto").addString(1, "h1").addString(1, "r1").addString(2, "hmax").addString(3, "clamp").addString(4, "Max");
+  const at = g.fields.map((f) => f.no).lastIndexOf(1) + 1;
+  g.fields.splice(at, 0, { no: 1, wire: 2, data: new Uint8Array(0), msg: max });
+  return model.encode(1 << 16);
+}
+
+test("Gemm in fp16 / q4f16: fp16 computes every Gemm in float16 and lists the node it keeps in float32; q4f16 lists both the Gemms and that node", () => {
+  const fp16 = quantizeModel(withBlockedMax(), { mode: "fp16" });
+  assert.deepEqual(fp16.left, [{ node: "clamp", opType: "Max", reason: "kept in float32: on the block list" }]);
+  const nodes = graphOf(fp16.bytes).subs(1, "NodeProto").map((n) => n.string(4));
+  assert.equal(nodes.filter((n) => n === "Gemm").length, 9);
+  const q4f16 = quantizeModel(withBlockedMax(), { mode: "q4f16" });
+  assert.deepEqual(q4f16.left.map((l) => [l.node, l.opType]), [...["g1", "g2", "(Gemm -> h3)", "g4", "g5", "g6", "g7", "g8", "g9"].map((n) => [n, "Gemm"]), ["clamp", "Max"]]);
+  assert.match(q4f16.left.at(-1)!.reason, /^kept in float32: on the block list$/);
+  // The 8-bit and other 4-bit modes do not quantize Max, so they do not list it.
+  for (const mode of ["int8", "q4", "bnb4"] as const) assert.ok(!quantizeModel(withBlockedMax(), { mode }).left.some((l) => l.node === "clamp"), mode);
+  // gemm.onnx itself: every node computes in float16, none left.
+  assert.deepEqual(quantizeModel(golden("gemm.onnx"), { mode: "fp16" }).left, []);
+});
+
 /** gemm.onnx with Gemm g2's B (W2, transB = 1) also read by a second node. */
 function withSharedTransposedB(): Uint8Array {
   const model = PbMessage.parse(golden("gemm.onnx"), "ModelProto");
