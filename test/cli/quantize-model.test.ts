@@ -79,3 +79,32 @@ test("quantizeModelFile: a model with nothing to quantize is written as it was, 
   assert.equal(cli.code, 0);
   assert.match(cli.out, /nothing to quantize: written as it was, 1 left float\n  left float: MatMul mm: B is not an initializer\n/);
 });
+
+test("quantize gemm.onnx: q8 rewrites the Gemms and writes onnxruntime's gemm_int8.onnx; every mode's summary names each node left float and why", async () => {
+  const dir = scratch();
+  const q8 = await runCli("quantize", join(GOLDEN, "gemm.onnx"), "--mode", "q8", "-o", join(dir, "q8.onnx"));
+  assert.equal(q8.code, 0, q8.err);
+  assert.deepEqual(new Uint8Array(readFileSync(join(dir, "q8.onnx"))), golden("gemm_int8.onnx"));
+  assert.match(q8.out, /q8\.onnx: q8, .*, 5 nodes quantized, 4 left float\n/);
+  for (const line of [
+    /\n {2}left float: Gemm g5: alpha is 0\.5; onnxruntime's dynamic quantizer rewrites a Gemm as MatMul \(then quantized\) only with alpha = beta = 1 and transA = 0\n/,
+    /\n {2}left float: Gemm g6: beta is 2;/, /\n {2}left float: Gemm g7: transA is 1;/,
+    /\n {2}left float: MatMul g8_MatMul: B is not an initializer \(MatMulConstBOnly\) \(the MatMul made of Gemm g8\)\n/,
+  ]) assert.match(q8.out, line);
+  for (const mode of ["int8", "uint8"]) {
+    const r = await runCli("quantize", join(GOLDEN, "gemm.onnx"), "--mode", mode, "-o", join(dir, `${mode}.onnx`), "--json");
+    assert.equal(r.code, 0, r.err);
+    const [report] = JSON.parse(r.out) as { quantized: number; left: { node: string }[] }[];
+    assert.deepEqual([report.quantized, report.left.map((l) => l.node)], [5, ["g5", "g6", "g7", "g8_MatMul"]], mode);
+    assert.deepEqual(new Uint8Array(readFileSync(join(dir, `${mode}.onnx`))), golden(`gemm_${mode}.onnx`), mode);
+  }
+  for (const mode of ["q4", "q4f16", "bnb4"]) {
+    const r = await runCli("quantize", join(GOLDEN, "gemm.onnx"), "--mode", mode, "-o", join(dir, `${mode}.onnx`));
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, mode === "q4f16" ? /nothing to quantize to 4 bits: converted to float16, 9 left float\n/ : /nothing to quantize: written as it was, 9 left float\n/, mode);
+    assert.equal(r.out.match(/\n {2}left float: Gemm [^:]+: Matmul(NBits|Bnb4) takes MatMul only/gi)?.length, 9, `${mode}: ${r.out}`);
+  }
+  const fp16 = await runCli("quantize", join(GOLDEN, "gemm.onnx"), "--mode", "fp16", "-o", join(dir, "fp16.onnx"));
+  assert.equal(fp16.code, 0, fp16.err);
+  assert.match(fp16.out, /fp16\.onnx: fp16, .* tensors converted to float16\n$/);
+});

@@ -406,3 +406,64 @@ test("quantize --max-shard-size counts a weight with its scales: q_proj's 65536 
   assert.notEqual(apart["model.layers.0.input_layernorm.weight"], apart["model.layers.0.self_attn.q_proj.weight"]);
   assert.equal(apart["model.layers.0.self_attn.q_proj.weight_scale_inv"], apart["model.layers.0.self_attn.q_proj.weight"]);
 });
+
+/** A Hugging Face cache snapshot of `folder`'s files (models--org--NAME/snapshots/REV/f -> ../../blobs/sha-f). */
+function snapshotOf(folder: string, name: string): string {
+  const repo = join(dir, "hub-both", `models--org--${name}`);
+  const snapshot = join(repo, "snapshots", "f00dfeed");
+  mkdirSync(join(repo, "blobs"), { recursive: true });
+  mkdirSync(snapshot, { recursive: true });
+  for (const f of readdirSync(folder)) {
+    cpSync(join(folder, f), join(repo, "blobs", `sha-${f}`));
+    symlinkSync(join("..", "..", "blobs", `sha-${f}`), join(snapshot, f));
+  }
+  return snapshot;
+}
+
+test("Hub snapshot folders in both layouts (one file, sharded) through every folder-taking command: the same outputs as their plain copies", async () => {
+  // save_pretrained's 2KB-sharded folder, with the config and tokenizer a Hub repository has beside it.
+  const sharded = join(dir, "pretrained-2KB");
+  cpSync(join(SHARDS, "pretrained", "2KB"), sharded, { recursive: true });
+  writeFileSync(join(sharded, "config.json"), '{\n  "torch_dtype": "float32"\n}\n');
+  writeFileSync(join(sharded, "tokenizer.json"), '{"model": {}}');
+  for (const [name, plain] of [["llama-one", LLAMA], ["pretrained-2KB", sharded]] as const) {
+    const snapshot = snapshotOf(plain, name);
+    const runs: [string, string[]][] = [
+      ["bf16", ["convert", "IN", "--to", "bfloat16", "-o", "OUT"]],
+      ["resharded", ["convert", "IN", "--to", "float16", "-o", "OUT", "--max-shard-size", "3KB"]],
+      ["joined", ["convert", "IN", "--to", "float16", "-o", "OUT", "--max-shard-size", "5GB"]],
+      ["fp8", ["quantize", "IN", "--mode", "fp8", "-o", "OUT"]],
+      ["mxfp4", ["quantize", "IN", "--mode", "mxfp4", "-o", "OUT"]],
+    ];
+    for (const [what, argv] of runs) {
+      const outs = [];
+      for (const [from, tag] of [[plain, "plain"], [snapshot, "snap"]]) {
+        const out = join(dir, `hub-both.${name}.${what}.${tag}`);
+        const r = await cli(argv.map((a) => (a === "IN" ? from : a === "OUT" ? out : a)).concat("-q"));
+        assert.equal(r.code, 0, `${name} ${what} ${tag}: ${r.err}`);
+        outs.push(contents(out));
+      }
+      assert.deepEqual(outs[1], outs[0], `${name} ${what}: the snapshot's output is the plain folder's`);
+      assert.ok(Object.keys(outs[0]).includes("config.json"), `${name} ${what}: config.json copied`);
+      // The way back from the snapshot's quantized output is the plain one's.
+      if (what === "fp8") {
+        const backs = [];
+        for (const tag of ["plain", "snap"]) {
+          const out = join(dir, `hub-both.${name}.back.${tag}`);
+          const back = await cli(["convert", join(dir, `hub-both.${name}.fp8.${tag}`), "--to", "bfloat16", "-o", out, "-q"]);
+          assert.equal(back.code, 0, back.err);
+          backs.push(contents(out));
+        }
+        assert.deepEqual(backs[1], backs[0], `${name}: the way back`);
+      }
+    }
+    const [a, b] = await Promise.all([cli(["inspect", plain, "--json", "--no-stats"]), cli(["inspect", snapshot, "--json", "--no-stats"])]);
+    assert.equal(b.code, 0, b.err);
+    assert.deepEqual(JSON.parse(b.out).tensors, JSON.parse(a.out).tensors);
+    const d = await cli(["diff", snapshot, plain, "--json"]);
+    assert.equal(d.code, 0, d.err);
+    const diff = JSON.parse(d.out);
+    assert.deepEqual([diff.onlyInA, diff.onlyInB], [[], []]);
+    assert.ok(diff.tensors.length > 0 && diff.tensors.every((t: { stats: { differing: number } }) => t.stats.differing === 0), name);
+  }
+});

@@ -140,3 +140,18 @@ test("pickle edge cases: memo, big ints, dict key equality, marks", () => {
   const deep = Buffer.concat([Buffer.from([0x80, 2]), Buffer.alloc(2000, 0x28), Buffer.from([0x2e])]);
   assert.throws(() => readPickle(deep, "p", hooks), /MARKs nest more than 1000 deep/);
 });
+
+test("a legacy file of a type torch keeps there as an UntypedStorage (float8, uint16; torch.load cannot read it either) is INVALID_DATA saying so", async () => {
+  for (const file of ["float8_e4m3fn.legacy.pt", "uint16.legacy.pt"]) {
+    await assert.rejects(openTensorFile(join(DIR, "untyped", file)), (e: unknown) => {
+      assert.ok(e instanceof TensorcastError && e.code === "INVALID_DATA", `${file}: ${String(e)}`);
+      assert.match(e.message, /an UntypedStorage in the legacy format, which torch\.load cannot read either/);
+      return true;
+    });
+  }
+  const hooks = rebuildHooks(() => {
+    throw new Error("no storage");
+  });
+  // TUPLE1 on an empty stack (the full fuzz class found a mutant without this check; its everyday size did not).
+  assert.throws(() => readPickle(Buffer.from([0x80, 2, 0x85, 0x2e]), "p", hooks), /pops from an empty stack/);
+});

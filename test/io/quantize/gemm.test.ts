@@ -3,14 +3,15 @@
  * as onnxruntime's dynamic quantizer does, against the golden files of onnxruntime 1.30.0's
  * ONNXQuantizer (test/fixtures/quantize/make_gemm.py): every initializer, node and value_info
  * entry byte for byte, then the whole file; the result runs in onnxruntime-node to the golden
- * output; the Gemms the rewrite leaves are listed with their reason, in every mode.
+ * output; the Gemms the rewrite leaves are listed with their reason, in every mode. quantize_dynamic's
+ * own files (the same quantizer, saved after ONNXModel.topological_sort) are ours with that sort.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as ort from "onnxruntime-node";
 import { quantizeModel, type QuantizeOptions } from "../../../src/onnx/index.js";
 import { PbMessage } from "../../../src/io/onnx/precision/pb.js";
-import { assertSameBytes, golden, readNpy, runModel } from "./golden.js";
+import { assertSameBytes, golden, ortTopologicalSort, readNpy, runModel } from "./golden.js";
 
 const CASES: { file: string; opts: QuantizeOptions }[] = [
   { file: "gemm_int8", opts: { mode: "int8" } },
@@ -93,6 +94,30 @@ test("Gemm in q4 / q4f16 / bnb4: left float and listed (MatMulNBits and MatMulBn
     assert.deepEqual(r.left.map((l) => [l.node, l.opType]), ["g1", "g2", "(Gemm -> h3)", "g4", "g5", "g6", "g7", "g8", "g9"].map((n) => [n, "Gemm"]), mode);
     for (const l of r.left) assert.match(l.reason, /MatMul only/, `${mode} ${l.node}`);
   }
+});
+
+/** gemm.onnx with a Max (on the float16 pass's block list, as onnxconverter-common's) reading h1 and r1, after the other nodes. */
+function withBlockedMax(): Uint8Array {
+  const model = PbMessage.parse(golden("gemm.onnx"), "ModelProto");
+  const g = model.sub(7, "GraphProto")!;
+  const max = new PbMessage([], "NodeProto").addString(1, "h1").addString(1, "r1").addString(2, "hmax").addString(3, "clamp").addString(4, "Max");
+  const at = g.fields.map((f) => f.no).lastIndexOf(1) + 1;
+  g.fields.splice(at, 0, { no: 1, wire: 2, data: new Uint8Array(0), msg: max });
+  return model.encode(1 << 16);
+}
+
+test("Gemm in fp16 / q4f16: fp16 computes every Gemm in float16 and lists the node it keeps in float32; q4f16 lists both the Gemms and that node", () => {
+  const fp16 = quantizeModel(withBlockedMax(), { mode: "fp16" });
+  assert.deepEqual(fp16.left, [{ node: "clamp", opType: "Max", reason: "kept in float32: on the block list" }]);
+  const nodes = graphOf(fp16.bytes).subs(1, "NodeProto").map((n) => n.string(4));
+  assert.equal(nodes.filter((n) => n === "Gemm").length, 9);
+  const q4f16 = quantizeModel(withBlockedMax(), { mode: "q4f16" });
+  assert.deepEqual(q4f16.left.map((l) => [l.node, l.opType]), [...["g1", "g2", "(Gemm -> h3)", "g4", "g5", "g6", "g7", "g8", "g9"].map((n) => [n, "Gemm"]), ["clamp", "Max"]]);
+  assert.match(q4f16.left.at(-1)!.reason, /^kept in float32: on the block list$/);
+  // The 8-bit and other 4-bit modes do not quantize Max, so they do not list it.
+  for (const mode of ["int8", "q4", "bnb4"] as const) assert.ok(!quantizeModel(withBlockedMax(), { mode }).left.some((l) => l.node === "clamp"), mode);
+  // gemm.onnx itself: every node computes in float16, none left.
+  assert.deepEqual(quantizeModel(golden("gemm.onnx"), { mode: "fp16" }).left, []);
 });
 
 /** gemm.onnx with Gemm g2's B (W2, transB = 1) also read by a second node. */
@@ -187,4 +212,24 @@ test("data_location DEFAULT in an If's branches too (onnxruntime's reload recurs
   const r = quantizeModel(golden("gemm_if_big.onnx"), { mode: "int8" });
   assert.equal(r.quantized, 1);
   assertSameBytes(r.bytes, golden("gemm_if_big_int8.onnx"), "gemm_if_big_int8, the whole file");
+});
+
+/** Every golden the dynamic quantizer made, with the options that make it here. */
+const DYNAMIC_GOLDENS: [string, string, QuantizeOptions][] = [
+  ...CASES.map((c): [string, string, QuantizeOptions] => ["gemm.onnx", c.file, c.opts]),
+  ["gemm_if.onnx", "gemm_if_int8", { mode: "int8" }], ["gemm_double.onnx", "gemm_double_int8", { mode: "int8" }],
+  ["gemm_big.onnx", "gemm_big_int8", { mode: "int8" }], ["gemm_big.onnx", "gemm_big_uint8_perchannel", { mode: "uint8", perChannel: true }],
+  ["gemm_if_big.onnx", "gemm_if_big_int8", { mode: "int8" }],
+];
+
+test("quantize_dynamic's files (onnxruntime 1.30.0's documented entry): ours with its topological sort of the nodes, byte for byte, for every Gemm golden", () => {
+  for (const [src, file, opts] of DYNAMIC_GOLDENS) {
+    const theirs = golden(`${file}.quantize_dynamic.onnx`);
+    // The sort as reimplemented here turns ONNXQuantizer's golden into quantize_dynamic's (make_gemm.py asserts the same in Python) ...
+    assertSameBytes(ortTopologicalSort(golden(`${file}.onnx`)), theirs, `${file}: ONNXQuantizer's file, sorted`);
+    // ... and ours into it; the order really differs, so the sort is not a no-op here.
+    const ours = quantizeModel(golden(src), opts).bytes;
+    assertSameBytes(ortTopologicalSort(ours), theirs, `${file} ${JSON.stringify(opts)}: ours, sorted`);
+    assert.notDeepEqual(ours, theirs, `${file}: the two orders are the same`);
+  }
 });

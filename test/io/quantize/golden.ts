@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as ort from "onnxruntime-node";
+import { PbMessage } from "../../../src/io/onnx/precision/pb.js";
 
 /** build/test/io/quantize/ -> test/fixtures/quantize. */
 export const GOLDEN = join(fileURLToPath(new URL("../../../../", import.meta.url)), "test", "fixtures", "quantize");
@@ -70,4 +71,41 @@ export function relativeL2(got: Float32Array, want: Float32Array): number {
     den += want[i] ** 2;
   }
   return Math.sqrt(num / den);
+}
+
+/**
+ * A model with its main graph's nodes put in the order onnxruntime's ONNXModel.topological_sort
+ * gives them (quantize_dynamic saves through save_model_to_file, which sorts first; ONNXQuantizer
+ * as transformers.js' quantize.py runs it does not): nodes without inputs first, in graph order;
+ * then those freed by the initializers and graph inputs taken in sorted name order; then, breadth
+ * first, those freed by each sorted node's outputs. An input counts once per occurrence, an empty
+ * one not at all; subgraphs are left as they are.
+ */
+export function ortTopologicalSort(bytes: Uint8Array): Uint8Array {
+  const model = PbMessage.parse(bytes, "ModelProto");
+  const graph = model.sub(7, "GraphProto")!;
+  const fields = graph.all(1);
+  const nodes = graph.subs(1, "NodeProto");
+  const deps = nodes.map(() => 0);
+  const readers = new Map<string, number[]>();
+  const sorted: number[] = [];
+  nodes.forEach((n, i) => {
+    const inputs = n.strings(1).filter((s) => s !== "");
+    deps[i] = inputs.length;
+    if (inputs.length === 0) sorted.push(i);
+    for (const s of inputs) readers.set(s, [...(readers.get(s) ?? []), i]);
+  });
+  const free = (name: string): void => {
+    for (const i of readers.get(name) ?? []) if (--deps[i] === 0) sorted.push(i);
+  };
+  // Python's sort of ASCII names is JavaScript's; duplicates are taken once.
+  const names = [...graph.subs(5, "TensorProto").map((t) => t.string(8)), ...graph.subs(11, "ValueInfoProto").map((v) => v.string(1))].sort();
+  names.forEach((s, k) => {
+    if (k === 0 || names[k - 1] !== s) free(s);
+  });
+  for (let k = 0; k < sorted.length; k++) for (const s of nodes[sorted[k]].strings(2)) free(s);
+  assert.equal(sorted.length, nodes.length, "the graph is not a DAG");
+  let k = 0;
+  graph.fields = graph.fields.map((f) => (f.no === 1 ? fields[sorted[k++]] : f));
+  return model.encode(bytes.length + 4096);
 }

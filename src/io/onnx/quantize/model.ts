@@ -8,7 +8,7 @@ import { describe, expectBytes, expectObject, expectOptions } from "../../../arg
 import { validateMessage } from "../validate.js";
 import { PbMessage } from "../precision/pb.js";
 import { bodiesOf } from "../precision/graph.js";
-import { convertModelPrecision } from "../precision/model.js";
+import { convertModelPrecision, type KeptNode } from "../precision/model.js";
 import { matMulWeightPass, nBitsRule } from "./matmul-nbits.js";
 import { bnb4Rule } from "./matmul-bnb4.js";
 import { matMulNBitsToFloat16 } from "./q4f16.js";
@@ -102,7 +102,7 @@ export function quantizeModelWith(bytes: Uint8Array, opts: QuantizeOptions, stor
     let streamed = 0;
     const external: ExternalTensorHook | undefined = storage.external && ((...a) => (streamed++, storage.external!(...a)));
     const r = convertModelPrecision(bytes, { to: "float16", keepIoTypes: true, external });
-    return { bytes: r.bytes, mode, quantized: r.tensors.length + streamed, left: [] };
+    return { bytes: r.bytes, mode, quantized: r.tensors.length + streamed, left: keptFloat32(r.kept) };
   }
   const model = PbMessage.parse(bytes, "ModelProto");
   const graph = model.sub(7, "GraphProto");
@@ -126,8 +126,23 @@ export function quantizeModelWith(bytes: Uint8Array, opts: QuantizeOptions, stor
   if (mode === "q4f16") {
     const half = convertModelPrecision(out, { to: "float16", keepIoTypes: true, external: storage.external });
     out = matMulNBitsToFloat16(half.bytes, half.opsetAfter, storage.readExternal, half.widenedHalf).bytes;
+    // matMulNBitsToFloat16 makes every MatMulNBits the precision pass kept compute in float16.
+    report.left.push(...keptFloat32(half.kept.filter((k) => k.opType !== "MatMulNBits")));
   }
   return { bytes: out, mode, quantized: report.quantized, left: report.left };
+}
+
+/**
+ * The nodes the float16 pass keeps in float32 (the block list, other domains, types an operator
+ * does not allow in float16), as the summary's nodes left float: fp16 and q4f16 list them as the
+ * other modes list what they do not quantize.
+ */
+function keptFloat32(kept: readonly KeptNode[]): LeftFloat[] {
+  return kept.map((k) => ({
+    node: k.name || `(${k.opType} in graph ${k.graph})`,
+    opType: k.opType,
+    reason: `kept in float32: ${k.reason}`,
+  }));
 }
 
 /**

@@ -112,7 +112,9 @@ function size(n: number): string {
 export function summaryLines(r: QuantizeFileReport): string[] {
   // fp16 converts tensors (weights and value types), the other modes replace nodes.
   const unit = r.mode === "fp16" ? ["tensor", "converted to float16"] : ["node", "quantized"];
-  const what = r.quantized === 0 ? "nothing to quantize: written as it was" : `${r.quantized} ${unit[0]}${r.quantized === 1 ? "" : "s"} ${unit[1]}`;
+  // q4f16 with no MatMul to quantize still converts the model to float16.
+  const none = r.mode === "q4f16" ? "nothing to quantize to 4 bits: converted to float16" : "nothing to quantize: written as it was";
+  const what = r.quantized === 0 ? none : `${r.quantized} ${unit[0]}${r.quantized === 1 ? "" : "s"} ${unit[1]}`;
   const lines = [`${r.output}: ${r.mode}, ${size(r.inputBytes)} -> ${size(r.outputBytes)} (${((100 * r.outputBytes) / Math.max(1, r.inputBytes)).toFixed(0)}%), ${r.seconds.toFixed(2)} s, ${what}${r.left.length ? `, ${r.left.length} left float` : ""}`];
   for (const l of r.left) lines.push(`  left float: ${l.opType} ${l.node}: ${l.reason}`);
   return lines;
