@@ -61,7 +61,8 @@ function histogramPlot(h: Histogram, title: string, kind: string): SVGElement {
 
 /** A statistic as a dt / dd pair; the exact value in data-value (JavaScript's shortest round trip). */
 function stat(name: string, v: number, id: string): HTMLElement[] {
-  return [el("dt", {}, name), el("dd", { id, "data-value": String(v) }, Number.isInteger(v) && Math.abs(v) < 2 ** 53 ? v.toLocaleString("en") : formatNumber(v))];
+  const exact = Object.is(v, -0) ? "-0" : String(v);
+  return [el("dt", {}, name), el("dd", { id, "data-value": exact }, Number.isInteger(v) && !Object.is(v, -0) && Math.abs(v) < 2 ** 53 ? v.toLocaleString("en") : formatNumber(v))];
 }
 
 function showError(e: unknown): void {

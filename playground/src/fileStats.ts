@@ -92,8 +92,9 @@ export async function tensorStats(f: ModelFile, i: number, refFile: ModelFile | 
       else {
         finite++;
         sum += x;
-        if (x < min) min = x;
-        if (x > max) max = x;
+        // As Math.min and Math.max order them: -0 below 0.
+        if (x < min || (x === 0 && min === 0 && 1 / x < 0)) min = x;
+        if (x > max || (x === 0 && max === 0 && 1 / x > 0)) max = x;
       }
       if (!r) continue;
       const y = r[k];
