@@ -15,7 +15,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { cast, dequantizeGgml, formatNumber, Tensor, TensorcastError } from "../../src/index.js";
 import { bytesSource, ggufModel, readGguf, readGgufBlocks } from "../../src/gguf/index.js";
-import { readSafetensors, readSafetensorsElements } from "../../src/io/safetensors/index.js";
+import { openTensorFile } from "../../src/node/index.js";
 import { encodeSafetensorsHeader } from "../../src/node/io/safetensors.js";
 import { ENGINE_LABEL, ENGINES, type EnginePage } from "./engines.js";
 import { setControls, withPlaygroundPage } from "./playground-page.js";
@@ -184,9 +184,10 @@ async function check(t: TestContext, page: EnginePage, name: string): Promise<vo
     assert.deepEqual(got?.error, { maxAbs, maxRel, counts });
   });
 
-  await t.test("a safetensors file: __metadata__, its tensors and a tensor's histogram as readSafetensors reads them in Node", async () => {
-    const bytes = new Uint8Array(await readFile(SAFETENSORS));
-    const f = await readSafetensors(bytesSource(bytes), { name: "example.safetensors" });
+  await t.test("a safetensors file: __metadata__, its tensors and a tensor's histogram as tensorcast/node reads them", async () => {
+    // Node's own file reader (src/node/io/reader.ts), not the page's.
+    const f = await openTensorFile(SAFETENSORS);
+    t.after(() => f.close());
     await pick(page, "#mf-file", SAFETENSORS);
     const got = await page.evaluate(tables);
     assert.equal(got.error, null);
@@ -195,7 +196,7 @@ async function check(t: TestContext, page: EnginePage, name: string): Promise<vo
     for (const which of ["outliers", "layers.0.norm.weight", "position_ids"]) {
       const i = f.tensors.findIndex((x) => x.name === which);
       const x = f.tensors[i];
-      const v = cast(Tensor.fromBytes(await readSafetensorsElements(f, x, 0, x.size), x.dtype.name, [x.size]), "float64").data as Float64Array;
+      const v = cast(Tensor.fromBytes(await x.read(0, x.size), x.dtype.name, [x.size]), "float64").data as Float64Array;
       await page.evaluate(setControls, { controls: { "#mf-tensor": String(i) } });
       const s = await shownIn(page);
       assert.equal(s?.tensor, which);
@@ -203,6 +204,30 @@ async function check(t: TestContext, page: EnginePage, name: string): Promise<vo
       assert.equal(s?.error, undefined, which);
       assert.deepEqual({ ...s, tensor: undefined }, { ...statsOf(v), tensor: undefined }, which);
     }
+  });
+
+  await t.test("a tensor of 600,000 values is read in runs (no Blob slice over one run's bytes), its statistics as Node's", async () => {
+    const n = 600_000;
+    const v = new Float32Array(n);
+    for (let i = 0; i < n; i++) v[i] = Math.sin(i * 0.001) * (i % 7) - (i % 1000 === 0 ? 1e6 : 0);
+    const x = Tensor.fromStorage(v, "float32", [n]);
+    const data = x.bytes();
+    const path = join(DIR, "large.safetensors");
+    await writeFile(path, Buffer.concat([encodeSafetensorsHeader([{ name: "big", dtype: x.dtype, shape: [n], size: n, byteLength: data.length }]), data]));
+    await page.evaluate(() => {
+      const g = globalThis as G;
+      g.largestSlice = 0;
+      const slice = g.Blob.prototype.slice;
+      g.Blob.prototype.slice = function (this: G, start: number, end: number, ...rest: unknown[]) {
+        g.largestSlice = Math.max(g.largestSlice, (end ?? this.size) - (start ?? 0));
+        return slice.call(this, start, end, ...rest);
+      };
+    });
+    await pick(page, "#mf-file", path);
+    const largest = await page.evaluate(() => (globalThis as G).largestSlice as number);
+    // The page's run: 2^18 elements (playground/src/fileStats.ts), here 4 bytes each; the file is 2.4 MB.
+    assert.ok(largest > 0 && largest <= 4 * 2 ** 18, `the largest slice read ${largest} bytes`);
+    assert.deepEqual({ ...(await shownIn(page)), tensor: undefined }, { ...statsOf(v), tensor: undefined });
   });
 
   await t.test("axe-core finds nothing with the tables, the statistics and both histograms on show", async (tt) => {
