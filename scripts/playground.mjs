@@ -91,15 +91,63 @@ export async function bundleCore({ entry = join(ROOT, "dist", "index.js"), minif
   return { code, bytes: code.byteLength, gzipBytes: gzipSync(code, { level: 9 }).byteLength };
 }
 
+/** What the model-file panel reads files with, bundled into model-files.js (loaded when a file is first opened). */
+const MODEL_FILES_ENTRY = `export { readGguf, ggufModel, readGgufBlocks, blobSource } from ${JSON.stringify(join(ROOT, "dist", "gguf", "index.js"))};
+export { readSafetensors, readSafetensorsElements } from ${JSON.stringify(join(ROOT, "dist", "io", "safetensors", "index.js"))};
+`;
+
+/**
+ * An esbuild plugin that takes from ./tensorcast.js, the core bundle the page has already loaded,
+ * every module of dist/ whose exports are all the core's own (the same objects, as Node sees them):
+ * one TensorcastError class, one type table, one copy of GGML's decoders. Any other module is
+ * bundled (small helpers the core does not export).
+ */
+function shareCore() {
+  return {
+    name: "share-core",
+    setup(build) {
+      const dist = join(ROOT, "dist") + sep;
+      let core;
+      const shared = new Map();
+      build.onResolve({ filter: /^\.\.?\// }, async (args) => {
+        if (args.namespace === "core-share") return { path: "./tensorcast.js", external: true };
+        const path = resolve(args.resolveDir, args.path);
+        if (!path.startsWith(dist)) return undefined;
+        core ??= await import(pathToFileURL(join(ROOT, "dist", "index.js")).href);
+        const m = await import(pathToFileURL(path).href);
+        const names = Object.keys(m);
+        if (names.length === 0 || names.some((n) => core[n] !== m[n])) return undefined;
+        shared.set(path, names);
+        return { path, namespace: "core-share" };
+      });
+      build.onLoad({ filter: /.*/, namespace: "core-share" }, ({ path }) => ({
+        contents: `export { ${shared.get(path).join(", ")} } from "./tensorcast.js";\n`, loader: "js",
+      }));
+    },
+  };
+}
+
+/** model-files.js: the GGUF and safetensors readers, minified, sharing the core's modules. */
+async function bundleModelFiles() {
+  const result = await esbuild.build({
+    stdin: { contents: MODEL_FILES_ENTRY, resolveDir: ROOT, sourcefile: "model-files.js", loader: "js" },
+    bundle: true, format: "esm", platform: "browser", target: TARGET, minify: true, write: false, logLevel: "silent",
+    legalComments: "none", plugins: [shareCore(), noNodeBuiltins],
+  });
+  const code = result.outputFiles[0].contents;
+  return { code, bytes: code.byteLength, gzipBytes: gzipSync(code, { level: 9 }).byteLength };
+}
+
 /**
  * One of the page's own modules (playground/src/main.ts, or worker.ts, the tensor box's Web Worker),
- * with "tensorcast" left as an import of ./tensorcast.js.
+ * with "tensorcast" left as an import of ./tensorcast.js and "tensorcast-model-files" of ./model-files.js.
  */
 async function bundleApp(entry = "main.ts") {
   const tensorcastExternal = {
     name: "tensorcast-external",
     setup(build) {
       build.onResolve({ filter: /^tensorcast$/ }, () => ({ path: "./tensorcast.js", external: true }));
+      build.onResolve({ filter: /^tensorcast-model-files$/ }, () => ({ path: "./model-files.js", external: true }));
     },
   };
   const result = await esbuild.build({
@@ -118,9 +166,10 @@ async function bundleApp(entry = "main.ts") {
 }
 
 /**
- * Builds the page into `out`: index.html, style.css, tensorcast.js (the core bundle), app.js and
- * worker.js (the tensor box's Web Worker, a module that imports tensorcast.js too).
- * @returns the output folder and the core bundle's sizes.
+ * Builds the page into `out`: index.html, style.css, tensorcast.js (the core bundle), model-files.js
+ * (the model-file panel's readers), app.js and worker.js (the tensor box's Web Worker, a module that
+ * imports tensorcast.js too).
+ * @returns the output folder and the sizes of the core bundle and of model-files.js.
  */
 export async function buildPlayground({ out = DEFAULT_OUT } = {}) {
   const entry = join(ROOT, "dist", "index.js");
@@ -133,15 +182,20 @@ export async function buildPlayground({ out = DEFAULT_OUT } = {}) {
   if (core.gzipBytes > CORE_GZIP_BUDGET) {
     throw new Error(`the core bundle is ${core.gzipBytes} bytes gzipped, over its budget of ${CORE_GZIP_BUDGET}`);
   }
+  const modelFiles = await bundleModelFiles();
   const app = await bundleApp();
   const worker = await bundleApp("worker.ts");
   await rm(out, { recursive: true, force: true });
   await mkdir(out, { recursive: true });
   await writeFile(join(out, "tensorcast.js"), core.code);
+  await writeFile(join(out, "model-files.js"), modelFiles.code);
   await writeFile(join(out, "app.js"), app);
   await writeFile(join(out, "worker.js"), worker);
   for (const file of ["index.html", "style.css"]) await copyFile(join(ROOT, "playground", file), join(out, file));
-  return { out, coreBytes: core.bytes, coreGzipBytes: core.gzipBytes };
+  return {
+    out, coreBytes: core.bytes, coreGzipBytes: core.gzipBytes,
+    modelFilesBytes: modelFiles.bytes, modelFilesGzipBytes: modelFiles.gzipBytes,
+  };
 }
 
 const TYPES = {
@@ -226,6 +280,8 @@ async function cli(argv) {
   console.log(`playground built in ${relative(process.cwd(), out) || "."}`);
   console.log(`core bundle (dist/index.js for the browser): ${built.coreBytes} bytes minified (${kib(built.coreBytes)}), ` +
     `${built.coreGzipBytes} bytes minified+gzipped (${kib(built.coreGzipBytes)}; budget ${kib(CORE_GZIP_BUDGET)})`);
+  console.log(`model-files.js (the GGUF and safetensors readers, loaded when a model file is first opened): ${built.modelFilesBytes} bytes minified, ` +
+    `${built.modelFilesGzipBytes} bytes minified+gzipped (${kib(built.modelFilesGzipBytes)})`);
   if (command === "build") return;
   const portText = option(args, "--port") ?? process.env.PORT ?? String(DEFAULT_PORT);
   const port = Number(portText);

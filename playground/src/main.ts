@@ -21,6 +21,7 @@ import { MAX_TENSOR_TEXT, MAX_TENSOR_VALUES, shapeForPaste, TENSOR_OPS, type Fai
 import { pager, tensorTable } from "./tensorTable.js";
 import { fromWire, runToWire, type WireOutcome } from "./wire.js";
 import { quantizeOutputTypes, SCALE_TYPES } from "./quantBox.js";
+import { shownStats, wireFilePanel } from "./filePanel.js";
 
 /** The order rows are shown in: floats widest first, then signed and unsigned integers, bool, string, complex. */
 const ORDER = [
@@ -643,7 +644,8 @@ explorerView.now();
 formatView.now();
 inspectorView.now();
 tensorView.now();
+wireFilePanel();
 
 /** For the browser tests: resolves once every view has finished redrawing; how the redraws were sliced. */
-(globalThis as unknown as { playground: object }).playground = { settled, sliceStats };
+(globalThis as unknown as { playground: object }).playground = { settled, sliceStats, shownStats };
 void settled().then(() => { document.body.dataset.ready = "true"; });

@@ -103,6 +103,12 @@ export interface EnginePage {
   press(key: string): Promise<void>;
   /** Saves a PNG of the page (the whole page where the driver can; WebKit's WebDriver: the viewport). */
   screenshot(path: string): Promise<void>;
+  /**
+   * Picks `path` (a file on this machine) in the page's `<input type=file>` matched by `selector`,
+   * as a user would (a change event follows): playwright's setInputFiles, puppeteer's uploadFile
+   * (WebDriver BiDi's input.setFiles), WebDriver's Element Send Keys with the path.
+   */
+  setFile(selector: string, path: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -190,6 +196,7 @@ interface PageDriver {
   setViewport(width: number, height: number): Promise<void>;
   press(key: string): Promise<void>;
   screenshot(path: string): Promise<void>;
+  setFile(selector: string, path: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -197,7 +204,7 @@ function enginePage(engine: EngineName, version: string, d: PageDriver): EngineP
   const evaluate = async <R, A = undefined>(fn: InPage<A, R> | string, arg?: A): Promise<R> =>
     parseResult<R>(await d.evaluateSource(inPageSource(fn as InPage<never, unknown>, arg)));
   return {
-    engine, version, evaluate, close: d.close, setViewport: d.setViewport, press: d.press, screenshot: d.screenshot,
+    engine, version, evaluate, close: d.close, setViewport: d.setViewport, press: d.press, screenshot: d.screenshot, setFile: d.setFile,
     async goto(url) {
       await d.goto(url);
       await evaluate(RECORD_PAGE_ERRORS);
@@ -266,6 +273,7 @@ async function launchChromium(env: Env, colorScheme: "light" | "dark" | undefine
       setViewport: (width, height) => page.setViewportSize({ width, height }),
       press: (key) => page.keyboard.press(key),
       screenshot: async (path) => { await page.screenshot({ path, fullPage: true }); },
+      setFile: (selector, path) => page.setInputFiles(selector, path),
       close: () => browser.close(),
     });
   } catch (e) {
@@ -294,6 +302,12 @@ async function launchFirefox(env: Env, colorScheme: "light" | "dark" | undefined
       setViewport: (width, height) => page.setViewport({ width, height }),
       press: (key) => page.keyboard.press(key as never),
       screenshot: async (path) => { await page.screenshot({ path: path as `${string}.png`, fullPage: true }); },
+      async setFile(selector, path) {
+        const input = await page.$(selector);
+        if (!input) throw new Error(`Firefox: no ${selector} in the page`);
+        await (input as unknown as { uploadFile(...paths: string[]): Promise<void> }).uploadFile(path);
+        await input.dispose();
+      },
       close: () => browser.close(),
     });
   } catch (e) {
@@ -479,6 +493,13 @@ async function launchWebKit(env: Env): Promise<EnginePage> {
       },
       async screenshot(path) {
         await writeFile(path, Buffer.from((await request("GET", `${s}/screenshot`)) as string, "base64"));
+      },
+      async setFile(selector, path) {
+        const found = (await request("POST", `${s}/element`, { using: "css selector", value: selector })) as Record<string, string> | null;
+        // W3C WebDriver names an element by this key.
+        const id = found?.["element-6066-11e4-a52e-4f735466cecf"];
+        if (typeof id !== "string") throw new Error(`WebKitWebDriver: Find Element ${selector} gave ${JSON.stringify(found)}`);
+        await request("POST", `${s}/element/${id}/value`, { text: path });
       },
       close,
     });

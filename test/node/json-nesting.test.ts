@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { firstTooDeep, parseJsonFile } from "../../src/node/io/json.js";
-import { MAX_JSON_DEPTH } from "../../src/node/io/safetensorsJson.js";
+import { MAX_JSON_DEPTH } from "../../src/io/safetensors/json.js";
 import { readCheckpoint } from "../../src/node/io/checkpoint.js";
 import { cli, randomFloat32, rejectsCode, safetensorsBytes, scratch } from "./helpers.js";
 

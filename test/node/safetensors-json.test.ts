@@ -1,6 +1,6 @@
 /**
  * The safetensors header is accepted exactly when the Rust reader accepts it: tensorcast's reader
- * (src/node/io/safetensorsJson.ts, iterative, one pass) against
+ * (src/io/safetensors/json.ts, iterative, one pass) against
  *   - the Rust crate's own verdicts, recorded on 364 headers (test/fixtures/safetensors-headers.json:
  *     the issue's cases, serde_json's number, string, nesting and duplicate rules, and mutations),
  *   - an independent model written from the published rules (./safetensorsModel.ts: a recursive

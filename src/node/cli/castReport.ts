@@ -12,7 +12,7 @@ import { changedByStoring, classifyCast, roundingError, storeValue, type CastFla
 import { parseValue, VALUE_SYNTAX, type InputValue } from "../../explain/value.js";
 import { describe, expectObject } from "../../args.js";
 import { expectStrings } from "../args.js";
-import { quoteBounded } from "../io/safetensorsJson.js";
+import { quoteBounded } from "../../io/safetensors/json.js";
 
 export type { CastFlag };
 

@@ -6,7 +6,7 @@
 import { availableParallelism } from "node:os";
 import { dtype, type DTypeName } from "../../index.js";
 import type { NpyOptions } from "../io/npy.js";
-import { NameIndex } from "../io/nameIndex.js";
+import { NameIndex } from "../../io/name-index.js";
 import { openTensorSource } from "../io/checkpoint.js";
 import { dequantizedView } from "../quantize/checkpoint.js";
 

@@ -1,12 +1,12 @@
 /**
  * The one way tensorcast reads a JSON file other than a safetensors header (which has its own
- * reader, safetensorsJson.ts): JSON.parse behind a nesting check with the header reader's limit.
+ * reader, src/io/safetensors/json.ts): JSON.parse behind a nesting check with the header reader's limit.
  * V8's JSON.parse itself accepts any depth, but a tree 200,000 arrays deep then overflows the
  * stack of whatever walks it (JSON.stringify of an index's metadata did, exit 70). The check is a
  * single pass over the text with a counter, no recursion.
  */
 import { TensorcastError } from "../../errors.js";
-import { MAX_JSON_DEPTH } from "./safetensorsJson.js";
+import { MAX_JSON_DEPTH } from "../../io/safetensors/json.js";
 
 const QUOTE = 0x22, BACKSLASH = 0x5c, LBRACE = 0x7b, RBRACE = 0x7d, LBRACKET = 0x5b, RBRACKET = 0x5d;
 

@@ -14,7 +14,7 @@ import { basename, dirname, join } from "node:path";
 import { listFolder, otherFiles, shardPath } from "./checkpoint.js";
 import { fileError, RandomAccessFile } from "./file.js";
 import { parseJsonFile } from "./json.js";
-import { NameIndex } from "./nameIndex.js";
+import { NameIndex } from "../../io/name-index.js";
 import type { PytorchFile, PytorchOptions } from "./pytorch.js";
 import type { Checkpoint, ShardTensor } from "./checkpoint.js";
 import { openTensorFile } from "./reader.js";

@@ -3,7 +3,10 @@
  * shape and a way to read any run of its elements as raw bytes, without loading the whole file.
  */
 import { describe } from "../../args.js";
-import { TensorcastError, packedByteLength, type DType } from "../../index.js";
+import { TensorcastError } from "../../index.js";
+import { rawByteLength, type TensorInfo } from "../../io/tensor-info.js";
+
+export { rawByteLength, type TensorInfo };
 
 /** The formats tensorcast reads and writes ("pytorch": torch.save checkpoints, and "gguf": llama.cpp's models, read only). */
 export type FileFormat = "safetensors" | "npy" | "onnx" | "pb" | "pytorch" | "gguf";
@@ -12,17 +15,6 @@ export const FILE_FORMATS: readonly FileFormat[] = ["safetensors", "npy", "onnx"
 
 /** The extensions of PyTorch checkpoints: pytorch_model.bin, model.pt, model.pth, Lightning's .ckpt. */
 export const PYTORCH_EXTENSIONS: readonly string[] = ["bin", "pt", "pth", "ckpt"];
-
-/** A tensor's description, as a header gives it. */
-export interface TensorInfo {
-  readonly name: string;
-  readonly dtype: DType;
-  readonly shape: readonly number[];
-  /** Number of elements: the product of the shape. */
-  readonly size: number;
-  /** Bytes of its data in the raw layout (see `rawByteLength`). */
-  readonly byteLength: number;
-}
 
 /** A tensor inside an open file. */
 export interface FileTensor extends TensorInfo {
@@ -68,17 +60,6 @@ export interface TensorFile {
   /** safetensors' `__metadata__` (string to string), kept through a conversion. */
   readonly metadata?: Readonly<Record<string, string>>;
   close(): Promise<void>;
-}
-
-/**
- * Bytes that `size` elements of `t` take in the raw layout: packed for sub-byte types, pairs for
- * complex. Strings have no raw layout.
- * @throws TensorcastError UNSUPPORTED_TYPE for strings.
- */
-export function rawByteLength(t: DType, size: number): number {
-  if (t.kind === "string") throw new TensorcastError("UNSUPPORTED_TYPE", "string tensors have no raw byte layout");
-  if (t.packed) return packedByteLength(size, t.bits);
-  return (size * t.bits) / 8;
 }
 
 /** The product of `shape`, or undefined when it is not a list of safe non-negative integers or overflows. */

@@ -23,9 +23,9 @@
  * The reader is iterative and reads the bytes once: no recursion (nesting is a counter), no
  * JSON.parse tree, and error messages quote at most a bounded prefix of anything the file says.
  */
-import { UTF8_BAD_LEAD, utf8Lead } from "../../io/utf8.js";
-import { TensorcastError, type ErrorCode } from "../../index.js";
-import { NameIndex } from "./nameIndex.js";
+import { UTF8_BAD_LEAD, utf8Lead } from "../utf8.js";
+import { TensorcastError, type ErrorCode } from "../../errors.js";
+import { NameIndex } from "../name-index.js";
 
 /** serde_json's recursion limit: its 128th nested array or object is an error. */
 export const MAX_JSON_DEPTH = 127;
@@ -80,7 +80,14 @@ function describe(c: number): string {
   return c >= 0x21 && c < 0x7f ? JSON.stringify(String.fromCharCode(c)) : `byte 0x${c.toString(16).padStart(2, "0")}`;
 }
 
-let rawDecoder: InstanceType<typeof TextDecoder> | undefined;
+// ES2022's lib has no TextDecoder (a Web and Node global); declaring the sliver used keeps the core
+// compiling without the DOM or Node types, as src/io/gguf/cursor.ts does.
+interface Utf8Decoder {
+  decode(input: Uint8Array): string;
+}
+declare const TextDecoder: new (label: string, options: { fatal?: boolean; ignoreBOM: boolean }) => Utf8Decoder;
+
+let rawDecoder: Utf8Decoder | undefined;
 
 /**
  * Reads the JSON of a header whose bytes are `bytes` (padding included), naming `file` in errors.
