@@ -33,6 +33,7 @@ import { joinText, jsonText, tableText, writeText, type Text } from "../format.j
 import type { CliIO } from "../io.js";
 import { exitCodeOf, listenForStop } from "../signals.js";
 import { EXIT_OK, UsageError } from "../usage.js";
+import { runHfToGguf, wantsGguf } from "../hf-gguf.js";
 
 const OPTIONS = {
   to: { type: "string", expects: "a data type such as bfloat16 or float8e4m3fn" },
@@ -206,6 +207,11 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     return EXIT_OK;
   }
   if (o.saturate && o["no-saturate"]) throw new UsageError("--saturate and --no-saturate contradict each other", "convert");
+  // A model folder to OUT.gguf: llama.cpp's convert_hf_to_gguf.py's file (src/node/cli/hf-gguf.ts).
+  if (!o.example && positionals.length === 1 && wantsGguf(o.output) && (await isCheckpointPath(positionals[0]))) {
+    const others = Object.keys(o).filter((k) => !["to", "output", "force", "json", "quiet"].includes(k) && o[k as keyof typeof o] !== undefined);
+    return runHfToGguf(positionals[0], o.output!, { to: o.to, force: o.force, json: o.json, quiet: o.quiet, others }, io);
+  }
   // A PyTorch checkpoint without --to changes format only: safetensors with the same tensors.
   if (o.to === undefined && !o.example && positionals.length === 1 && (await isPytorchInput(positionals[0], o.format))) {
     return runPytorch(positionals[0], o.output, o, io);
