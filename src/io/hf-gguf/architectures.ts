@@ -11,8 +11,12 @@ import type { GgufHfArchitecture } from "../gguf-hf/architectures.js";
 export type VocabKind =
   /** tokenizer.model when present (SentencePiece), else tokenizer.json (byte-level BPE). */
   | "spm-or-bpe"
-  /** SentencePiece only (tokenizer.model). */
-  | "spm";
+  /** Gemma 2: SentencePiece only, then add_space_prefix false. */
+  | "gemma"
+  /** Gemma 3: SentencePiece then add_space_prefix false, else tokenizer.json. */
+  | "gemma3"
+  /** Phi-3's own SentencePiece reading (Phi3MiniModel.set_vocab). */
+  | "phi3";
 
 export interface HfArchitecture {
   /** general.architecture. */
@@ -25,16 +29,24 @@ export interface HfArchitecture {
   readonly vocab: VocabKind;
   /** tokenizer_config's add_prefix_space becomes tokenizer.ggml.add_space_prefix first (LlamaModel.set_vocab). */
   readonly addPrefixSpaceKey: boolean;
+  /** Which set_gguf_parameters: TextModel's (with LlamaModel's additions for llama) or the model's own. */
+  readonly params: "text" | "phi3" | "gemma2" | "gemma3";
+  /** Tensors convert_hf_to_gguf leaves out (Gemma's lm_head, llama.cpp ties it). */
+  readonly skip?: readonly string[];
 }
 
-const LLAMA: HfArchitecture = { gguf: "llama", names: "llama", permuteQK: true, normPlusOne: false, vocab: "spm-or-bpe", addPrefixSpaceKey: true };
+const LLAMA: HfArchitecture = { gguf: "llama", names: "llama", permuteQK: true, normPlusOne: false, vocab: "spm-or-bpe", addPrefixSpaceKey: true, params: "text" };
+const PLAIN = { permuteQK: false, normPlusOne: false, addPrefixSpaceKey: false } as const;
 
 /** HF `architectures[0]` -> how it converts. */
 export const HF_ARCHITECTURES: Readonly<Record<string, HfArchitecture>> = {
   LlamaForCausalLM: LLAMA,
   MistralForCausalLM: LLAMA,
-  Qwen2ForCausalLM: { gguf: "qwen2", names: "qwen2", permuteQK: false, normPlusOne: false, vocab: "spm-or-bpe", addPrefixSpaceKey: false },
-  Qwen3ForCausalLM: { gguf: "qwen3", names: "qwen3", permuteQK: false, normPlusOne: false, vocab: "spm-or-bpe", addPrefixSpaceKey: false },
+  Qwen2ForCausalLM: { ...PLAIN, gguf: "qwen2", names: "qwen2", vocab: "spm-or-bpe", params: "text" },
+  Qwen3ForCausalLM: { ...PLAIN, gguf: "qwen3", names: "qwen3", vocab: "spm-or-bpe", params: "text" },
+  Phi3ForCausalLM: { ...PLAIN, gguf: "phi3", names: "phi3", vocab: "phi3", params: "phi3" },
+  Gemma2ForCausalLM: { ...PLAIN, gguf: "gemma2", names: "gemma2", normPlusOne: true, vocab: "gemma", params: "gemma2", skip: ["lm_head.weight"] },
+  Gemma3ForCausalLM: { ...PLAIN, gguf: "gemma3", names: "gemma3", normPlusOne: true, vocab: "gemma3", params: "gemma3" },
 };
 
 /** The architecture of a config.json, or UNSUPPORTED_TYPE naming it and the ones we convert. */

@@ -7,7 +7,7 @@
  */
 import { TensorcastError } from "../../errors.js";
 import { quantizeRows } from "../../ggml/quantize/index.js";
-import { bf16OfBits, f32Bits } from "../../ggml/scalars.js";
+import { bf16OfBits } from "../../ggml/scalars.js";
 import type { HfGgufTensor } from "./plan.js";
 
 const HALF = new Float32Array(65536);
@@ -22,8 +22,10 @@ for (let i = 0; i < 65536; i++) {
 export function sourceValues(dtype: string, bytes: Uint8Array): Float32Array {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (dtype === "float32") {
+    // bit for bit (a NaN's payload too): words copied, not values
     const out = new Float32Array(bytes.byteLength / 4);
-    for (let i = 0; i < out.length; i++) out[i] = view.getFloat32(4 * i, true);
+    const u = new Uint32Array(out.buffer);
+    for (let i = 0; i < out.length; i++) u[i] = view.getUint32(4 * i, true);
     return out;
   }
   if (dtype === "float16" || dtype === "bfloat16") {
@@ -46,9 +48,12 @@ export function sourceValues(dtype: string, bytes: Uint8Array): Float32Array {
   throw new TensorcastError("UNSUPPORTED_TYPE", `source dtype ${dtype}; convertible: float32, float16, bfloat16`);
 }
 
-/** numpy's float32 -> float16 (npy_floatbits_to_halfbits): nearest-even, overflow to Inf, NaN payload's top bits kept. */
-export function numpyHalfBits(f: number): number {
-  const u = f32Bits(f);
+/**
+ * numpy's float32 -> float16 (npy_floatbits_to_halfbits) of the binary32 bits `u`: nearest-even,
+ * overflow to Inf, a NaN's top payload bits kept (0x7F800001 -> 0x7C01). Bits, not a number: a
+ * NaN read out of a Float32Array into a JS number may not keep its payload.
+ */
+export function numpyHalfBits(u: number): number {
   const sign = (u >>> 16) & 0x8000;
   const exp = u & 0x7f800000;
   if (exp >= 0x47800000) {
@@ -109,12 +114,17 @@ export function transformValues(t: HfGgufTensor, values: Float32Array): Float32A
 
 /** The bytes the GGUF stores for `t`, from its source tensor's raw little-endian bytes. */
 export function encodeTensor(t: HfGgufTensor, sourceBytes: Uint8Array): Uint8Array {
-  const values = transformValues(t, sourceValues(t.sourceDtype, sourceBytes));
+  const all = sourceValues(t.sourceDtype, sourceBytes);
+  const n = t.shape.reduce((a, b) => a * b, 1);
+  // a plan may keep only the leading rows (Gemma 3's embedding past its vocabulary)
+  if (all.length < n) throw new TensorcastError("SHAPE_MISMATCH", `tensor ${t.source}: ${all.length} values for a shape of [${t.shape.join(", ")}]`);
+  const values = transformValues(t, all.length === n ? all : all.subarray(0, n));
   switch (t.type) {
     case "F32": {
       const out = new Uint8Array(values.length * 4);
       const v = new DataView(out.buffer);
-      for (let i = 0; i < values.length; i++) v.setFloat32(4 * i, values[i]!, true);
+      const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
+      for (let i = 0; i < values.length; i++) v.setUint32(4 * i, bits[i]!, true);
       return out;
     }
     case "F16":
@@ -122,7 +132,7 @@ export function encodeTensor(t: HfGgufTensor, sourceBytes: Uint8Array): Uint8Arr
       const out = new Uint8Array(values.length * 2);
       const v = new DataView(out.buffer);
       const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
-      for (let i = 0; i < values.length; i++) v.setUint16(2 * i, t.type === "F16" ? numpyHalfBits(values[i]!) : bf16OfBits(bits[i]!), true);
+      for (let i = 0; i < values.length; i++) v.setUint16(2 * i, t.type === "F16" ? numpyHalfBits(bits[i]!) : bf16OfBits(bits[i]!), true);
       return out;
     }
     case "Q8_0":

@@ -49,18 +49,115 @@ function count(v: Json | undefined, what: string): number {
   return v;
 }
 
-/** The keys TextModel.set_gguf_parameters writes, then the architecture's, ending with general.file_type where TextModel puts it. */
+const present = (v: Json | undefined): boolean => v !== undefined && v !== null;
+
+/** Writers of typed keys into `out`, checking the values. */
+function writers(out: GgufMetadataEntry[]) {
+  return {
+    u32: (key: string, v: Json | undefined, what: string): void => {
+      out.push({ key, type: "uint32", value: count(v, what) });
+    },
+    f32: (key: string, v: Json | undefined, what: string): void => {
+      if (!num(v)) throw new TensorcastError("INVALID_DATA", `config.json: ${what} is ${JSON.stringify(v)}, not a number`);
+      out.push({ key, type: "float32", value: v });
+    },
+  };
+}
+
+/**
+ * The model's hyperparameter keys with general.file_type among them, in the order its
+ * set_gguf_parameters writes them (a key written twice keeps its first place: plan.ts merges).
+ */
 export function hyperparameterEntries(h: Hparams, arch: HfArchitecture, fileType: number): GgufMetadataEntry[] {
+  switch (arch.params) {
+    case "text":
+      return textEntries(h, arch, fileType);
+    case "phi3":
+      return phi3Entries(h, arch, fileType);
+    case "gemma2":
+      return gemma2Entries(h, arch, fileType);
+    case "gemma3":
+      return gemma3Entries(h, arch, fileType);
+  }
+}
+
+/** Phi3MiniModel.set_gguf_parameters (not TextModel's). */
+function phi3Entries(h: Hparams, arch: HfArchitecture, fileType: number): GgufMetadataEntry[] {
   const a = arch.gguf;
   const out: GgufMetadataEntry[] = [];
-  const u32 = (key: string, v: Json | undefined, what: string): void => {
-    out.push({ key, type: "uint32", value: count(v, what) });
-  };
-  const f32 = (key: string, v: Json | undefined, what: string): void => {
-    if (!num(v)) throw new TensorcastError("INVALID_DATA", `config.json: ${what} is ${JSON.stringify(v)}, not a number`);
-    out.push({ key, type: "float32", value: v });
-  };
-  const present = (v: Json | undefined): boolean => v !== undefined && v !== null;
+  const { u32, f32 } = writers(out);
+  const rp = ropeParameters(h);
+  if (present(rp.long_factor) && !(Array.isArray(rp.long_factor) && rp.long_factor.length === 0)) {
+    throw new TensorcastError("UNSUPPORTED_TYPE", "config.json: Phi-3 long-context rope factors (rope_factors_long/short tensors) are not converted");
+  }
+  const embd = count(findHparam(h, ["hidden_size", "n_embd"]), "hidden_size");
+  const heads = count(findHparam(h, ["num_attention_heads", "n_head"]), "num_attention_heads");
+  const pct = rp.partial_rotary_factor ?? 1.0;
+  if (!num(pct)) throw new TensorcastError("INVALID_DATA", `config.json: partial_rotary_factor is ${JSON.stringify(pct)}`);
+  u32(`${a}.context_length`, findHparam(h, ["n_positions", "max_position_embeddings"]), "max_position_embeddings");
+  u32(`${a}.rope.scaling.original_context_length`, rp.original_max_position_embeddings, "original_max_position_embeddings");
+  u32(`${a}.embedding_length`, embd, "hidden_size");
+  u32(`${a}.feed_forward_length`, findHparam(h, ["intermediate_size"]), "intermediate_size");
+  u32(`${a}.block_count`, findHparam(h, ["n_layers", "num_hidden_layers", "n_layer", "num_layers"]), "num_hidden_layers");
+  u32(`${a}.attention.head_count`, heads, "num_attention_heads");
+  u32(`${a}.attention.head_count_kv`, findHparam(h, ["num_key_value_heads", "n_head_kv"]), "num_key_value_heads");
+  f32(`${a}.attention.layer_norm_rms_epsilon`, findHparam(h, ["rms_norm_eps"]), "rms_norm_eps");
+  u32(`${a}.rope.dimension_count`, Math.floor(Math.trunc(pct * embd) / heads), "the rotary dimension");
+  const full = isObject(rp.full_attention) ? rp.full_attention : rp;
+  f32(`${a}.rope.freq_base`, full.rope_theta, "rope_theta");
+  out.push({ key: "general.file_type", type: "uint32", value: fileType });
+  u32(`${a}.attention.sliding_window`, present(h.sliding_window) ? h.sliding_window : 0, "sliding_window");
+  return out;
+}
+
+/** Gemma2Model.set_gguf_parameters (not TextModel's). */
+function gemma2Entries(h: Hparams, arch: HfArchitecture, fileType: number): GgufMetadataEntry[] {
+  const a = arch.gguf;
+  const out: GgufMetadataEntry[] = [];
+  const { u32, f32 } = writers(out);
+  u32(`${a}.context_length`, h.max_position_embeddings, "max_position_embeddings");
+  u32(`${a}.embedding_length`, h.hidden_size, "hidden_size");
+  u32(`${a}.block_count`, findHparam(h, ["n_layers", "num_hidden_layers", "n_layer", "num_layers"]), "num_hidden_layers");
+  u32(`${a}.feed_forward_length`, h.intermediate_size, "intermediate_size");
+  u32(`${a}.attention.head_count`, h.num_attention_heads, "num_attention_heads");
+  u32(`${a}.attention.head_count_kv`, "num_key_value_heads" in h ? h.num_key_value_heads : h.num_attention_heads, "num_key_value_heads");
+  f32(`${a}.attention.layer_norm_rms_epsilon`, h.rms_norm_eps, "rms_norm_eps");
+  u32(`${a}.attention.key_length`, h.head_dim, "head_dim");
+  u32(`${a}.attention.value_length`, h.head_dim, "head_dim");
+  out.push({ key: "general.file_type", type: "uint32", value: fileType });
+  f32(`${a}.attn_logit_softcapping`, h.attn_logit_softcapping, "attn_logit_softcapping");
+  f32(`${a}.final_logit_softcapping`, h.final_logit_softcapping, "final_logit_softcapping");
+  u32(`${a}.attention.sliding_window`, h.sliding_window, "sliding_window");
+  return out;
+}
+
+/** Gemma3Model.set_gguf_parameters: TextModel's, then its own (some rewritten in place, with its defaults). */
+function gemma3Entries(h: Hparams, arch: HfArchitecture, fileType: number): GgufMetadataEntry[] {
+  const a = arch.gguf;
+  const out = textEntries(h, arch, fileType);
+  const { u32, f32 } = writers(out);
+  const or = (v: Json | undefined, d: number): Json => (v === undefined ? d : v);
+  u32(`${a}.context_length`, or(h.max_position_embeddings, 131072), "max_position_embeddings");
+  u32(`${a}.attention.head_count`, or(h.num_attention_heads, 8), "num_attention_heads");
+  f32(`${a}.attention.layer_norm_rms_epsilon`, or(h.rms_norm_eps, 1e-6), "rms_norm_eps");
+  u32(`${a}.attention.key_length`, or(h.head_dim, 256), "head_dim");
+  u32(`${a}.attention.value_length`, or(h.head_dim, 256), "head_dim");
+  const rp = ropeParameters(h);
+  const full = isObject(rp.full_attention) ? rp.full_attention : rp;
+  f32(`${a}.rope.freq_base`, or(full.rope_theta, 1_000_000), "rope_theta");
+  if (present(h.attn_logit_softcapping)) throw new TensorcastError("INVALID_DATA", "config.json: Gemma 3 has no attn_logit_softcapping");
+  const cap = h.final_logit_softcapping;
+  if (present(cap) && cap !== 0 && cap !== false) f32(`${a}.final_logit_softcapping`, cap, "final_logit_softcapping");
+  if (h.sliding_window_pattern !== 1) u32(`${a}.attention.sliding_window`, h.sliding_window, "sliding_window");
+  u32(`${a}.attention.head_count_kv`, or(h.num_key_value_heads, 4), "num_key_value_heads");
+  return out;
+}
+
+/** TextModel.set_gguf_parameters, then LlamaModel's additions for llama. */
+function textEntries(h: Hparams, arch: HfArchitecture, fileType: number): GgufMetadataEntry[] {
+  const a = arch.gguf;
+  const out: GgufMetadataEntry[] = [];
+  const { u32, f32 } = writers(out);
 
   const blocks = findHparam(h, ["n_layers", "num_hidden_layers", "n_layer", "num_layers"]);
   u32(`${a}.block_count`, blocks, "num_hidden_layers");
@@ -118,7 +215,7 @@ export function hyperparameterEntries(h: Hparams, arch: HfArchitecture, fileType
 
   if (arch.gguf === "llama") {
     u32(`${a}.vocab_size`, h.vocab_size, "vocab_size");
-    const rope = present(h.head_dim) ? h.head_dim : count(h.hidden_size, "hidden_size") / count(h.num_attention_heads, "num_attention_heads");
+    const rope = present(h.head_dim) ? h.head_dim : Math.floor(count(h.hidden_size, "hidden_size") / count(h.num_attention_heads, "num_attention_heads"));
     u32(`${a}.rope.dimension_count`, rope, "the rotary dimension");
   }
   return out;

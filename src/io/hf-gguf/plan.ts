@@ -18,7 +18,7 @@ import { modelIdParts, idToTitle, sizeLabel } from "./general.js";
 import { hyperparameterEntries, textHparams, type Hparams } from "./hparams.js";
 import { isObject, type Json } from "./json.js";
 import { bpeVocabEntries } from "./vocab-bpe.js";
-import { spmVocabEntries } from "./vocab-spm.js";
+import { phi3VocabEntries, readSentencePieceModel, spmVocabEntries } from "./vocab-spm.js";
 
 /** convert_hf_to_gguf.py's --outtype values we write, by our dtype names. */
 export const HF_GGUF_OUTTYPES = ["float32", "float16", "bfloat16", "q8_0"] as const;
@@ -82,8 +82,8 @@ export interface HfGgufPlan {
 const SKIPPED_SUFFIXES = [".attention.masked_bias", ".attention.bias", ".rotary_emb.inv_freq"];
 const SOURCE_DTYPES = ["float32", "float16", "bfloat16"];
 
-function tensorPlan(arch: HfArchitecture, h: Hparams, outtype: HfGgufOuttype, t: HfTensorHeader): HfGgufTensor | undefined {
-  if (SKIPPED_SUFFIXES.some((s) => t.name.endsWith(s))) return undefined;
+function tensorPlan(arch: HfArchitecture, h: Hparams, outtype: HfGgufOuttype, t: HfTensorHeader, vocabRows: number | undefined): HfGgufTensor | undefined {
+  if (SKIPPED_SUFFIXES.some((s) => t.name.endsWith(s)) || arch.skip?.includes(t.name)) return undefined;
   if (!SOURCE_DTYPES.includes(t.dtype)) {
     throw new TensorcastError("UNSUPPORTED_TYPE", `tensor ${JSON.stringify(t.name)} is ${t.dtype}; convertible: ${SOURCE_DTYPES.join(", ")}`);
   }
@@ -101,12 +101,17 @@ function tensorPlan(arch: HfArchitecture, h: Hparams, outtype: HfGgufOuttype, t:
     }
   }
   if (arch.normPlusOne && /norm\.weight$/.test(hfName)) transform = { kind: "plus-one" };
+  let shape = t.shape;
+  // Gemma 3 keeps only the embedding rows the vocabulary has
+  if (arch.gguf === "gemma3" && hfName.includes("embed_tokens.weight") && vocabRows !== undefined && (shape[0] ?? 0) > vocabRows) {
+    shape = [vocabRows, ...shape.slice(1)];
+  }
   let type: GgufTensorType = GGML[outtype];
   // TextModel.prepare_tensors: 1-D tensors, norms and anything not a .weight stay float32
   if (t.shape.length <= 1 || name.endsWith("_norm.weight") || !name.endsWith(".weight")) type = "F32";
   // gguf-py refuses rows that are not whole blocks and convert_hf_to_gguf falls back to F16
   if (type === "Q8_0" && (t.shape[t.shape.length - 1] ?? 0) % 32 !== 0) type = "F16";
-  return { name, source: t.name, sourceDtype: t.dtype, type, shape: t.shape, dims: t.shape.length === 0 ? [1] : [...t.shape].reverse(), transform };
+  return { name, source: t.name, sourceDtype: t.dtype, type, shape, dims: shape.length === 0 ? [1] : [...shape].reverse(), transform };
 }
 
 function generalEntries(folderName: string, h: Hparams, totalParams: number): GgufMetadataEntry[] {
@@ -150,7 +155,8 @@ export function planHfToGguf(files: HfFolderFiles, tensors: readonly HfTensorHea
   }
   const { arch } = hfArchitectureOf(files.config);
   const h = textHparams(files.config);
-  const planned = tensors.map((t) => tensorPlan(arch, h, outtype, t)).filter((t): t is HfGgufTensor => t !== undefined);
+  const vocabRows = arch.gguf === "gemma3" ? gemma3VocabRows(files, h) : undefined;
+  const planned = tensors.map((t) => tensorPlan(arch, h, outtype, t, vocabRows)).filter((t): t is HfGgufTensor => t !== undefined);
   const seen = new Set<string>();
   for (const t of planned) {
     if (seen.has(t.name)) throw new TensorcastError("INVALID_DATA", `two tensors of the folder map to ${t.name}`);
@@ -165,6 +171,16 @@ export function planHfToGguf(files: HfFolderFiles, tensors: readonly HfTensorHea
     ...vocabEntries(files, arch, h),
   ];
   return { architecture: arch.gguf, metadata: dedupeKeys(metadata), tensors: planned };
+}
+
+/** Gemma3Model.modify_tensors' n_vocab_real: the SentencePiece vocabulary's size, else tokenizer.json's tokens. */
+function gemma3VocabRows(files: HfFolderFiles, h: Hparams): number | undefined {
+  if (files.tokenizerModel !== undefined) {
+    return typeof h.vocab_size === "number" && h.vocab_size > 0 ? h.vocab_size : readSentencePieceModel(files.tokenizerModel).length;
+  }
+  const tok = files.tokenizerJson;
+  if (!isObject(tok) || !isObject(tok.model) || !isObject(tok.model.vocab)) return undefined;
+  return Object.keys(tok.model.vocab).length + (Array.isArray(tok.added_tokens) ? tok.added_tokens.length : 0);
 }
 
 /** gguf-py's add_key_value for a key given twice: the later value, in the earlier place. */
@@ -183,17 +199,50 @@ function dedupeKeys(entries: readonly GgufMetadataEntry[]): GgufMetadataEntry[] 
 
 function vocabEntries(files: HfFolderFiles, arch: HfArchitecture, h: Hparams): GgufMetadataEntry[] {
   const out: GgufMetadataEntry[] = [];
-  if (arch.addPrefixSpaceKey && isObject(files.tokenizerConfig)) {
-    const aps = files.tokenizerConfig.add_prefix_space;
-    if (aps !== undefined && aps !== null) out.push({ key: "tokenizer.ggml.add_space_prefix", type: "bool", value: aps === true });
-  }
   const vocabSize = typeof h.vocab_size === "number" ? h.vocab_size : undefined;
-  if (files.tokenizerModel !== undefined) {
-    out.push(...spmVocabEntries(files, arch, vocabSize));
-    return out;
+  const spaceless: GgufMetadataEntry = { key: "tokenizer.ggml.add_space_prefix", type: "bool", value: false };
+  const bpe = (): GgufMetadataEntry[] => {
+    if (files.tokenizerJson === undefined) throw new TensorcastError("INVALID_DATA", "the folder has neither tokenizer.model nor tokenizer.json");
+    return bpeVocabEntries({ ...files, tokenizerJson: files.tokenizerJson }, vocabSize);
+  };
+  const needSpm = (): void => {
+    if (files.tokenizerModel === undefined) throw new TensorcastError("INVALID_DATA", `${arch.gguf} needs tokenizer.model (SentencePiece), which the folder lacks`);
+  };
+  switch (arch.vocab) {
+    case "spm-or-bpe": {
+      if (arch.addPrefixSpaceKey && isObject(files.tokenizerConfig)) {
+        const aps = files.tokenizerConfig.add_prefix_space;
+        if (aps !== undefined && aps !== null) out.push({ key: "tokenizer.ggml.add_space_prefix", type: "bool", value: aps as boolean });
+      }
+      if (files.tokenizerModel !== undefined) out.push(...spmVocabEntries(files, vocabSize));
+      else if (arch.gguf === "llama" && llamaHfTokenizer(files.tokenizerJson)) {
+        throw new TensorcastError("UNSUPPORTED_TYPE", "a Llama tokenizer.json with byte fallback and no tokenizer.model (convert_hf_to_gguf's LlamaHfVocab) is not converted");
+      } else out.push(...bpe());
+      if (arch.gguf === "llama" && vocabSize === 32016) throw new TensorcastError("UNSUPPORTED_TYPE", "CodeLlama's infill tokens (vocab_size 32016) are not converted");
+      if (arch.gguf === "llama" && vocabSize === 49152) out.push({ key: "tokenizer.ggml.add_bos_token", type: "bool", value: false });
+      return out;
+    }
+    case "gemma":
+      needSpm();
+      return [...spmVocabEntries(files, vocabSize), spaceless];
+    case "gemma3":
+      return files.tokenizerModel !== undefined ? [...spmVocabEntries(files, vocabSize), spaceless] : bpe();
+    case "phi3": {
+      const tc = files.tokenizerConfig;
+      if (isObject(tc)) {
+        if (!("tokenizer_class" in tc)) throw new TensorcastError("INVALID_DATA", "Phi-3: tokenizer_config.json has no tokenizer_class (convert_hf_to_gguf reads it)");
+        if (tc.tokenizer_class === "GPT2Tokenizer") return bpe();
+      }
+      needSpm();
+      return phi3VocabEntries(files, vocabSize);
+    }
   }
-  if (arch.vocab === "spm") throw new TensorcastError("INVALID_DATA", `${arch.gguf} needs tokenizer.model (SentencePiece), which the folder lacks`);
-  if (files.tokenizerJson === undefined) throw new TensorcastError("INVALID_DATA", "the folder has neither tokenizer.model nor tokenizer.json");
-  out.push(...bpeVocabEntries({ ...files, tokenizerJson: files.tokenizerJson }, vocabSize));
-  return out;
+}
+
+/** LlamaHfVocab's test: a BPE tokenizer.json with byte fallback and a Sequence decoder (a Llama 2 style one). */
+function llamaHfTokenizer(tok: Json | undefined): boolean {
+  const model = isObject(tok) ? tok.model : undefined;
+  if (!isObject(model) || !isObject(tok)) return false;
+  const llama3 = model.type === "BPE" && model.ignore_merges === true && model.byte_fallback === false;
+  return !llama3 && model.type === "BPE" && model.byte_fallback === true && isObject(tok.decoder) && tok.decoder.type === "Sequence";
 }

@@ -12,7 +12,6 @@
 import { TensorcastError } from "../../errors.js";
 import { PbMessage } from "../onnx/precision/pb.js";
 import type { GgufMetadataEntry } from "../gguf/values.js";
-import type { HfArchitecture } from "./architectures.js";
 import { isObject } from "./json.js";
 import type { HfFolderFiles } from "./plan.js";
 import { specialVocabEntries } from "./special-vocab.js";
@@ -47,7 +46,7 @@ function spmType(t: number): number {
   return TOKEN_TYPE.NORMAL;
 }
 
-export function spmVocabEntries(files: HfFolderFiles, _arch: HfArchitecture, vocabSizeOfConfig: number | undefined): GgufMetadataEntry[] {
+function slots(files: HfFolderFiles, vocabSizeOfConfig: number | undefined) {
   const pieces = readSentencePieceModel(files.tokenizerModel!);
   const n = vocabSizeOfConfig === undefined || vocabSizeOfConfig === 0 ? pieces.length : vocabSizeOfConfig;
   const tokens: string[] = [];
@@ -59,6 +58,24 @@ export function spmVocabEntries(files: HfFolderFiles, _arch: HfArchitecture, voc
     scores[i] = pieces[i]!.score;
     types[i] = spmType(pieces[i]!.type);
   }
+  return { n, tokens, scores, types };
+}
+
+function entries(files: HfFolderFiles, v: { n: number; tokens: string[]; scores: Float32Array; types: Int32Array }): GgufMetadataEntry[] {
+  return [
+    { key: "tokenizer.ggml.model", type: "string", value: "llama" },
+    { key: "tokenizer.ggml.pre", type: "string", value: "default" },
+    { key: "tokenizer.ggml.tokens", type: "array", value: { itemType: "string", items: v.tokens } },
+    { key: "tokenizer.ggml.scores", type: "array", value: { itemType: "float32", items: v.scores } },
+    { key: "tokenizer.ggml.token_type", type: "array", value: { itemType: "int32", items: v.types } },
+    ...specialVocabEntries(files, { loadMerges: false, nVocab: v.tokens.length }),
+  ];
+}
+
+/** TextModel._set_vocab_sentencepiece. */
+export function spmVocabEntries(files: HfFolderFiles, vocabSizeOfConfig: number | undefined): GgufMetadataEntry[] {
+  const v = slots(files, vocabSizeOfConfig);
+  const { n, tokens, scores, types } = v;
   const decoder = isObject(files.tokenizerConfig) ? files.tokenizerConfig.added_tokens_decoder : undefined;
   if (isObject(decoder)) {
     for (const [k, d] of Object.entries(decoder)) {
@@ -74,12 +91,26 @@ export function spmVocabEntries(files: HfFolderFiles, _arch: HfArchitecture, voc
       tokens[id] = token;
     }
   }
-  return [
-    { key: "tokenizer.ggml.model", type: "string", value: "llama" },
-    { key: "tokenizer.ggml.pre", type: "string", value: "default" },
-    { key: "tokenizer.ggml.tokens", type: "array", value: { itemType: "string", items: tokens } },
-    { key: "tokenizer.ggml.scores", type: "array", value: { itemType: "float32", items: scores } },
-    { key: "tokenizer.ggml.token_type", type: "array", value: { itemType: "int32", items: types } },
-    ...specialVocabEntries(files, { loadMerges: false, nVocab: n }),
-  ];
+  return entries(files, v);
+}
+
+/**
+ * Phi3MiniModel.set_vocab: the pieces, then tokenizer_config's added_tokens_decoder and
+ * tokenizer.json's added_tokens, each USER_DEFINED or (special) CONTROL at score -1000, spelled
+ * as given (no look-special test, no U+2581 rewrite).
+ */
+export function phi3VocabEntries(files: HfFolderFiles, vocabSizeOfConfig: number | undefined): GgufMetadataEntry[] {
+  const v = slots(files, vocabSizeOfConfig);
+  const put = (id: number, d: { [k: string]: unknown }): void => {
+    if (typeof d.content !== "string") return;
+    if (!(id >= 0 && id < v.n)) throw new TensorcastError("INVALID_DATA", `Phi-3: added token ${JSON.stringify(d.content)} has id ${id}, past the vocabulary's ${v.n}`);
+    v.tokens[id] = d.content;
+    v.scores[id] = -1000;
+    v.types[id] = d.special === true ? TOKEN_TYPE.CONTROL : TOKEN_TYPE.USER_DEFINED;
+  };
+  const decoder = isObject(files.tokenizerConfig) ? files.tokenizerConfig.added_tokens_decoder : undefined;
+  if (isObject(decoder)) for (const [k, d] of Object.entries(decoder)) if (isObject(d)) put(Number.parseInt(k, 10), d);
+  const added = isObject(files.tokenizerJson) ? files.tokenizerJson.added_tokens : undefined;
+  if (Array.isArray(added)) for (const d of added) if (isObject(d)) put(Number(d.id), d);
+  return entries(files, v);
 }
