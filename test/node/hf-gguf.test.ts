@@ -70,6 +70,15 @@ test("convert of a sharded folder: the same file as from one file (shards by nam
   assert.ok(readFileSync(out).equals(readFileSync(join(DIR, "llama.q8_0.gguf"))));
 });
 
+test("tensors read and encoded a few rows at a time give the same bytes (Q/K chunks whole heads)", async () => {
+  for (const [c, t, to] of [["llama", "q8_0", "q8_0"], ["llama", "f16", "float16"], ["gemma2", "bf16", "bfloat16"]] as const) {
+    const out = join(OUT, `chunked.${c}.${t}.gguf`);
+    // 100 values: one row of most tensors, one head's 2 x 8 rows of Q and K
+    await convertHfToGguf(join(DIR, c), out, to, { chunkValues: 100 });
+    assert.equal(sha256(out), goldenSum(c, t).sha256, `${c} ${t}`);
+  }
+});
+
 test("convert DIR -o OUT.gguf refuses an unmapped model class, naming it and the mapped ones", async () => {
   const dir = join(OUT, "falcon");
   cpSync(join(DIR, "llama"), dir, { recursive: true });

@@ -86,7 +86,23 @@ export function numpyHalfBits(u: number): number {
   return sign | h;
 }
 
-/** The float32 values after the tensor's transform (a new array unless it is the identity). */
+/**
+ * The rows a chunk of `t` must hold a multiple of: a head's two rotary halves for a permuted Q or
+ * K (the permutation stays inside a head), else 1.
+ */
+export function rowGroup(t: HfGgufTensor): number {
+  return t.transform.kind === "permute-rotary" ? (t.shape[0] ?? 1) / t.transform.heads : 1;
+}
+
+/** Values per row of `t` (a 1-D tensor is one row). */
+export function rowLength(t: HfGgufTensor): number {
+  return t.shape.length <= 1 ? (t.shape[0] ?? 1) : t.shape.slice(1).reduce((a, b) => a * b, 1);
+}
+
+/**
+ * The float32 values after the tensor's transform (a new array unless it is the identity), for
+ * `values` holding whole rows of it, a multiple of rowGroup(t).
+ */
 export function transformValues(t: HfGgufTensor, values: Float32Array): Float32Array {
   const tr = t.transform;
   if (tr.kind === "identity") return values;
@@ -95,12 +111,13 @@ export function transformValues(t: HfGgufTensor, values: Float32Array): Float32A
     for (let i = 0; i < values.length; i++) out[i] = values[i]! + 1;
     return out;
   }
-  const rows = t.shape[0] ?? 1;
-  const rowLen = rows === 0 ? 0 : values.length / rows;
-  const half = rows / (2 * tr.heads);
+  const rowLen = rowLength(t);
+  const rows = rowLen === 0 ? 0 : values.length / rowLen;
+  const half = rowGroup(t) / 2;
+  const heads = rows / (2 * half);
   const out = new Float32Array(values.length);
   // (heads, 2, half, ...) -> swap the middle two axes -> (heads, half, 2, ...)
-  for (let h = 0; h < tr.heads; h++) {
+  for (let h = 0; h < heads; h++) {
     const base = h * 2 * half;
     for (let j = 0; j < 2; j++) {
       for (let i = 0; i < half; i++) {
@@ -112,13 +129,33 @@ export function transformValues(t: HfGgufTensor, values: Float32Array): Float32A
   return out;
 }
 
-/** The bytes the GGUF stores for `t`, from its source tensor's raw little-endian bytes. */
+/**
+ * The bytes the GGUF stores for `t`, from its source tensor's raw little-endian bytes: all of it,
+ * or whole leading rows (a plan may keep only those: Gemma 3's embedding past its vocabulary).
+ */
 export function encodeTensor(t: HfGgufTensor, sourceBytes: Uint8Array): Uint8Array {
   const all = sourceValues(t.sourceDtype, sourceBytes);
   const n = t.shape.reduce((a, b) => a * b, 1);
-  // a plan may keep only the leading rows (Gemma 3's embedding past its vocabulary)
   if (all.length < n) throw new TensorcastError("SHAPE_MISMATCH", `tensor ${t.source}: ${all.length} values for a shape of [${t.shape.join(", ")}]`);
-  const values = transformValues(t, all.length === n ? all : all.subarray(0, n));
+  return encodeRows(t, all.length === n ? all : all.subarray(0, n));
+}
+
+/**
+ * The stored bytes of whole rows of `t` (a multiple of rowGroup(t) of them, in order), from their
+ * source bytes: the same bytes, chunk by chunk, as encodeTensor gives for the whole tensor.
+ */
+export function encodeRowChunk(t: HfGgufTensor, sourceBytes: Uint8Array): Uint8Array {
+  const values = sourceValues(t.sourceDtype, sourceBytes);
+  const len = rowLength(t);
+  const group = rowGroup(t) * len;
+  if (group > 0 && values.length % group !== 0) {
+    throw new TensorcastError("SHAPE_MISMATCH", `tensor ${t.source}: a chunk of ${values.length} values is not whole groups of ${group}`);
+  }
+  return encodeRows(t, values);
+}
+
+function encodeRows(t: HfGgufTensor, raw: Float32Array): Uint8Array {
+  const values = transformValues(t, raw);
   switch (t.type) {
     case "F32": {
       const out = new Uint8Array(values.length * 4);

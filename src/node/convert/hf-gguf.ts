@@ -8,8 +8,9 @@
 import { promises as fsp } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { TensorcastError } from "../../errors.js";
-import { planHfToGguf, type HfFolderFiles, type HfGgufOuttype, type HfGgufPlan, type HfTensorHeader } from "../../io/hf-gguf/plan.js";
-import { encodeTensor } from "../../io/hf-gguf/encode.js";
+import { planHfToGguf, type HfFolderFiles, type HfGgufOuttype, type HfGgufPlan, type HfGgufTensor, type HfTensorHeader } from "../../io/hf-gguf/plan.js";
+import { encodeRowChunk, rowGroup, rowLength } from "../../io/hf-gguf/encode.js";
+import type { FileTensor } from "../io/tensors.js";
 import type { Json } from "../../io/hf-gguf/json.js";
 import { layoutGguf, writeGguf } from "../../io/gguf/write.js";
 import { openCheckpoint, readCheckpoint } from "../io/checkpoint.js";
@@ -80,7 +81,7 @@ export async function planFolder(folder: string, outtype: HfGgufOuttype): Promis
  * Converts the folder `folder` into the GGUF file `output`.
  * @throws TensorcastError as planHfToGguf, readCheckpoint and the writer do; IO_ERROR when OUT exists without `force`.
  */
-export async function convertHfToGguf(folder: string, output: string, outtype: HfGgufOuttype, opts: { force?: boolean } = {}): Promise<HfGgufReport> {
+export async function convertHfToGguf(folder: string, output: string, outtype: HfGgufOuttype, opts: { force?: boolean; chunkValues?: number } = {}): Promise<HfGgufReport> {
   await checkOutput(output, { force: opts.force });
   const plan = await planFolder(folder, outtype);
   const layout = layoutGguf(plan.metadata, plan.tensors.map((t) => ({ name: t.name, ggmlType: t.type, dims: t.dims })));
@@ -93,10 +94,7 @@ export async function convertHfToGguf(folder: string, output: string, outtype: H
     const sink = out;
     const tensors = plan.tensors.map((t) => ({
       name: t.name, ggmlType: t.type, dims: t.dims,
-      data: (async function* () {
-        const s = byName.get(t.source)!;
-        yield encodeTensor(t, await s.read(0, s.size));
-      })(),
+      data: chunks(t, byName.get(t.source)!, opts.chunkValues ?? CHUNK_VALUES),
     }));
     await writeGguf(sink, plan.metadata, tensors);
     await out.finish(layout.size);
@@ -113,6 +111,21 @@ export async function convertHfToGguf(folder: string, output: string, outtype: H
     output, architecture: plan.architecture, bytes: layout.size, metadataKeys: plan.metadata.length,
     tensors: plan.tensors.map((t) => ({ name: t.name, source: t.source, type: t.type, dims: t.dims })),
   };
+}
+
+/** About 16 MiB of float32 values per chunk (`chunkValues` in tests), whole row groups (a row group alone when bigger). */
+const CHUNK_VALUES = 4 * 1024 * 1024;
+
+/** A tensor's stored bytes, read and encoded a chunk of rows at a time: memory stays a few chunks whatever the tensor's size. */
+async function* chunks(t: HfGgufTensor, s: FileTensor, chunkValues: number): AsyncGenerator<Uint8Array> {
+  const len = rowLength(t);
+  const rows = t.shape.length <= 1 ? 1 : (t.shape[0] ?? 0);
+  const group = rowGroup(t);
+  const per = Math.max(group, Math.floor(chunkValues / Math.max(1, len * group)) * group);
+  for (let r = 0; r < rows; r += per) {
+    const n = Math.min(per, rows - r);
+    yield encodeRowChunk(t, await s.read(r * len, n * len));
+  }
 }
 
 /** Reads the written file back with our reader: the keys in order with their types, and the tensor table. */
