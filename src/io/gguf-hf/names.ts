@@ -72,3 +72,18 @@ export function hfTensorName(arch: GgufHfArchitecture, ggufName: string, layers:
   if (part === undefined || block >= layers) return undefined;
   return `model.layers.${block}.${part}.${m[3]}`;
 }
+
+const HF_BLOCK_NAME = /^model\.layers\.(0|[1-9][0-9]{0,8})\.([a-z0-9_.]+)\.(weight|bias)$/;
+
+/**
+ * The GGUF name of a transformers tensor, or undefined when llama.cpp's map has none: the same
+ * table read the other way, so both directions name every tensor alike.
+ * @example ggufTensorName("llama", "model.layers.3.self_attn.q_proj.weight") // "blk.3.attn_q.weight"
+ */
+export function ggufTensorName(arch: GgufHfArchitecture, hfName: string): string | undefined {
+  for (const [gguf, hf] of Object.entries(GLOBAL)) if (hf === hfName) return gguf;
+  const m = HF_BLOCK_NAME.exec(hfName);
+  if (m === null) return undefined;
+  for (const [gguf, hf] of Object.entries(BLOCKS[arch])) if (hf === m[2]) return `blk.${m[1]}.${gguf}.${m[3]}`;
+  return undefined;
+}

@@ -33,6 +33,7 @@ import { joinText, jsonText, tableText, writeText, type Text } from "../format.j
 import type { CliIO } from "../io.js";
 import { exitCodeOf, listenForStop } from "../signals.js";
 import { EXIT_OK, UsageError } from "../usage.js";
+import { runHfToGguf, wantsGguf } from "../hf-gguf.js";
 
 const OPTIONS = {
   to: { type: "string", expects: "a data type such as bfloat16 or float8e4m3fn" },
@@ -100,7 +101,11 @@ A GGUF model (llama.cpp's .gguf; a split one's parts NAME-0000K-of-0000N.gguf as
 written as safetensors with its GGUF tensor names and row-major shapes: 'convert model.gguf --to
 bfloat16 -o OUT.safetensors' dequantizes each block type (Q4_K, IQ2_XS, MXFP4, ...) to float32 bit
 for bit as ggml does, then casts it (one rounding); F16, BF16 and F64 tensors are cast from their
-own values, integer tensors kept. tensorcast does not write GGUF.
+own values, integer tensors kept.
+
+A Hugging Face model folder with -o OUT.gguf and --to float32, float16, bfloat16 or q8_0 (or f32,
+f16, bf16) becomes the GGUF file llama.cpp's convert_hf_to_gguf.py writes for it, byte for byte
+(Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2, Gemma 3; see docs/hf-to-gguf.md).
 
 By default only floating-point tensors are converted; integer, bool and complex tensors are
 copied as they are. OUT's format follows its extension (.safetensors, .npy, .onnx, .pb), else IN's.
@@ -168,6 +173,7 @@ Examples:
   tensorcast convert pytorch_model.bin -o model.safetensors
   tensorcast convert checkpoint.pt --key model -o model.safetensors
   tensorcast convert model-Q4_K_M.gguf --to bfloat16 -o model.bf16.safetensors
+  tensorcast convert Llama-3.2-1B/ --to q8_0 -o llama-3.2-1b.q8_0.gguf
   tensorcast convert Llama-3-8B/ --to float8e4m3fn -o Llama-3-8B-f8/
   tensorcast convert bert-base/ --to float16 -o bert-base-f16/          (model.safetensors, no index)
   tensorcast convert Qwen-0.5B/ --to bfloat16 -o out/ --max-shard-size 200MB   (one file to shards)
@@ -206,6 +212,11 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     return EXIT_OK;
   }
   if (o.saturate && o["no-saturate"]) throw new UsageError("--saturate and --no-saturate contradict each other", "convert");
+  // A model folder to OUT.gguf: llama.cpp's convert_hf_to_gguf.py's file (src/node/cli/hf-gguf.ts).
+  if (!o.example && positionals.length === 1 && wantsGguf(o.output) && (await isCheckpointPath(positionals[0]))) {
+    const others = Object.keys(o).filter((k) => !["to", "output", "force", "json", "quiet"].includes(k) && o[k as keyof typeof o] !== undefined);
+    return runHfToGguf(positionals[0], o.output!, { to: o.to, force: o.force, json: o.json, quiet: o.quiet, others }, io);
+  }
   // A PyTorch checkpoint without --to changes format only: safetensors with the same tensors.
   if (o.to === undefined && !o.example && positionals.length === 1 && (await isPytorchInput(positionals[0], o.format))) {
     return runPytorch(positionals[0], o.output, o, io);

@@ -1,0 +1,248 @@
+/**
+ * A Hugging Face folder -> the GGUF file convert_hf_to_gguf.py writes for it: every metadata key
+ * in its order and every tensor's GGUF name, type, dimensions and value transform, planned from
+ * the folder's JSON files and tensor headers alone (no tensor data), so the caller can stream
+ * the tensors one at a time.
+ *
+ * Metadata order, as ModelBase.prepare_metadata and TextModel write it: general.architecture,
+ * general.type, general.name (and the parts gguf-py finds in the folder's name), size label, the
+ * hyperparameters with general.file_type among them (hparams.ts), general.quantization_version,
+ * then the vocabulary. Tensor order: the shards by name, each shard's tensors by name (gguf-py's
+ * SafetensorsLocal sorts them), which the caller gives.
+ */
+import { TensorcastError } from "../../errors.js";
+import { ggufTensorName } from "../gguf-hf/names.js";
+import type { GgufMetadataEntry } from "../gguf/values.js";
+import { hfArchitectureOf, type HfArchitecture } from "./architectures.js";
+import { modelIdParts, idToTitle, sizeLabel } from "./general.js";
+import { hyperparameterEntries, textHparams, type Hparams } from "./hparams.js";
+import { isObject, type Json } from "./json.js";
+import { bpeVocabEntries } from "./vocab-bpe.js";
+import { phi3VocabEntries, readSentencePieceModel, spmVocabEntries } from "./vocab-spm.js";
+
+/** convert_hf_to_gguf.py's --outtype values we write, by our dtype names. */
+export const HF_GGUF_OUTTYPES = ["float32", "float16", "bfloat16", "q8_0"] as const;
+export type HfGgufOuttype = (typeof HF_GGUF_OUTTYPES)[number];
+
+// LlamaFileType: ALL_F32, MOSTLY_F16, MOSTLY_BF16, MOSTLY_Q8_0
+const FILE_TYPE: Record<HfGgufOuttype, number> = { float32: 0, float16: 1, bfloat16: 32, q8_0: 7 };
+const GGML: Record<HfGgufOuttype, GgufTensorType> = { float32: "F32", float16: "F16", bfloat16: "BF16", q8_0: "Q8_0" };
+
+export type GgufTensorType = "F32" | "F16" | "BF16" | "Q8_0";
+
+/** A folder's tensor as its header describes it. */
+export interface HfTensorHeader {
+  readonly name: string;
+  /** safetensors dtype in our names: float32, float16, bfloat16 (others are refused). */
+  readonly dtype: string;
+  /** Row-major. */
+  readonly shape: readonly number[];
+}
+
+/** What is done to a tensor's float32 values before they are stored. */
+export type HfTensorTransform =
+  | { readonly kind: "identity" }
+  /** LlamaModel.permute: each head's rotary halves interleaved (rows (h, j, i) -> (h, i, j)). */
+  | { readonly kind: "permute-rotary"; readonly heads: number }
+  /** Gemma's norms: float32 w + 1. */
+  | { readonly kind: "plus-one" };
+
+export interface HfGgufTensor {
+  /** The GGUF name. */
+  readonly name: string;
+  /** The folder's tensor it is made from. */
+  readonly source: string;
+  readonly sourceDtype: string;
+  readonly type: GgufTensorType;
+  /** Row-major, as the folder has it. */
+  readonly shape: readonly number[];
+  /** GGML order (fastest first): every dimension of the shape, reversed, as gguf-py writes them. */
+  readonly dims: readonly number[];
+  readonly transform: HfTensorTransform;
+}
+
+/** The folder's files the conversion reads besides the tensors. */
+export interface HfFolderFiles {
+  /** The folder's own name: gguf-py names the model after it. */
+  readonly folderName: string;
+  readonly config: Json;
+  readonly tokenizerJson?: Json;
+  readonly tokenizerConfig?: Json;
+  readonly tokenizerModel?: Uint8Array;
+  readonly chatTemplateJinja?: string;
+  readonly chatTemplateJson?: Json;
+}
+
+export interface HfGgufPlan {
+  readonly architecture: string;
+  readonly metadata: readonly GgufMetadataEntry[];
+  readonly tensors: readonly HfGgufTensor[];
+}
+
+const SKIPPED_SUFFIXES = [".attention.masked_bias", ".attention.bias", ".rotary_emb.inv_freq"];
+const SOURCE_DTYPES = ["float32", "float16", "bfloat16"];
+
+function tensorPlan(arch: HfArchitecture, h: Hparams, outtype: HfGgufOuttype, t: HfTensorHeader, vocabRows: number | undefined): HfGgufTensor | undefined {
+  if (SKIPPED_SUFFIXES.some((s) => t.name.endsWith(s)) || arch.skip?.includes(t.name)) return undefined;
+  if (!SOURCE_DTYPES.includes(t.dtype)) {
+    throw new TensorcastError("UNSUPPORTED_TYPE", `tensor ${JSON.stringify(t.name)} is ${t.dtype}; convertible: ${SOURCE_DTYPES.join(", ")}`);
+  }
+  const hfName = t.name.replace("language_model.", "");
+  const name = ggufTensorName(arch.names, hfName);
+  if (name === undefined) throw new TensorcastError("INVALID_DATA", `tensor ${JSON.stringify(t.name)} has no GGUF name for ${arch.gguf} (convert_hf_to_gguf: "Can not map tensor")`);
+  let transform: HfTensorTransform = { kind: "identity" };
+  if (arch.permuteQK) {
+    const heads = h.num_attention_heads;
+    const kv = "num_key_value_heads" in h ? h.num_key_value_heads : heads;
+    if (/q_proj\.(weight|bias)$/.test(hfName)) transform = { kind: "permute-rotary", heads: heads as number };
+    else if (/k_proj\.(weight|bias)$/.test(hfName)) transform = { kind: "permute-rotary", heads: (kv ?? heads) as number };
+    if (transform.kind === "permute-rotary" && (!Number.isInteger(transform.heads) || transform.heads <= 0 || (t.shape[0] ?? 0) % (2 * transform.heads) !== 0)) {
+      throw new TensorcastError("INVALID_DATA", `tensor ${JSON.stringify(t.name)} of shape [${t.shape.join(", ")}] does not split into ${String(transform.heads)} heads of two rotary halves`);
+    }
+  }
+  if (arch.normPlusOne && /norm\.weight$/.test(hfName)) transform = { kind: "plus-one" };
+  let shape = t.shape;
+  // Gemma 3 keeps only the embedding rows the vocabulary has
+  if (arch.gguf === "gemma3" && hfName.includes("embed_tokens.weight") && vocabRows !== undefined && (shape[0] ?? 0) > vocabRows) {
+    shape = [vocabRows, ...shape.slice(1)];
+  }
+  let type: GgufTensorType = GGML[outtype];
+  // TextModel.prepare_tensors: 1-D tensors, norms and anything not a .weight stay float32
+  if (t.shape.length <= 1 || name.endsWith("_norm.weight") || !name.endsWith(".weight")) type = "F32";
+  // gguf-py refuses rows that are not whole blocks and convert_hf_to_gguf falls back to F16
+  if (type === "Q8_0" && (t.shape[t.shape.length - 1] ?? 0) % 32 !== 0) type = "F16";
+  return { name, source: t.name, sourceDtype: t.dtype, type, shape, dims: shape.length === 0 ? [1] : [...shape].reverse(), transform };
+}
+
+function generalEntries(folderName: string, h: Hparams, totalParams: number): GgufMetadataEntry[] {
+  const str = (key: string, value: string): GgufMetadataEntry => ({ key, type: "string", value });
+  let name: string | undefined;
+  let org: string | undefined;
+  let basename: string | undefined;
+  let finetune: string | undefined;
+  let version: string | undefined;
+  let size: string | undefined;
+  const take = (id: string): void => {
+    const p = modelIdParts(id, totalParams);
+    name ??= p.name === undefined ? undefined : idToTitle(p.name);
+    org ??= p.organization === undefined ? undefined : idToTitle(p.organization);
+    basename ??= p.basename;
+    finetune ??= p.finetune;
+    version ??= p.version;
+    size ??= p.sizeLabel;
+  };
+  const nameOrPath = h._name_or_path;
+  if (typeof nameOrPath === "string" && (nameOrPath.match(/\//g) ?? []).length <= 1) take(nameOrPath);
+  take(folderName);
+  size ??= totalParams > 0 ? sizeLabel(totalParams) : undefined;
+  const out = [str("general.type", "model"), str("general.name", name ?? folderName)];
+  if (version !== undefined) out.push(str("general.version", version));
+  if (org !== undefined) out.push(str("general.organization", org));
+  if (finetune !== undefined) out.push(str("general.finetune", finetune));
+  if (basename !== undefined) out.push(str("general.basename", basename));
+  if (size !== undefined) out.push(str("general.size_label", size));
+  return out;
+}
+
+/**
+ * The GGUF convert_hf_to_gguf.py writes for a folder, `tensors` in the order it reads them.
+ * @throws TensorcastError UNSUPPORTED_TYPE for a model class, tokenizer or tensor type not
+ *         converted (naming what is); INVALID_DATA for a config or tensor that does not fit.
+ */
+export function planHfToGguf(files: HfFolderFiles, tensors: readonly HfTensorHeader[], outtype: HfGgufOuttype): HfGgufPlan {
+  if (!HF_GGUF_OUTTYPES.includes(outtype)) {
+    throw new TensorcastError("UNSUPPORTED_TYPE", `GGUF output type ${JSON.stringify(outtype)}; convertible: ${HF_GGUF_OUTTYPES.join(", ")}`);
+  }
+  const { arch } = hfArchitectureOf(files.config);
+  const h = textHparams(files.config);
+  const vocabRows = arch.gguf === "gemma3" ? gemma3VocabRows(files, h) : undefined;
+  const planned = tensors.map((t) => tensorPlan(arch, h, outtype, t, vocabRows)).filter((t): t is HfGgufTensor => t !== undefined);
+  const seen = new Set<string>();
+  for (const t of planned) {
+    if (seen.has(t.name)) throw new TensorcastError("INVALID_DATA", `two tensors of the folder map to ${t.name}`);
+    seen.add(t.name);
+  }
+  const total = planned.reduce((n, t) => n + t.shape.reduce((a, b) => a * b, 1), 0);
+  const metadata: GgufMetadataEntry[] = [
+    { key: "general.architecture", type: "string", value: arch.gguf },
+    ...generalEntries(files.folderName, h, total),
+    ...hyperparameterEntries(h, arch, FILE_TYPE[outtype]),
+    { key: "general.quantization_version", type: "uint32", value: 2 },
+    ...vocabEntries(files, arch, h),
+  ];
+  return { architecture: arch.gguf, metadata: dedupeKeys(metadata), tensors: planned };
+}
+
+/** Gemma3Model.modify_tensors' n_vocab_real: the SentencePiece vocabulary's size, else tokenizer.json's tokens. */
+function gemma3VocabRows(files: HfFolderFiles, h: Hparams): number | undefined {
+  if (files.tokenizerModel !== undefined) {
+    return typeof h.vocab_size === "number" && h.vocab_size > 0 ? h.vocab_size : readSentencePieceModel(files.tokenizerModel).length;
+  }
+  const tok = files.tokenizerJson;
+  if (!isObject(tok) || !isObject(tok.model) || !isObject(tok.model.vocab)) return undefined;
+  return Object.keys(tok.model.vocab).length + (Array.isArray(tok.added_tokens) ? tok.added_tokens.length : 0);
+}
+
+/** gguf-py's add_key_value for a key given twice: the later value, in the earlier place. */
+function dedupeKeys(entries: readonly GgufMetadataEntry[]): GgufMetadataEntry[] {
+  const at = new Map<string, number>();
+  const out: GgufMetadataEntry[] = [];
+  for (const e of entries) {
+    const i = at.get(e.key);
+    if (i === undefined) {
+      at.set(e.key, out.length);
+      out.push(e);
+    } else out[i] = e;
+  }
+  return out;
+}
+
+function vocabEntries(files: HfFolderFiles, arch: HfArchitecture, h: Hparams): GgufMetadataEntry[] {
+  const out: GgufMetadataEntry[] = [];
+  const vocabSize = typeof h.vocab_size === "number" ? h.vocab_size : undefined;
+  const spaceless: GgufMetadataEntry = { key: "tokenizer.ggml.add_space_prefix", type: "bool", value: false };
+  const bpe = (): GgufMetadataEntry[] => {
+    if (files.tokenizerJson === undefined) throw new TensorcastError("INVALID_DATA", "the folder has neither tokenizer.model nor tokenizer.json");
+    return bpeVocabEntries({ ...files, tokenizerJson: files.tokenizerJson }, vocabSize);
+  };
+  const needSpm = (): void => {
+    if (files.tokenizerModel === undefined) throw new TensorcastError("INVALID_DATA", `${arch.gguf} needs tokenizer.model (SentencePiece), which the folder lacks`);
+  };
+  switch (arch.vocab) {
+    case "spm-or-bpe": {
+      if (arch.addPrefixSpaceKey && isObject(files.tokenizerConfig)) {
+        const aps = files.tokenizerConfig.add_prefix_space;
+        if (aps !== undefined && aps !== null) out.push({ key: "tokenizer.ggml.add_space_prefix", type: "bool", value: aps as boolean });
+      }
+      if (files.tokenizerModel !== undefined) out.push(...spmVocabEntries(files, vocabSize));
+      else if (arch.gguf === "llama" && llamaHfTokenizer(files.tokenizerJson)) {
+        throw new TensorcastError("UNSUPPORTED_TYPE", "a Llama tokenizer.json with byte fallback and no tokenizer.model (convert_hf_to_gguf's LlamaHfVocab) is not converted");
+      } else out.push(...bpe());
+      if (arch.gguf === "llama" && vocabSize === 32016) throw new TensorcastError("UNSUPPORTED_TYPE", "CodeLlama's infill tokens (vocab_size 32016) are not converted");
+      if (arch.gguf === "llama" && vocabSize === 49152) out.push({ key: "tokenizer.ggml.add_bos_token", type: "bool", value: false });
+      return out;
+    }
+    case "gemma":
+      needSpm();
+      return [...spmVocabEntries(files, vocabSize), spaceless];
+    case "gemma3":
+      return files.tokenizerModel !== undefined ? [...spmVocabEntries(files, vocabSize), spaceless] : bpe();
+    case "phi3": {
+      const tc = files.tokenizerConfig;
+      if (isObject(tc)) {
+        if (!("tokenizer_class" in tc)) throw new TensorcastError("INVALID_DATA", "Phi-3: tokenizer_config.json has no tokenizer_class (convert_hf_to_gguf reads it)");
+        if (tc.tokenizer_class === "GPT2Tokenizer") return bpe();
+      }
+      needSpm();
+      return phi3VocabEntries(files, vocabSize);
+    }
+  }
+}
+
+/** LlamaHfVocab's test: a BPE tokenizer.json with byte fallback and a Sequence decoder (a Llama 2 style one). */
+function llamaHfTokenizer(tok: Json | undefined): boolean {
+  const model = isObject(tok) ? tok.model : undefined;
+  if (!isObject(model) || !isObject(tok)) return false;
+  const llama3 = model.type === "BPE" && model.ignore_merges === true && model.byte_fallback === false;
+  return !llama3 && model.type === "BPE" && model.byte_fallback === true && isObject(tok.decoder) && tok.decoder.type === "Sequence";
+}

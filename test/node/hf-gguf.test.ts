@@ -1,0 +1,112 @@
+/**
+ * `tensorcast convert DIR --to T -o OUT.gguf` end to end: the file written equals
+ * convert_hf_to_gguf.py's (test/fixtures/hf-gguf/) byte for byte, from a one-file folder and from
+ * the same folder sharded; no temporary is left; refusals name what was given and what is taken.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { copyFileSync, cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { cli, ROOT, scratch, sha256 } from "./helpers.js";
+import { convertHfToGguf } from "../../src/node/convert/hf-gguf.js";
+import { rejectsCode } from "./helpers.js";
+
+const DIR = join(ROOT, "test", "fixtures", "hf-gguf");
+const CASES = ["llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"].filter((c) => existsSync(join(DIR, c, "config.json")));
+const OUT = scratch();
+
+function goldenSum(c: string, t: string): { sha256: string; size: number } {
+  return (JSON.parse(readFileSync(join(DIR, `${c}.gguf.json`), "utf8")) as Record<string, { sha256: string; size: number }>)[t]!;
+}
+
+for (const c of CASES) {
+  test(`convert ${c}/ -o OUT.gguf: convert_hf_to_gguf.py's file, every outtype`, async () => {
+    for (const [t, to] of [["f32", "float32"], ["f16", "f16"], ["bf16", "bfloat16"], ["q8_0", "q8_0"]]) {
+      const out = join(OUT, `${c}.${t}.gguf`);
+      const r = await cli(["convert", join(DIR, c), "--to", to!, "-o", out]);
+      assert.equal(r.code, 0, r.err);
+      assert.match(r.out, /metadata keys/);
+      assert.equal(sha256(out), goldenSum(c, t!).sha256, `${c} ${t}`);
+    }
+    assert.deepEqual(readdirSync(OUT).filter((f) => f.endsWith(".tmp")), []);
+  });
+}
+
+test("convert of a sharded folder: the same file as from one file (shards by name, each one's tensors by name)", async () => {
+  const src = join(DIR, "llama");
+  const dir = join(OUT, "llama");
+  cpSync(src, dir, { recursive: true });
+  const buf = readFileSync(join(dir, "model.safetensors"));
+  const n = Number(buf.readBigUInt64LE(0));
+  const header = JSON.parse(buf.subarray(8, 8 + n).toString("utf8")) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
+  const names = Object.keys(header).filter((k) => k !== "__metadata__").sort();
+  const half = Math.ceil(names.length / 2);
+  const shards = [names.slice(0, half), names.slice(half)];
+  const weightMap: Record<string, string> = {};
+  shards.forEach((list, i) => {
+    const file = `model-0000${i + 1}-of-00002.safetensors`;
+    // the shard's own header lists its tensors in reverse, so its order is not what sorting gives
+    const entries: Record<string, unknown> = {};
+    const datas: Buffer[] = [];
+    let at = 0;
+    for (const name of [...list].reverse()) {
+      const h = header[name]!;
+      const data = buf.subarray(8 + n + h.data_offsets[0], 8 + n + h.data_offsets[1]);
+      entries[name] = { dtype: h.dtype, shape: h.shape, data_offsets: [at, at + data.length] };
+      datas.push(data);
+      at += data.length;
+      weightMap[name] = file;
+    }
+    const json = Buffer.from(JSON.stringify(entries));
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64LE(BigInt(json.length));
+    writeFileSync(join(dir, file), Buffer.concat([len, json, ...datas]));
+  });
+  rmSync(join(dir, "model.safetensors"));
+  writeFileSync(join(dir, "model.safetensors.index.json"), JSON.stringify({ metadata: { total_size: 0 }, weight_map: weightMap }));
+  const out = join(OUT, "sharded.q8_0.gguf");
+  const r = await cli(["convert", dir, "--to", "q8_0", "-o", out]);
+  assert.equal(r.code, 0, r.err);
+  assert.ok(readFileSync(out).equals(readFileSync(join(DIR, "llama.q8_0.gguf"))));
+});
+
+test("tensors read and encoded a few rows at a time give the same bytes (Q/K chunks whole heads)", async () => {
+  for (const [c, t, to] of [["llama", "q8_0", "q8_0"], ["llama", "f16", "float16"], ["gemma2", "bf16", "bfloat16"]] as const) {
+    const out = join(OUT, `chunked.${c}.${t}.gguf`);
+    // 100 values: one row of most tensors, one head's 2 x 8 rows of Q and K
+    await convertHfToGguf(join(DIR, c), out, to, { chunkValues: 100 });
+    assert.equal(sha256(out), goldenSum(c, t).sha256, `${c} ${t}`);
+  }
+});
+
+test("convert DIR -o OUT.gguf refuses an unmapped model class, naming it and the mapped ones", async () => {
+  const dir = join(OUT, "falcon");
+  cpSync(join(DIR, "llama"), dir, { recursive: true });
+  const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as Record<string, unknown>;
+  config.architectures = ["FalconForCausalLM"];
+  writeFileSync(join(dir, "config.json"), JSON.stringify(config));
+  await rejectsCode(convertHfToGguf(dir, join(OUT, "falcon.gguf"), "float16"), "UNSUPPORTED_TYPE", /FalconForCausalLM/, /LlamaForCausalLM/, /Qwen2ForCausalLM/);
+  const r = await cli(["convert", dir, "--to", "f16", "-o", join(OUT, "falcon.gguf")]);
+  assert.equal(r.code, 1);
+  assert.match(r.err, /FalconForCausalLM/);
+  assert.equal(existsSync(join(OUT, "falcon.gguf")), false);
+});
+
+test("convert DIR -o OUT.gguf: bad --to, an existing OUT, options that do not apply", async () => {
+  const out = join(OUT, "refused.gguf");
+  let r = await cli(["convert", join(DIR, "llama"), "--to", "q4_k", "-o", out]);
+  assert.equal(r.code, 2);
+  assert.match(r.err, /float32, float16, bfloat16, q8_0.*"q4_k"/);
+  r = await cli(["convert", join(DIR, "llama"), "-o", out]);
+  assert.equal(r.code, 2);
+  copyFileSync(join(DIR, "llama", "config.json"), out);
+  r = await cli(["convert", join(DIR, "llama"), "--to", "f16", "-o", out]);
+  assert.equal(r.code, 2);
+  assert.match(r.err, /--force/);
+  r = await cli(["convert", join(DIR, "llama"), "--to", "f16", "-o", out, "--force", "--json"]);
+  assert.equal(r.code, 0, r.err);
+  assert.equal((JSON.parse(r.out) as { architecture: string }).architecture, "llama");
+  r = await cli(["convert", join(DIR, "llama"), "--to", "f16", "-o", join(OUT, "x.gguf"), "--skip", "norm"]);
+  assert.equal(r.code, 2);
+  assert.match(r.err, /--skip does not apply/);
+});
