@@ -11,6 +11,7 @@ import { hfTensorName } from "./names.js";
 import { hfTokenizerFiles, type TokenizerFiles } from "./tokenizer.js";
 import { IDENTITY, rotaryHalf, type TensorTransform } from "./transforms.js";
 import { toJsonText, type OrderedJson } from "./json.js";
+import { generationConfigText } from "./generation.js";
 
 export interface HfTensorPlan {
   /** transformers' state-dict name. */
@@ -26,7 +27,10 @@ export interface HfPlan {
   readonly architecture: GgufHfArchitecture;
   /** config.json as an object (sorted keys) and as the text to write. */
   readonly config: JsonObject;
-  /** File name -> text: config.json, tokenizer.json, tokenizer_config.json, chat_template.jinja if any. */
+  /**
+   * File name -> text: config.json, generation_config.json, tokenizer.json, tokenizer_config.json,
+   * chat_template.jinja if any.
+   */
   readonly files: TokenizerFiles;
   /** In transformers' state-dict order (sorted by name, as save_pretrained writes safetensors). */
   readonly tensors: readonly HfTensorPlan[];
@@ -48,6 +52,7 @@ export function ggufToHf(meta: GgufMetadata, tensors: readonly GgufTensorInfo[],
   const config = hfConfig(arch, meta, tensors, options);
   const files: TokenizerFiles = {
     "config.json": toJsonText(configJson(config), true),
+    "generation_config.json": generationConfigText(config),
     ...hfTokenizerFiles(arch, meta),
   };
   const layers = config.num_hidden_layers as number;

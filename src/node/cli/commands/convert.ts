@@ -33,6 +33,7 @@ import { joinText, jsonText, tableText, writeText, type Text } from "../format.j
 import type { CliIO } from "../io.js";
 import { exitCodeOf, listenForStop } from "../signals.js";
 import { EXIT_OK, UsageError } from "../usage.js";
+import { isGgufToFolder, runGgufToHf } from "./convert-gguf-hf.js";
 
 const OPTIONS = {
   to: { type: "string", expects: "a data type such as bfloat16 or float8e4m3fn" },
@@ -206,6 +207,10 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     return EXIT_OK;
   }
   if (o.saturate && o["no-saturate"]) throw new UsageError("--saturate and --no-saturate contradict each other", "convert");
+  // A GGUF model to a folder: the Hugging Face folder transformers would save (convert-gguf-hf.ts).
+  if (!o.example && positionals.length === 1 && isGgufToFolder(positionals[0], o.format, o.output, o["output-format"])) {
+    return runGgufToHf(positionals[0], o.output!, o, io, stoppable);
+  }
   // A PyTorch checkpoint without --to changes format only: safetensors with the same tensors.
   if (o.to === undefined && !o.example && positionals.length === 1 && (await isPytorchInput(positionals[0], o.format))) {
     return runPytorch(positionals[0], o.output, o, io);
