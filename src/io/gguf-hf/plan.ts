@@ -10,7 +10,7 @@ import { getCount, type GgufMetadata, type GgufTensorInfo } from "./metadata.js"
 import { hfTensorName } from "./names.js";
 import { hfTokenizerFiles, type TokenizerFiles } from "./tokenizer.js";
 import { IDENTITY, rotaryHalf, type TensorTransform } from "./transforms.js";
-import { toJsonText, type OrderedJson } from "./json.js";
+import { pythonFloatText, toJsonText, type OrderedJson } from "./json.js";
 import { generationConfigText } from "./generation.js";
 
 export interface HfTensorPlan {
@@ -94,10 +94,20 @@ function transformFor(arch: GgufHfArchitecture, t: GgufTensorInfo, heads: number
   return IDENTITY;
 }
 
+/**
+ * The config keys that transformers' config classes hold as Python floats, which json.dumps writes
+ * as 0.0 and 500000.0 where a JavaScript number prints 0 and 500000.
+ */
+const FLOAT_KEYS: ReadonlySet<string> = new Set([
+  "attention_dropout", "attn_logit_softcapping", "embd_pdrop", "final_logit_softcapping", "initializer_range",
+  "partial_rotary_factor", "resid_pdrop", "rms_norm_eps", "rope_theta",
+]);
+
 function configJson(o: JsonObject): OrderedJson {
   const m = new Map<string, OrderedJson>();
   for (const [k, v] of Object.entries(o)) {
-    m.set(k, v !== null && typeof v === "object" && !Array.isArray(v) ? configJson(v as JsonObject) : (v as OrderedJson));
+    if (typeof v === "number" && FLOAT_KEYS.has(k)) m.set(k, { rawNumber: pythonFloatText(v) });
+    else m.set(k, v !== null && typeof v === "object" && !Array.isArray(v) ? configJson(v as JsonObject) : (v as OrderedJson));
   }
   return m;
 }

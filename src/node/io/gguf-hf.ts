@@ -148,3 +148,22 @@ export function hfTensorFile(view: GgufHfView, tensors: readonly GgufHfTensor[] 
     close: async () => undefined,
   };
 }
+
+/**
+ * `file` as transformers' tensors when it is a GGUF model of a convertible architecture and
+ * `other` (a Hugging Face folder or file) has none of its GGUF names but some of transformers'
+ * names for them; else `file` itself. Closing the result closes `file`.
+ */
+export function hfNamedFor(file: TensorFile, other: TensorFile): TensorFile {
+  if (file.format !== "gguf" || other.format === "gguf") return file;
+  const theirs = new Set(other.tensors.map((t) => t.name));
+  if (file.tensors.some((t) => theirs.has(t.name))) return file;
+  let view: GgufHfView;
+  try {
+    view = ggufHfView(file as GgufTensorFile);
+  } catch (e) {
+    if (e instanceof TensorcastError && e.code === "UNSUPPORTED_TYPE") return file;
+    throw e;
+  }
+  return view.tensors.some((t) => theirs.has(t.name)) ? { ...hfTensorFile(view), close: () => file.close() } : file;
+}
