@@ -21,7 +21,7 @@ import { checkReadRange, type FileTensor, type TensorFile } from "./tensors.js";
 const FLOAT32 = dtype("float32");
 
 /** float16 bits -> float32 bits, exactly (numpy's npy_halfbits_to_floatbits: NaN payloads kept). */
-function halfBitsToFloatBits(h: number): number {
+export function halfBitsToFloatBits(h: number): number {
   const sign = (h & 0x8000) << 16;
   const exp = (h >> 10) & 0x1f;
   let man = h & 0x3ff;
