@@ -68,6 +68,7 @@ const OPTIONS = {
 const HELP = `Usage: tensorcast convert IN --to TYPE -o OUT [options]
        tensorcast convert DIR|DIR/model.safetensors.index.json --to TYPE -o OUTDIR [--shard K/N]
                           [--max-shard-size SIZE]
+       tensorcast convert model.gguf [--to float32|bfloat16|float16] -o OUTDIR [--max-shard-size SIZE]
        tensorcast convert --example [--to TYPE]
 
 Converts the tensors of a safetensors, .npy, .onnx or .pb file to TYPE with tensorcast's Cast
@@ -102,6 +103,16 @@ written as safetensors with its GGUF tensor names and row-major shapes: 'convert
 bfloat16 -o OUT.safetensors' dequantizes each block type (Q4_K, IQ2_XS, MXFP4, ...) to float32 bit
 for bit as ggml does, then casts it (one rounding); F16, BF16 and F64 tensors are cast from their
 own values, integer tensors kept. tensorcast does not write GGUF.
+
+A GGUF model with an -o that names no file format (a folder: no .safetensors or other extension,
+as for a model folder's OUTDIR) becomes the Hugging Face folder transformers writes with
+from_pretrained(DIR, gguf_file=..., dtype=TYPE) then save_pretrained(OUTDIR): model.safetensors
+(or shards and an index past --max-shard-size, default 50GB as transformers 5's save_pretrained)
+with transformers' names, shapes and {"format": "pt"}, config.json, generation_config.json and the
+tokenizer files. Values: dequantized to float32 bit for bit, Llama's Q/K rows un-permuted and
+Gemma's norms -1 as transformers does, then one Cast to TYPE; without --to, float32 (what
+transformers loads a GGUF as). Architectures: llama (and Mistral), qwen2, qwen3, gemma2, gemma3,
+phi3. 'tensorcast diff model.gguf OUTDIR' compares through the same names. See docs/convert.md.
 
 By default only floating-point tensors are converted; integer, bool and complex tensors are
 copied as they are. OUT's format follows its extension (.safetensors, .npy, .onnx, .pb), else IN's.
@@ -169,6 +180,7 @@ Examples:
   tensorcast convert pytorch_model.bin -o model.safetensors
   tensorcast convert checkpoint.pt --key model -o model.safetensors
   tensorcast convert model-Q4_K_M.gguf --to bfloat16 -o model.bf16.safetensors
+  tensorcast convert model-Q4_K_M.gguf --to bfloat16 -o Model-bf16/     (a Hugging Face folder)
   tensorcast convert Llama-3-8B/ --to float8e4m3fn -o Llama-3-8B-f8/
   tensorcast convert bert-base/ --to float16 -o bert-base-f16/          (model.safetensors, no index)
   tensorcast convert Qwen-0.5B/ --to bfloat16 -o out/ --max-shard-size 200MB   (one file to shards)
