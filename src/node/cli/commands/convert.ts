@@ -68,7 +68,8 @@ const OPTIONS = {
 const HELP = `Usage: tensorcast convert IN --to TYPE -o OUT [options]
        tensorcast convert DIR|DIR/model.safetensors.index.json --to TYPE -o OUTDIR [--shard K/N]
                           [--max-shard-size SIZE]
-       tensorcast convert model.gguf [--to float32|bfloat16|float16] -o OUTDIR [--max-shard-size SIZE]
+       tensorcast convert model.gguf [--to float32|bfloat16|float16] -o OUTDIR
+                          [--max-shard-size SIZE]
        tensorcast convert --example [--to TYPE]
 
 Converts the tensors of a safetensors, .npy, .onnx or .pb file to TYPE with tensorcast's Cast
