@@ -82,6 +82,14 @@ test("--max-shard-size: numbered shards and model.safetensors.index.json exactly
   assert.deepStrictEqual([d.tensors.length, d.onlyInA, d.onlyInB], [21, [], []]);
 });
 
+test("--max-shard-size on a model with tied embeddings: no lm_head, total_parameters counting the embedding once, as save_pretrained", async () => {
+  const dir = scratch();
+  const out = join(dir, "tied");
+  const r = await run("convert", join(FIXTURES, "qwen2/model.gguf"), "--max-shard-size", "30KB", "-o", out, "--quiet");
+  assert.equal(r.code, 0, r.err);
+  assertFolderIs(out, golden("qwen2", "float32-30KB"), "qwen2 float32 30KB");
+});
+
 test("the report: each transformers tensor with its GGUF tensor, stored type and transform; what is left out", async () => {
   const dir = scratch();
   const r = await run("convert", join(FIXTURES, "gemma2/model.gguf"), "--to", "bfloat16", "-o", join(dir, "o"));
