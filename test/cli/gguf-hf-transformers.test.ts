@@ -56,8 +56,8 @@ def load(path, **kw):
 
 for case in sys.argv[3:]:
     r = {}
-    f32 = os.path.join(work, case, "float32")
-    bf16 = os.path.join(work, case, "bfloat16")
+    f32 = os.path.join(work, case + "-float32")
+    bf16 = os.path.join(work, case + "-bfloat16")
     m32, sd32, r["problems32"] = load(f32)
     mbf, sdbf, r["problemsBf16"] = load(bf16)
     r["dtype32"] = sorted({str(v.dtype) for v in sd32.values()})
@@ -88,7 +88,7 @@ test("transformers loads every folder convert model.gguf -o OUTDIR writes: the w
   const dir = scratch();
   for (const c of CASES) {
     for (const to of ["float32", "bfloat16"]) {
-      const r = await run("convert", join(FIXTURES, c, "model.gguf"), "--to", to, "-o", join(dir, c, to), "--quiet");
+      const r = await run("convert", join(FIXTURES, c, "model.gguf"), "--to", to, "-o", join(dir, `${c}-${to}`), "--quiet");
       assert.equal(r.code, 0, r.err);
     }
   }
