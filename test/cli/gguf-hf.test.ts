@@ -12,7 +12,8 @@ import { fileURLToPath } from "node:url";
 import { runCli as run } from "../support/cli.js";
 import { scratch } from "../node/helpers.js";
 import type { DiffReport } from "../../src/node/convert/diff.js";
-import type { GgufToHfReport } from "../../src/node/convert/gguf-to-hf.js";
+import { convertGgufToHf, type GgufToHfReport } from "../../src/node/convert/gguf-to-hf.js";
+import { Interrupted } from "../../src/node/convert/schedule.js";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const FIXTURES = join(ROOT, "test/fixtures/gguf-hf");
@@ -153,4 +154,28 @@ test("refused: an architecture the plan does not convert, a non-empty OUTDIR wit
   assert.equal(shard.code, 2);
   assert.match(shard.err, /--max-shard-size/);
   assert.deepStrictEqual(readdirSync(dir).sort(), ["bloom.gguf", "earlier", "full"]);
+});
+
+test("stopped part way (the signal aborts after the first chunk): no OUTDIR, no temporary folder", async () => {
+  const dir = scratch();
+  const stop = new AbortController();
+  await assert.rejects(
+    convertGgufToHf(join(FIXTURES, "llama/model.gguf"), join(dir, "out"), {
+      to: "bfloat16", chunkBytes: 64, signal: stop.signal, onProgress: () => stop.abort(),
+    }),
+    (e: unknown) => e instanceof Interrupted,
+  );
+  assert.deepStrictEqual(readdirSync(dir), []);
+  // and an OUTDIR being replaced with --force stays as it was
+  const earlier = join(dir, "earlier");
+  await convertGgufToHf(join(FIXTURES, "gemma2/model.gguf"), earlier);
+  const before = readdirSync(earlier).sort();
+  const again = new AbortController();
+  await assert.rejects(
+    convertGgufToHf(join(FIXTURES, "llama/model.gguf"), earlier, { force: true, chunkBytes: 64, signal: again.signal, onProgress: () => again.abort() }),
+    (e: unknown) => e instanceof Interrupted,
+  );
+  assert.deepStrictEqual(readdirSync(dir), ["earlier"]);
+  assertFolderIs(earlier, golden("gemma2", "float32"), "the earlier OUTDIR");
+  assert.deepStrictEqual(readdirSync(earlier).sort(), before);
 });
