@@ -66,3 +66,25 @@ function write(v: OrderedJson, indent: string, out: string[]): void {
   }
   out.push((v as { rawNumber: string }).rawNumber);
 }
+
+/**
+ * `x` as Python's repr (and so json.dumps) writes a float: the shortest digits that read back, in
+ * fixed notation with ".0" when integral, or with an exponent of at least two digits ("1e-05",
+ * "1e+16") when the decimal point is 4 or more places left of the first digit or 17 or more right.
+ */
+export function pythonFloatText(x: number): string {
+  if (!Number.isFinite(x)) throw new RangeError(`JSON has no ${x}`);
+  if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
+  const sign = x < 0 ? "-" : "";
+  const [mantissa, exponent] = Math.abs(x).toExponential().split("e");
+  const digits = mantissa!.replace(".", "");
+  const decpt = Number(exponent) + 1;
+  if (decpt <= -4 || decpt > 16) {
+    const e = decpt - 1;
+    const rest = digits.length > 1 ? `.${digits.slice(1)}` : "";
+    return `${sign}${digits[0]}${rest}e${e < 0 ? "-" : "+"}${String(Math.abs(e)).padStart(2, "0")}`;
+  }
+  if (decpt <= 0) return `${sign}0.${"0".repeat(-decpt)}${digits}`;
+  if (decpt >= digits.length) return `${sign}${digits}${"0".repeat(decpt - digits.length)}.0`;
+  return `${sign}${digits.slice(0, decpt)}.${digits.slice(decpt)}`;
+}

@@ -10,7 +10,8 @@ import { getCount, type GgufMetadata, type GgufTensorInfo } from "./metadata.js"
 import { hfTensorName } from "./names.js";
 import { hfTokenizerFiles, type TokenizerFiles } from "./tokenizer.js";
 import { IDENTITY, rotaryHalf, type TensorTransform } from "./transforms.js";
-import { toJsonText, type OrderedJson } from "./json.js";
+import { pythonFloatText, toJsonText, type OrderedJson } from "./json.js";
+import { generationConfigText } from "./generation.js";
 
 export interface HfTensorPlan {
   /** transformers' state-dict name. */
@@ -26,7 +27,10 @@ export interface HfPlan {
   readonly architecture: GgufHfArchitecture;
   /** config.json as an object (sorted keys) and as the text to write. */
   readonly config: JsonObject;
-  /** File name -> text: config.json, tokenizer.json, tokenizer_config.json, chat_template.jinja if any. */
+  /**
+   * File name -> text: config.json, generation_config.json, tokenizer.json, tokenizer_config.json,
+   * chat_template.jinja if any.
+   */
   readonly files: TokenizerFiles;
   /** In transformers' state-dict order (sorted by name, as save_pretrained writes safetensors). */
   readonly tensors: readonly HfTensorPlan[];
@@ -48,6 +52,7 @@ export function ggufToHf(meta: GgufMetadata, tensors: readonly GgufTensorInfo[],
   const config = hfConfig(arch, meta, tensors, options);
   const files: TokenizerFiles = {
     "config.json": toJsonText(configJson(config), true),
+    "generation_config.json": generationConfigText(config),
     ...hfTokenizerFiles(arch, meta),
   };
   const layers = config.num_hidden_layers as number;
@@ -89,10 +94,20 @@ function transformFor(arch: GgufHfArchitecture, t: GgufTensorInfo, heads: number
   return IDENTITY;
 }
 
+/**
+ * The config keys that transformers' config classes hold as Python floats, which json.dumps writes
+ * as 0.0 and 500000.0 where a JavaScript number prints 0 and 500000.
+ */
+const FLOAT_KEYS: ReadonlySet<string> = new Set([
+  "attention_dropout", "attn_logit_softcapping", "embd_pdrop", "final_logit_softcapping", "initializer_range",
+  "partial_rotary_factor", "resid_pdrop", "rms_norm_eps", "rope_theta",
+]);
+
 function configJson(o: JsonObject): OrderedJson {
   const m = new Map<string, OrderedJson>();
   for (const [k, v] of Object.entries(o)) {
-    m.set(k, v !== null && typeof v === "object" && !Array.isArray(v) ? configJson(v as JsonObject) : (v as OrderedJson));
+    if (typeof v === "number" && FLOAT_KEYS.has(k)) m.set(k, { rawNumber: pythonFloatText(v) });
+    else m.set(k, v !== null && typeof v === "object" && !Array.isArray(v) ? configJson(v as JsonObject) : (v as OrderedJson));
   }
   return m;
 }

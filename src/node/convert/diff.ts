@@ -9,6 +9,7 @@ import type { NpyOptions } from "../io/npy.js";
 import { NameIndex } from "../../io/name-index.js";
 import { openTensorSource } from "../io/checkpoint.js";
 import { dequantizedView } from "../quantize/checkpoint.js";
+import { hfNamedFor } from "../io/gguf-hf.js";
 
 const FLOAT_TYPES = new Set(["float32", "float16", "bfloat16"]);
 import type { FileFormat, FileTensor, TensorFile } from "../io/tensors.js";
@@ -90,10 +91,13 @@ export async function diffFiles(pathA: string, pathB: string, opts: DiffOptions 
   let pool: TaskPool | undefined;
   try {
     b = await openTensorSource(pathB, { format: opts.formatB, npy: opts.npy, pytorch: opts.pytorch });
+    // A GGUF model against a Hugging Face folder: matched through transformers' names and values.
+    const left = hfNamedFor(a, b);
+    b = hfNamedFor(b, a);
     // A quantized B (FP8 blocks, MXFP4 experts) is compared through its dequantized values, in A's type.
-    const typesA = new Map(a.tensors.map((t) => [t.name, t.dtype] as const));
+    const typesA = new Map(left.tensors.map((t) => [t.name, t.dtype] as const));
     b = dequantizedView(b, (name) => (FLOAT_TYPES.has(typesA.get(name)?.name ?? "") ? typesA.get(name)! : dtype("bfloat16"))).file;
-    const { matched, onlyA, onlyB } = pairs(a, b);
+    const { matched, onlyA, onlyB } = pairs(left, b);
     const rows: TensorDiff[] = [];
     const work: [FileTensor, FileTensor, DiffStats][] = [];
     for (const [ta, tb] of matched) {

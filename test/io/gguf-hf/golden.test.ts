@@ -64,6 +64,12 @@ for (const c of CASES) {
       const theirs = JSON.parse(readFileSync(`${DIR}${c}/config.json`, "utf8"));
       assert.deepStrictEqual(JSON.parse(plan.files["config.json"]!), theirs);
       assert.deepStrictEqual(plan.config, theirs);
+      // byte for byte too: Python's floats (0.0, 500000.0, 1e-05) as json.dumps writes them
+      assert.equal(plan.files["config.json"], readFileSync(`${DIR}${c}/config.json`, "utf8"));
+    });
+
+    await t.test("generation_config.json, byte for byte", () => {
+      assert.equal(plan.files["generation_config.json"], readFileSync(`${DIR}${c}/saved/float32/generation_config.json`, "utf8"));
     });
 
     await t.test("tokenizer.json, byte for byte", () => {

@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { applyTransform, ggufToHf, GGUF_HF_ARCHITECTURES, type GgufValue } from "../../../src/io/gguf-hf/index.js";
 import { mergesFromScores } from "../../../src/io/gguf-hf/merges.js";
+import { pythonFloatText } from "../../../src/io/gguf-hf/json.js";
 import { throwsCode } from "../../support/assertions.js";
 import { property } from "../../support/suite.js";
 
@@ -126,4 +127,16 @@ test("recovered merges rank by score, then part lengths, ties in vocabulary orde
     ["a", "b"],
     ["b", "c"],
   ]);
+});
+
+test("Python's float repr, as json.dumps writes config.json's floats (expected values printed by CPython 3.11's repr)", () => {
+  const cases: [number, string][] = [
+    [0.0001, "0.0001"], [1e-5, "1e-05"], [1e16, "1e+16"], [1e15, "1000000000000000.0"], [123.456, "123.456"],
+    [1.5e-7, "1.5e-07"], [0.02, "0.02"], [-0, "-0.0"], [0, "0.0"], [5e-324, "5e-324"], [1.7976931348623157e308, "1.7976931348623157e+308"],
+    [500000, "500000.0"], [9.999999747378752e-6, "9.999999747378752e-06"], [0.1, "0.1"], [1 / 3, "0.3333333333333333"],
+    [2.5e-4, "0.00025"], [12345678901234567, "1.2345678901234568e+16"], [1234567890123456.7, "1234567890123456.8"], [-2, "-2.0"],
+    [1e22, "1e+22"], [1e21, "1e+21"],
+  ];
+  for (const [x, text] of cases) assert.equal(pythonFloatText(x), text, String(x));
+  assert.throws(() => pythonFloatText(NaN), RangeError);
 });

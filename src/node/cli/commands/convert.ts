@@ -34,6 +34,7 @@ import type { CliIO } from "../io.js";
 import { exitCodeOf, listenForStop } from "../signals.js";
 import { EXIT_OK, UsageError } from "../usage.js";
 import { runHfToGguf, wantsGguf } from "../hf-gguf.js";
+import { isGgufToFolder, runGgufToHf } from "./convert-gguf-hf.js";
 
 const OPTIONS = {
   to: { type: "string", expects: "a data type such as bfloat16 or float8e4m3fn" },
@@ -67,6 +68,8 @@ const OPTIONS = {
 
 const HELP = `Usage: tensorcast convert IN --to TYPE -o OUT [options]
        tensorcast convert DIR|DIR/model.safetensors.index.json --to TYPE -o OUTDIR [--shard K/N]
+                          [--max-shard-size SIZE]
+       tensorcast convert model.gguf [--to float32|bfloat16|float16] -o OUTDIR
                           [--max-shard-size SIZE]
        tensorcast convert --example [--to TYPE]
 
@@ -106,6 +109,16 @@ own values, integer tensors kept.
 A Hugging Face model folder with -o OUT.gguf and --to float32, float16, bfloat16 or q8_0 (or f32,
 f16, bf16) becomes the GGUF file llama.cpp's convert_hf_to_gguf.py writes for it, byte for byte
 (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2, Gemma 3; see docs/hf-to-gguf.md).
+
+A GGUF model with an -o that names no file format (a folder: no .safetensors or other extension,
+as for a model folder's OUTDIR) becomes the Hugging Face folder transformers writes with
+from_pretrained(DIR, gguf_file=..., dtype=TYPE) then save_pretrained(OUTDIR): model.safetensors
+(or shards and an index past --max-shard-size, default 50GB as transformers 5's save_pretrained)
+with transformers' names, shapes and {"format": "pt"}, config.json, generation_config.json and the
+tokenizer files. Values: dequantized to float32 bit for bit, Llama's Q/K rows un-permuted and
+Gemma's norms -1 as transformers does, then one Cast to TYPE; without --to, float32 (what
+transformers loads a GGUF as). Architectures: llama (and Mistral), qwen2, qwen3, gemma2, gemma3,
+phi3. 'tensorcast diff model.gguf OUTDIR' compares through the same names. See docs/convert.md.
 
 By default only floating-point tensors are converted; integer, bool and complex tensors are
 copied as they are. OUT's format follows its extension (.safetensors, .npy, .onnx, .pb), else IN's.
@@ -174,6 +187,7 @@ Examples:
   tensorcast convert checkpoint.pt --key model -o model.safetensors
   tensorcast convert model-Q4_K_M.gguf --to bfloat16 -o model.bf16.safetensors
   tensorcast convert Llama-3.2-1B/ --to q8_0 -o llama-3.2-1b.q8_0.gguf
+  tensorcast convert model-Q4_K_M.gguf --to bfloat16 -o Model-bf16/     (a Hugging Face folder)
   tensorcast convert Llama-3-8B/ --to float8e4m3fn -o Llama-3-8B-f8/
   tensorcast convert bert-base/ --to float16 -o bert-base-f16/          (model.safetensors, no index)
   tensorcast convert Qwen-0.5B/ --to bfloat16 -o out/ --max-shard-size 200MB   (one file to shards)
@@ -216,6 +230,10 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
   if (!o.example && positionals.length === 1 && wantsGguf(o.output) && (await isCheckpointPath(positionals[0]))) {
     const others = Object.keys(o).filter((k) => !["to", "output", "force", "json", "quiet"].includes(k) && o[k as keyof typeof o] !== undefined);
     return runHfToGguf(positionals[0], o.output!, { to: o.to, force: o.force, json: o.json, quiet: o.quiet, others }, io);
+  }
+  // A GGUF model to a folder: the Hugging Face folder transformers would save (convert-gguf-hf.ts).
+  if (!o.example && positionals.length === 1 && isGgufToFolder(positionals[0], o.format, o.output, o["output-format"])) {
+    return runGgufToHf(positionals[0], o.output!, o, io, stoppable);
   }
   // A PyTorch checkpoint without --to changes format only: safetensors with the same tensors.
   if (o.to === undefined && !o.example && positionals.length === 1 && (await isPytorchInput(positionals[0], o.format))) {

@@ -29,7 +29,10 @@ largest absolute and relative error, the largest error in units of the ULP of th
 two types at that value (0.5 is a correctly rounded conversion), and how many elements are finite
 in one file and not the other. Tensors only in A or only in B are listed. A GGUF model's tensors
 are compared as their dequantized values (bit for bit ggml's to_float), by their GGUF names:
-'diff a.gguf b.gguf', or 'diff model.gguf model.safetensors' after a convert.
+'diff a.gguf b.gguf', or 'diff model.gguf model.safetensors' after a convert. Against a Hugging
+Face folder or file that has none of the GGUF's names ('diff model.gguf OUTDIR' after 'convert
+model.gguf -o OUTDIR'), the GGUF is read as transformers loads it: its names, its Q/K rows and
+Gemma norms as the folder has them.
 
 Options:
   --json               print the report as JSON
