@@ -379,7 +379,16 @@ function mixType(s: State, type: GgmlType, name: string, dims: readonly number[]
   return t;
 }
 
-/** tensor_type_fallback: a type whose block divides the rows, as llama.cpp demotes it. */
+/**
+ * tensor_type_fallback: `t` when its block divides `ncols`, else the type llama.cpp demotes it to
+ * (IQ types to IQ4_NL, Q2_K/Q3_K/TQ1_0/TQ2_0 to Q4_0, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0),
+ * and F16 when rows are not a multiple of that type's block either.
+ * @example fallbackType(ggmlType("Q4_K"), 96).name // "Q5_0"
+ */
+export function fallbackType(t: GgmlType, ncols: number): GgmlType {
+  return fallback(t, ncols);
+}
+
 function fallback(t: GgmlType, ncols: number): GgmlType {
   if (ncols % t.blockSize === 0) return t;
   let r: GgmlType;
@@ -402,7 +411,7 @@ function fallback(t: GgmlType, ncols: number): GgmlType {
 }
 
 /** tensor_requires_imatrix. */
-function requiresImatrix(name: string, t: GgmlType, ftype: number): boolean {
+export function requiresImatrix(name: string, t: GgmlType, ftype: number): boolean {
   if (isTokenEmbedding(name) || name === "output.weight") return false;
   if (["IQ3_XXS", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_M", "IQ1_S"].includes(t.name)) return true;
   return t.name === "Q2_K" && ftype === FTYPE.Q2_K_S;

@@ -30,6 +30,7 @@ import { parseCommandArgs, type OptionSpecs } from "../args.js";
 import type { Command } from "../command.js";
 import { formatError } from "../../../explain/format.js";
 import { joinText, jsonText, tableText, writeText, type Text } from "../format.js";
+import { isGgufConvert, runConvertToGguf } from "./convert-gguf.js";
 import type { CliIO } from "../io.js";
 import { exitCodeOf, listenForStop } from "../signals.js";
 import { EXIT_OK, UsageError } from "../usage.js";
@@ -100,7 +101,9 @@ A GGUF model (llama.cpp's .gguf; a split one's parts NAME-0000K-of-0000N.gguf as
 written as safetensors with its GGUF tensor names and row-major shapes: 'convert model.gguf --to
 bfloat16 -o OUT.safetensors' dequantizes each block type (Q4_K, IQ2_XS, MXFP4, ...) to float32 bit
 for bit as ggml does, then casts it (one rounding); F16, BF16 and F64 tensors are cast from their
-own values, integer tensors kept. tensorcast does not write GGUF.
+own values, integer tensors kept. The other way, 'convert IN --to q4_k -o OUT.gguf' writes any
+file convert reads as GGUF, its float tensors quantized to a GGML type ('tensorcast convert IN
+--to q4_k -o OUT.gguf --help' says more); llama-quantize's mixes are 'tensorcast quantize IN.gguf'.
 
 By default only floating-point tensors are converted; integer, bool and complex tensors are
 copied as they are. OUT's format follows its extension (.safetensors, .npy, .onnx, .pb), else IN's.
@@ -168,6 +171,7 @@ Examples:
   tensorcast convert pytorch_model.bin -o model.safetensors
   tensorcast convert checkpoint.pt --key model -o model.safetensors
   tensorcast convert model-Q4_K_M.gguf --to bfloat16 -o model.bf16.safetensors
+  tensorcast convert model.safetensors --to q8_0 -o model-q8_0.gguf
   tensorcast convert Llama-3-8B/ --to float8e4m3fn -o Llama-3-8B-f8/
   tensorcast convert bert-base/ --to float16 -o bert-base-f16/          (model.safetensors, no index)
   tensorcast convert Qwen-0.5B/ --to bfloat16 -o out/ --max-shard-size 200MB   (one file to shards)
@@ -205,6 +209,8 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     io.stdout.write(HELP);
     return EXIT_OK;
   }
+  // OUT.gguf from a file: its float tensors quantized to a GGML type (convert-gguf.ts).
+  if (!o.example && positionals.length === 1 && (await isGgufConvert(o.output, o["output-format"], positionals[0]))) return runConvertToGguf(args, io);
   if (o.saturate && o["no-saturate"]) throw new UsageError("--saturate and --no-saturate contradict each other", "convert");
   // A PyTorch checkpoint without --to changes format only: safetensors with the same tensors.
   if (o.to === undefined && !o.example && positionals.length === 1 && (await isPytorchInput(positionals[0], o.format))) {

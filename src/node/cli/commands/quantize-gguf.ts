@@ -160,7 +160,7 @@ export function renderQuantizeGgufReport(r: QuantizeGgufReport) {
   );
   const fell = r.fallbacks > 0 ? `${r.fallbacks} of ${r.tensors.length} tensors fell back to another type: their rows are not whole blocks of the preset's type\n` : "";
   return joinText(
-    `${r.input} -> ${r.output}  (${r.preset}, general.file_type ${r.fileType})\n`, table,
+    `${r.input} -> ${r.output}  (${r.preset}, ${r.fileType >= 0 ? `general.file_type ${r.fileType}` : "no general.file_type: no llama-quantize preset is that type"})\n`, table,
     `\n${r.tensors.filter((t) => t.from !== t.to).length} of ${r.tensors.length} tensors quantized; ${formatBytes(r.bytesIn)} -> ${formatBytes(r.bytesOut)} in ${r.seconds.toFixed(2)} s\n${fell}`,
   );
 }
