@@ -71,7 +71,7 @@ test("fallbacks as tensor_type_fallback: K and IQ types demoted, F16 for rows no
   assert.deepEqual([f("Q4_K", 96), f("Q5_K", 96), f("Q6_K", 96), f("Q2_K", 64), f("Q3_K", 64), f("TQ1_0", 64), f("TQ2_0", 64), f("IQ4_XS", 64), f("IQ2_XXS", 32), f("IQ3_S", 32)],
     ["Q5_0", "Q5_1", "Q8_0", "Q4_0", "Q4_0", "Q4_0", "Q4_0", "IQ4_NL", "IQ4_NL", "IQ4_NL"]);
   assert.deepEqual([f("Q4_K", 80), f("Q8_0", 80), f("IQ4_NL", 48), f("Q4_K", 256)], ["F16", "F16", "F16", "Q4_K"]);
-  const plan = planGgufQuantization(meta(1), [{ name: "blk.0.ffn_down.weight", ggmlType: ggmlType("F32"), dims: [96, 8] }], { preset: "Q4_K_M" });
+  const plan = planGgufQuantization(meta(1), [{ name: "blk.0.ffn_down.weight", ggmlType: ggmlType("F32"), dims: [96, 8] }], { preset: "Q4_K_M", pure: true });
   assert.equal(plan.tensors[0].to.name, "Q5_0");
   assert.equal(plan.tensors[0].fallbackFrom?.name, "Q4_K");
   assert.equal(plan.fallbacks, 1);
