@@ -30,6 +30,7 @@ import { parseCommandArgs, type OptionSpecs } from "../args.js";
 import type { Command } from "../command.js";
 import { formatError } from "../../../explain/format.js";
 import { joinText, jsonText, tableText, writeText, type Text } from "../format.js";
+import { isGgufConvert, runConvertToGguf } from "./convert-gguf.js";
 import type { CliIO } from "../io.js";
 import { exitCodeOf, listenForStop } from "../signals.js";
 import { EXIT_OK, UsageError } from "../usage.js";
@@ -120,6 +121,10 @@ Gemma's norms -1 as transformers does, then one Cast to TYPE; without --to, floa
 transformers loads a GGUF as). Architectures: llama (and Mistral), qwen2, qwen3, gemma2, gemma3,
 phi3. 'tensorcast diff model.gguf OUTDIR' compares through the same names. See docs/convert.md.
 
+The other way, 'convert IN --to q4_k -o OUT.gguf' writes any
+file convert reads as GGUF, its float tensors quantized to a GGML type ('tensorcast convert IN
+--to q4_k -o OUT.gguf --help' says more); llama-quantize's mixes are 'tensorcast quantize IN.gguf'.
+
 By default only floating-point tensors are converted; integer, bool and complex tensors are
 copied as they are. OUT's format follows its extension (.safetensors, .npy, .onnx, .pb), else IN's.
 
@@ -188,6 +193,7 @@ Examples:
   tensorcast convert model-Q4_K_M.gguf --to bfloat16 -o model.bf16.safetensors
   tensorcast convert Llama-3.2-1B/ --to q8_0 -o llama-3.2-1b.q8_0.gguf
   tensorcast convert model-Q4_K_M.gguf --to bfloat16 -o Model-bf16/     (a Hugging Face folder)
+  tensorcast convert model.safetensors --to q8_0 -o model-q8_0.gguf
   tensorcast convert Llama-3-8B/ --to float8e4m3fn -o Llama-3-8B-f8/
   tensorcast convert bert-base/ --to float16 -o bert-base-f16/          (model.safetensors, no index)
   tensorcast convert Qwen-0.5B/ --to bfloat16 -o out/ --max-shard-size 200MB   (one file to shards)
@@ -225,6 +231,8 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     io.stdout.write(HELP);
     return EXIT_OK;
   }
+  // OUT.gguf from a file: its float tensors quantized to a GGML type (convert-gguf.ts).
+  if (!o.example && positionals.length === 1 && (await isGgufConvert(o.output, o["output-format"], positionals[0]))) return runConvertToGguf(args, io);
   if (o.saturate && o["no-saturate"]) throw new UsageError("--saturate and --no-saturate contradict each other", "convert");
   // A model folder to OUT.gguf: llama.cpp's convert_hf_to_gguf.py's file (src/node/cli/hf-gguf.ts).
   if (!o.example && positionals.length === 1 && wantsGguf(o.output) && (await isCheckpointPath(positionals[0]))) {

@@ -12,6 +12,7 @@ import { formatBytes } from "../../io/tensors.js";
 import { parseCommandArgs, type OptionSpecs } from "../args.js";
 import type { Command } from "../command.js";
 import { isOnnxQuantizeInput, QUANTIZE_MODEL_OPTIONS, runQuantizeModel } from "./quantize-model.js";
+import { isGgufQuantizeInput, QUANTIZE_GGUF_OPTIONS, runQuantizeGguf } from "./quantize-gguf.js";
 import { jsonText, writeText } from "../format.js";
 import type { CliIO } from "../io.js";
 import { EXIT_OK, UsageError } from "../usage.js";
@@ -30,8 +31,12 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const satisfies OptionSpecs;
 
-const HELP = `Usage: tensorcast quantize IN.onnx --mode MODE -o OUT.onnx | DIR [--modes ...]   (ONNX models)
+const HELP = `Usage: tensorcast quantize IN.gguf --mode PRESET -o OUT.gguf [options]       (GGUF models)
+       tensorcast quantize IN.onnx --mode MODE -o OUT.onnx | DIR [--modes ...]   (ONNX models)
        tensorcast quantize IN --mode fp8|fp8-ue8m0|mxfp4|nvfp4 -o OUT [options] (checkpoints)
+
+A .gguf model gets llama-quantize's presets (Q4_K_M, Q8_0, IQ4_XS, ...), byte for byte as
+llama_model_quantize writes them: \`tensorcast quantize model.gguf --help\` lists its options.
 
 An .onnx model, or a model folder with onnx/, gets transformers.js' variants (q4, q8, int8, uint8,
 bnb4, fp16, q4f16): \`tensorcast quantize model.onnx --help\` lists their options.
@@ -88,7 +93,7 @@ function blockOption(value: string | undefined): [number, number] | undefined {
  * (checkpoints here, ONNX models in quantize-model.ts) reads its options.
  */
 function firstPositional(args: readonly string[]): string | undefined {
-  const specs: OptionSpecs[] = [OPTIONS, QUANTIZE_MODEL_OPTIONS];
+  const specs: OptionSpecs[] = [OPTIONS, QUANTIZE_MODEL_OPTIONS, QUANTIZE_GGUF_OPTIONS];
   const takesValue = (arg: string): boolean => specs.some((spec) => Object.entries(spec).some(([name, o]) =>
     o.type === "string" && (arg === `--${name}` || (o.short !== undefined && arg === `-${o.short}`))));
   for (let i = 0; i < args.length; i++) {
@@ -103,6 +108,8 @@ function firstPositional(args: readonly string[]): string | undefined {
 async function run(args: readonly string[], io: CliIO): Promise<number> {
   // An .onnx model or a model folder with onnx/ is the other form: transformers.js' variants.
   const input = firstPositional(args);
+  // A GGUF model is the third form: llama-quantize's presets.
+  if (input !== undefined && isGgufQuantizeInput(input)) return runQuantizeGguf(args, io);
   // A Hub folder often holds both model.safetensors and onnx/: a checkpoint mode (fp8, mxfp4, ...)
   // is about the former, whatever the folder also holds.
   const checkpointMode = args.some((a, i) => (a === "--mode" && (QUANTIZE_MODES as readonly string[]).includes(args[i + 1] ?? "")) ||
@@ -149,7 +156,7 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
 
 export const quantizeCommand: Command = {
   name: "quantize",
-  summary: "make transformers.js' variants of an ONNX model (q4, q8, int8, uint8, bnb4, fp16, q4f16), or FP8 / MXFP4 checkpoints",
+  summary: "llama-quantize's presets for a GGUF model (Q4_K_M, ...), transformers.js' variants of an ONNX model (q4, q8, ...), or FP8 / MXFP4 checkpoints",
   help: HELP,
   run,
 };

@@ -1,0 +1,248 @@
+/**
+ * `quantizeGgufFile(IN.gguf, OUT.gguf, options)`: a GGUF model quantized as llama_model_quantize
+ * (llama-quantize) writes it, byte for byte: the plan of src/io/gguf/quantize-plan.ts carried out
+ * tensor by tensor, rows in bands (memory: a band, never a tensor), each band read, checked as
+ * llama.cpp's loader checks it (ggml_validate_row_data), converted to float32 (dequantized for
+ * block types, with --allow-requantize), quantized by src/ggml/quantize (bit for bit
+ * ggml_quantize_chunk) and checked again. OUT is written under a hidden temporary name, read back
+ * (header through the GGUF reader, every byte through its digest) and only then renamed.
+ *
+ * The same job writes `convert IN --to TYPE -o OUT.gguf` (planFromTensors: every 2-D float
+ * tensor of any file convert reads in TYPE).
+ */
+import { TensorcastError } from "../../index.js";
+import { dequantizeBlocks } from "../../ggml/dequantize.js";
+import { quantizeRows } from "../../ggml/quantize/index.js";
+import { validateRowData } from "../../ggml/validate.js";
+import type { GgmlType } from "../../ggml/types.js";
+import { readGguf } from "../../io/gguf/header.js";
+import type { GgufModel, GgufModelTensor } from "../../io/gguf/split.js";
+import { readGgufBlocks } from "../../io/gguf/records.js";
+import { planGgufQuantization, type GgufQuantizeOptions, type GgufQuantizePlan, type PlannedTensor } from "../../io/gguf/quantize-plan.js";
+import type { GgufMetadataEntry } from "../../io/gguf/values.js";
+import { layoutGguf, writeGguf, type GgufTensorToWrite } from "../../io/gguf/write.js";
+import { Interrupted } from "../convert/schedule.js";
+import { AtomicOutput, checkOutput, fileError, RandomAccessFile, removeStaleTemporaries } from "../io/file.js";
+import { openGguf } from "../io/gguf.js";
+
+/** Float32 values per band: 4 MiB of them (16 MiB as float32), whole rows, at least one row. */
+const BAND_VALUES = 4 * 1024 * 1024;
+
+export interface QuantizeGgufFileOptions extends GgufQuantizeOptions {
+  /** Replace an existing OUT. */
+  readonly force?: boolean;
+  /** Stops the job between bands (Interrupted). */
+  readonly signal?: AbortSignal;
+  /** Called with the values done and the total. */
+  readonly onProgress?: (done: number, total: number) => void;
+  /** Importance weights by tensor name: ne[0] per expert (ne[0] * ne[2] values). */
+  readonly imatrixData?: ReadonlyMap<string, Float32Array>;
+  /** More key-value pairs set after general.file_type (llama-quantize's quantize.imatrix.*). */
+  readonly extraMetadata?: readonly GgufMetadataEntry[];
+}
+
+export interface QuantizeGgufReport {
+  readonly input: string;
+  readonly output: string;
+  readonly preset: string;
+  readonly fileType: number;
+  readonly tensors: readonly {
+    readonly name: string;
+    readonly shape: readonly number[];
+    readonly from: string;
+    readonly to: string;
+    /** The type the preset chose before the rows made it fall back. */
+    readonly fallbackFrom?: string;
+    readonly bytes: number;
+  }[];
+  readonly fallbacks: number;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+  readonly seconds: number;
+}
+
+/** A source of one tensor's rows: its GGML type and the bytes of rows [first, first + count). */
+export interface RowSource {
+  readonly type: GgmlType;
+  read(firstRow: number, rows: number): Promise<Uint8Array>;
+}
+
+function invalid(what: string, t: GgmlType, bytes: Uint8Array, firstBlock: number): void {
+  const bad = validateRowData(t, bytes);
+  if (bad) throw new TensorcastError("INVALID_DATA", `${what} has invalid data: ${bad.reason} at ${t.blockSize === 1 ? "element" : "block"} ${firstBlock + bad.index} of its ${t.name} data (llama.cpp's ggml_validate_row_data refuses it too)`);
+}
+
+/** A band's bytes as float32 values (F32 as they are; F16, BF16 and block types decoded). */
+function toFloat32(t: GgmlType, bytes: Uint8Array, values: number): Float32Array {
+  if (t.name === "F32") {
+    const aligned = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice();
+    return new Float32Array(aligned.buffer, aligned.byteOffset, values);
+  }
+  const out = new Float32Array(values);
+  dequantizeBlocks(t, bytes, 0, out, 0, values / t.blockSize);
+  return out;
+}
+
+/**
+ * One planned tensor's output bytes, band by band: copied (checked) when its type stays, else
+ * read, checked, made float32, quantized (with its expert's importance weights) and checked.
+ */
+export async function* plannedTensorData(p: PlannedTensor, src: RowSource, opts: { signal?: AbortSignal; imatrix?: Float32Array; done?: (values: number) => void }): AsyncGenerator<Uint8Array> {
+  const ncols = p.dims[0];
+  const rowsPerExpert = p.dims[1] ?? 1;
+  const rows = p.dims.slice(1).reduce((a, b) => a * b, 1);
+  const band = Math.max(1, Math.floor(BAND_VALUES / Math.max(1, ncols)));
+  const what = `tensor ${JSON.stringify(p.name)}`;
+  for (let r = 0; r < rows; ) {
+    if (opts.signal?.aborted) throw new Interrupted();
+    let n = Math.min(band, rows - r);
+    // A band never spans two experts: each has its own importance weights.
+    if (p.quantize) n = Math.min(n, rowsPerExpert - (r % rowsPerExpert));
+    const bytes = await src.read(r, n);
+    invalid(what, p.from, bytes, (r * ncols) / p.from.blockSize);
+    if (!p.quantize) {
+      yield bytes;
+    } else {
+      const values = toFloat32(p.from, bytes, n * ncols);
+      const expert = Math.floor(r / rowsPerExpert);
+      const weights = opts.imatrix?.subarray(expert * ncols, (expert + 1) * ncols);
+      const out = quantizeRows(p.to, values, ncols, weights);
+      invalid(`${what} quantized to ${p.to.name}`, p.to, out, (r * ncols) / p.to.blockSize);
+      yield out;
+    }
+    opts.done?.(n * ncols);
+    r += n;
+  }
+}
+
+/** A GGUF tensor's rows, read through the core reader. */
+function ggufRows(model: GgufModel, t: GgufModelTensor): RowSource {
+  const blocksPerRow = t.dims[0] / t.ggmlType.blockSize;
+  return { type: t.ggmlType, read: (first, rows) => readGgufBlocks(model, t, first * blocksPerRow, rows * blocksPerRow) };
+}
+
+/**
+ * Writes the output of `plan` to `output` (temporary name, read back, renamed): the tensors'
+ * bytes from `sources` (by name).
+ */
+export async function writePlannedGguf(
+  output: string, metadata: readonly GgufMetadataEntry[], tensors: readonly PlannedTensor[], sources: ReadonlyMap<string, RowSource>,
+  opts: { force?: boolean; signal?: AbortSignal; onProgress?: (done: number, total: number) => void; imatrixData?: ReadonlyMap<string, Float32Array> },
+): Promise<number> {
+  const specs = tensors.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }));
+  const layout = layoutGguf(metadata, specs);
+  const total = tensors.reduce((n, p) => n + p.dims.reduce((a, b) => a * b, 1), 0);
+  let done = 0;
+  const progress = (values: number): void => {
+    done += values;
+    opts.onProgress?.(done, total);
+  };
+  const out = await AtomicOutput.create(output, { digests: true });
+  try {
+    const toWrite: GgufTensorToWrite[] = tensors.map((p, i) => {
+      const src = sources.get(p.name);
+      if (!src) throw fileError("INTERNAL", output, `no source for tensor ${p.name}`);
+      // A token embedding's entry of the wrong size is ignored, as llama.cpp ignores it.
+      const w = opts.imatrixData?.get(p.name);
+      const imatrix = w !== undefined && w.length === p.dims[0] * (p.dims[2] ?? 1) ? w : undefined;
+      return { ...specs[i], data: plannedTensorData(p, src, { signal: opts.signal, imatrix, done: progress }) };
+    });
+    await writeGguf(out, metadata, toWrite);
+    await out.finish(layout.size);
+    await verifyGguf(out, output, metadata, specs, layout.offsets, layout.size);
+    await out.commit(opts.force === true);
+  } catch (e) {
+    await out.abort();
+    throw e;
+  }
+  return layout.size;
+}
+
+/** The temporary read back: the reader's view of its header is the plan's, and every byte is what was written. */
+async function verifyGguf(out: AtomicOutput, output: string, metadata: readonly GgufMetadataEntry[], specs: readonly { name: string; ggmlType: GgmlType; dims: readonly number[] }[], offsets: readonly number[], size: number): Promise<void> {
+  let problem: string | undefined;
+  const file = await RandomAccessFile.open(out.temporary);
+  try {
+    const g = await readGguf(file, { name: output });
+    const keys = [...g.metadata.keys()];
+    if (file.size !== size) problem = `it has ${file.size} bytes, not ${size}`;
+    else if (keys.join("\n") !== metadata.map((m) => m.key).join("\n")) problem = "its keys are not those planned";
+    else if (metadata.some((m) => g.metadata.get(m.key)?.type !== m.type)) problem = "a key's type is not the one planned";
+    else if (g.tensors.length !== specs.length) problem = `it lists ${g.tensors.length} tensors, not ${specs.length}`;
+    else {
+      const i = specs.findIndex((s, k) => {
+        const t = g.tensors[k];
+        return t.name !== s.name || t.ggmlType !== s.ggmlType || t.dims.join(",") !== s.dims.join(",") || t.offset !== offsets[k];
+      });
+      if (i >= 0) problem = `tensor ${i} (${specs[i].name}) is not listed as planned`;
+    }
+  } catch (e) {
+    if (!(e instanceof TensorcastError)) throw e;
+    problem = e.message;
+  } finally {
+    await file.close();
+  }
+  problem ??= await out.checkWritten();
+  if (problem !== undefined) throw fileError("INTERNAL", output, `the GGUF file written does not read back as planned (${problem}), so it was removed and nothing was written`);
+}
+
+/**
+ * Quantizes the GGUF model at `input` (a split model's parts read as one) into `output` as
+ * llama_model_quantize does with the same preset and options.
+ * @throws TensorcastError as planGgufQuantization; INVALID_DATA for a tensor whose data
+ *         ggml_validate_row_data refuses (NaN or Inf in the input, or a scale that overflows
+ *         float16 when quantized) or a GGUF file llama.cpp would not read; IO_ERROR from the file system.
+ */
+export async function quantizeGgufFile(input: string, output: string, opts: QuantizeGgufFileOptions): Promise<QuantizeGgufReport> {
+  const started = performance.now();
+  await checkOutput(output, { input, force: opts.force === true });
+  const file = await openGguf(input);
+  try {
+    const model = file.model;
+    const plan: GgufQuantizePlan = planGgufQuantization(model.metadata, model.tensors, opts);
+    checkImatrix(plan, opts.imatrixData);
+    const metadata = opts.extraMetadata && opts.extraMetadata.length > 0
+      ? [...plan.metadata.filter((m) => !opts.extraMetadata!.some((x) => x.key === m.key)), ...opts.extraMetadata]
+      : plan.metadata;
+    const byName = new Map(model.tensors.map((t) => [t.name, t]));
+    const sources = new Map(plan.tensors.map((p) => [p.name, ggufRows(model, byName.get(p.name)!)]));
+    await removeStaleTemporaries(output);
+    const size = await writePlannedGguf(output, metadata, plan.tensors, sources, opts);
+    const specs = plan.tensors.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }));
+    const lengths = layoutGguf([], specs).byteLengths;
+    return {
+      input, output, preset: plan.preset.name, fileType: plan.fileType, fallbacks: plan.fallbacks,
+      tensors: plan.tensors.map((p, i) => ({
+        name: p.name, shape: p.dims.slice().reverse(), from: p.from.name, to: p.to.name, bytes: lengths[i],
+        ...(p.fallbackFrom ? { fallbackFrom: p.fallbackFrom.name } : {}),
+      })),
+      bytesIn: file.size, bytesOut: size, seconds: (performance.now() - started) / 1000,
+    };
+  } finally {
+    await file.close();
+  }
+}
+
+/**
+ * The importance weights of the tensors quantized, as llama_model_quantize_impl checks them:
+ * finite, and ne[0] * ne[2] of them where a tensor has an entry (the token embedding's wrong
+ * size is only ignored); a tensor that needs them (IQ1, IQ2, IQ3_XXS, a Q2_K_S Q2_K) must have an entry.
+ */
+function checkImatrix(plan: GgufQuantizePlan, data: ReadonlyMap<string, Float32Array> | undefined): void {
+  if (data === undefined) return;
+  for (const [name, w] of data) {
+    const i = w.findIndex((v) => !Number.isFinite(v));
+    if (i >= 0) throw new TensorcastError("INVALID_DATA", `the importance matrix's entry ${name} holds ${w[i]} at ${i}; llama.cpp refuses non-finite weights`);
+  }
+  for (const p of plan.tensors) {
+    if (!p.quantize) continue;
+    const w = data.get(p.name);
+    const want = p.dims[0] * (p.dims[2] ?? 1);
+    if (w !== undefined && w.length !== want && !(p.name === "token_embd.weight" || p.name === "per_layer_token_embd.weight")) {
+      throw new TensorcastError("INVALID_DATA", `the importance matrix's entry for ${p.name} has ${w.length} weights, the tensor needs ${want} (ne[0] * ne[2]), as llama.cpp checks`);
+    }
+    if ((w === undefined || w.length !== want) && p.requiresImatrix) {
+      throw new TensorcastError("INVALID_DATA", `the importance matrix has no weights for ${p.name}, which ${p.to.name} needs ("missing importance matrix for tensor in a very low-bit quantization", as llama.cpp says)`);
+    }
+  }
+}
