@@ -3,9 +3,10 @@
  * tensorcast (gguf-worker.ts, from its GgufFile) and gguf.cpp (gguf-peer-worker.ts, from its
  * gguf_context), so that two views of one file compare as equal strings.
  *
- * Strings are cut at their first NUL: gguf.cpp hands out keys, values and names as C strings
- * (and ggml_set_name keeps a tensor's name only up to it), so that is all of them the peer can
- * show. A key or name that holds a NUL therefore reads differently, as it does in llama.cpp.
+ * String values are cut at their first NUL: gguf.cpp hands them out as C strings, so that is all of
+ * them the peer can show. Keys and tensor names are not cut on tensorcast's side: gguf.cpp finds
+ * keys by C string (gguf_find_key) and keeps a tensor's name only up to its NUL (ggml_set_name), so
+ * a key or name holding a NUL is another name to llama.cpp, and the views say so.
  */
 import { createHash } from "node:crypto";
 
@@ -71,16 +72,21 @@ export function arrayText(itemType: number, n: number, items: Uint8Array | reado
 }
 
 export function kvText(key: string, type: number, value: string): string {
-  return `${cString(key)}\t${VALUE_TYPE_NAMES[type] ?? type}\t${value}`;
+  return `${key}\t${VALUE_TYPE_NAMES[type] ?? type}\t${value}`;
 }
 
 export function tensorText(name: string, typeId: number, ne: readonly (number | bigint)[], offset: number | bigint, bytes: number | bigint): string {
-  return `${cString(name)}\t${typeId}\t${ne.join(",")}\t${offset}\t${bytes}`;
+  return `${name}\t${typeId}\t${ne.join(",")}\t${offset}\t${bytes}`;
 }
 
-/** The first line where two views differ, or undefined. */
+/**
+ * The first line where two views differ, or undefined. The data offset of a file without tensors
+ * is not compared: gguf-py pads it to the alignment as if a data section followed, gguf.cpp does
+ * not (tensorcast gives gguf-py's), and no tensor's place depends on it.
+ */
 export function viewDifference(a: GgufView, b: GgufView): string | undefined {
-  for (const k of ["version", "alignment", "dataOffset"] as const) if (a[k] !== b[k]) return `${k}: ${a[k]} vs ${b[k]}`;
+  const fields = a.tensors.length > 0 ? (["version", "alignment", "dataOffset"] as const) : (["version", "alignment"] as const);
+  for (const k of fields) if (a[k] !== b[k]) return `${k}: ${a[k]} vs ${b[k]}`;
   for (const k of ["kv", "tensors"] as const) {
     if (a[k].length !== b[k].length) return `${k}: ${a[k].length} entries vs ${b[k].length}`;
     for (let i = 0; i < a[k].length; i++) if (a[k][i] !== b[k][i]) return `${k}[${i}]: ${JSON.stringify(a[k][i].slice(0, 200))} vs ${JSON.stringify(b[k][i].slice(0, 200))}`;

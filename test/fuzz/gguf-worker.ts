@@ -20,6 +20,11 @@ export interface GgufManifestCase {
   readonly paths: readonly string[];
   /** The one opened. */
   readonly open: string;
+  /**
+   * Only the reader's own work (openGguf, every tensor read and dequantized): no second reading
+   * by the core, no views, so the peak resident size is the reader's (the floods).
+   */
+  readonly measure?: boolean;
 }
 
 export interface GgufLibResult {
@@ -69,14 +74,16 @@ export function viewOf(g: GgufFile): GgufView {
 
 async function runCase(c: GgufManifestCase): Promise<GgufLibResult> {
   process.stdout.write("O core\n");
-  let core: string;
+  let core = "not run";
   let coreView: GgufView | undefined;
-  try {
-    const g = await readGguf(bytesSource(new Uint8Array(readFileSync(c.open))), { name: c.open });
-    coreView = viewOf(g);
-    core = "ok";
-  } catch (e) {
-    core = outcomeOf(e);
+  if (!c.measure) {
+    try {
+      const g = await readGguf(bytesSource(new Uint8Array(readFileSync(c.open))), { name: c.open });
+      coreView = viewOf(g);
+      core = "ok";
+    } catch (e) {
+      core = outcomeOf(e);
+    }
   }
   process.stdout.write("O open\n");
   let f: Awaited<ReturnType<typeof openGguf>>;
@@ -86,19 +93,22 @@ async function runCase(c: GgufManifestCase): Promise<GgufLibResult> {
     return { open: outcomeOf(e), core, coreView, maxRss: process.resourceUsage().maxRSS * 1024 };
   }
   try {
-    const views = f.model.files.map(viewOf);
-    const listing = f.tensors.map((t) => `${t.name}\t[${t.shape.join(",")}]`);
+    const views = c.measure ? undefined : f.model.files.map(viewOf);
+    const listing = c.measure ? undefined : f.tensors.map((t) => `${t.name}\t[${t.shape.join(",")}]`);
     const floats: Record<string, string> = {};
     process.stdout.write("O read\n");
     let read = "ok";
     try {
-      const index = new Map<string, number>();
+      // Tensors come in part order, so the index within its part is a count since the part began.
+      let n = 0;
+      let part = -1;
+      let inPart = 0;
       for await (const r of ggufRecords(f.model)) {
-        const t = f.model.tensors[index.size];
-        index.set(r.name, index.size);
+        const t = f.model.tensors[n++];
+        inPart = t.split === part ? inPart + 1 : 0;
+        part = t.split;
         const x = ggufTensor(r);
-        const partIndex = f.model.files[t.split].tensors.findIndex((u) => u.name === t.name);
-        if (f.model.files[t.split].littleEndian) floats[`${t.split}:${partIndex}`] = floatDigest(x.data as Float32Array);
+        if (!c.measure && f.model.files[t.split].littleEndian) floats[`${t.split}:${inPart}`] = floatDigest(x.data as Float32Array);
       }
       for (const t of f.tensors) await t.read(0, t.size);
     } catch (e) {

@@ -104,9 +104,8 @@ test("GGUF files, mutated: accepted or a clean error, as gguf.cpp decides; 0 cra
     } else tally.clean++;
     // The core alone and openGguf must agree on the opened part.
     const opened = all[indices[k]].files.findIndex((x) => x.name === all[indices[k]].open);
-    if (r.open === "ok" && r.core !== "ok") fail(k, `inconsistent: openGguf accepts, readGguf of the same bytes refuses: ${r.core}`);
+    if (r.open === "ok" && r.core !== "ok" && r.core !== "not run") fail(k, `inconsistent: openGguf accepts, readGguf of the same bytes refuses: ${r.core}`);
     if (r.open === "ok" && r.coreView && viewDifference(r.views![opened], r.coreView)) fail(k, `inconsistent: readGguf and openGguf see different files: ${viewDifference(r.views![opened], r.coreView)}`);
-    if (r.core !== "ok" && r.open === "ok") fail(k, "inconsistent: the core refuses what openGguf reads");
   }
 
   // A sample through the CLI: inspect must agree with openGguf, convert with reading every tensor.
@@ -282,7 +281,7 @@ test("GGUF floods: claimed counts and lengths cost nothing, real ones what the f
     const path = join(d, "flood.gguf");
     flood.write(path);
     const manifest = join(d, "manifest.json");
-    writeFileSync(manifest, JSON.stringify([{ label: flood.label, paths: [path], open: path }]));
+    writeFileSync(manifest, JSON.stringify([{ label: flood.label, paths: [path], open: path, measure: true }]));
     const { results, failures } = await supervise<GgufLibResult>(join(HERE, "gguf-worker.js"), [manifest], 1, { ...LIMITS, timeoutMs: 60_000, heapMb: 1024, parallel: 1 });
     const f: Failure | undefined = failures.get(0);
     if (f) {

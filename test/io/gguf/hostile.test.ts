@@ -182,3 +182,28 @@ test("floods: claimed counts cost nothing; real ones cost what the file holds", 
   const big = await read(buildGguf({ kv: [kv("k", T_ARR, val.arr(T_U8, 1_000_000, new Uint8Array(1_000_000)))] }));
   assert.ok((big.metadata.get("k")!.value as { items: unknown }).items instanceof Uint8Array);
 });
+
+test("a string longer than a JavaScript string can hold (gguf.cpp reads up to 1 GiB): refused before its bytes are read", async () => {
+  // A file of 600 MiB whose one key's string value takes all of it; only the header is served, and
+  // any read of more than 1 MiB fails the test (before the fix the reader read all 600 MiB, then
+  // V8 threw its own RangeError decoding them).
+  const head = new Bytes().raw(new TextEncoder().encode("GGUF")).u32(3).u64(0).u64(1).str("k").u32(T_STR).u64(600 * 2 ** 20).bytes();
+  const reads: number[] = [];
+  const source = {
+    size: head.length + 600 * 2 ** 20,
+    async read(position: number, length: number): Promise<Uint8Array> {
+      reads.push(length);
+      if (length > 2 ** 20) throw new Error(`the reader asked for ${length} bytes at ${position}`);
+      const out = new Uint8Array(length);
+      out.set(head.subarray(position, position + length));
+      return out;
+    },
+  };
+  await assert.rejects(readGguf(source, { name: "x.gguf" }), (e: unknown) => {
+    assert.ok(e instanceof TensorcastError, String(e));
+    assert.equal(e.code, "NOT_IMPLEMENTED");
+    assert.match(e.message, /^x\.gguf: gguf: key "k" at byte 37 is 629145600 bytes long, longer than a JavaScript string can hold \(536870888 bytes\)/);
+    return true;
+  });
+  assert.ok(reads.every((n) => n <= 2 ** 20), String(reads));
+});
