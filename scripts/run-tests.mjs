@@ -135,6 +135,9 @@ child.on("exit", (code, signal) => {
       const pick = f.names.length > 0 ? ` ${quote(`--test-name-pattern=^${escapeRegExp(f.names[0])}$`)}` : "";
       console.log(`#   ${f.names.length > 0 ? f.names.join(" > ") : `${source} (outside any test): ${f.message.split("\n")[0].slice(0, 200)}`}`);
       console.log(`#     ${[...envs, ...fcEnv].join(" ")}${envs.length + fcEnv.length ? " " : ""}npm test -- ${quote(source)}${pick}`);
+      // Why, in a few lines: CI's log keeps only its end, where this list is.
+      const why = f.message.split("\n").map((l) => l.trim()).filter((l) => l !== "").slice(0, 3).map((l) => l.slice(0, 300));
+      if (f.names.length > 0) for (const l of why) console.log(`#       ${l}`);
     }
     if (times.failures.length > 20) console.log(`#   ... and ${times.failures.length - 20} more`);
   }

@@ -1,6 +1,6 @@
 /**
- * Only coded errors (issue 24, point 10): every function of the four entry points (tensorcast,
- * tensorcast/web, tensorcast/node, tensorcast/onnx), the Tensor, Arena and TensorFile methods
+ * Only coded errors: every function of the five entry points (tensorcast, tensorcast/web,
+ * tensorcast/node, tensorcast/onnx, tensorcast/gguf), the Tensor, Arena and TensorFile methods
  * among them, called with a hostile value in each argument position, returns, or throws (rejects
  * with) a TensorcastError: never a TypeError from inside, Node's ERR_INVALID_ARG_TYPE, a
  * RangeError, or a UsageError. Hostile: the plain wrong values of entry-points.test.ts, detached
@@ -19,6 +19,7 @@ import * as core from "../src/index.js";
 import * as web from "../src/web/index.js";
 import * as node from "../src/node/index.js";
 import * as onnx from "../src/onnx/index.js";
+import * as gguf from "../src/gguf/index.js";
 import { createArena, Tensor, TensorcastError } from "../src/index.js";
 import { GOOD as CORE_GOOD, t, WRONG } from "./support/api-args.js";
 import { buildModel } from "./support/onnx-model.js";
@@ -104,7 +105,13 @@ const NPY_HEADER = new TextEncoder().encode("{'descr': '<f4', 'fortran_order': F
 const quietIO = { stdout: { write: () => true }, stderr: { write: () => true } };
 // A GGUF file of gguf-py's, for the GGUF functions' good arguments.
 const ggufPath = join(dir, "small.gguf");
-writeFileSync(ggufPath, readFileSync(new URL("../../test/fixtures/gguf/files/small.gguf", import.meta.url)));
+const ggufBytes = readFileSync(new URL("../../test/fixtures/gguf/files/small.gguf", import.meta.url));
+writeFileSync(ggufPath, ggufBytes);
+const ggufFile = await gguf.readGguf(gguf.bytesSource(new Uint8Array(ggufBytes)), { name: "small.gguf" });
+const ggufModel = gguf.ggufModel([ggufFile]);
+const ggufRecord = (await gguf.ggufRecords(ggufModel).next()).value as gguf.GgufRecord;
+const GGUF_META: gguf.GgufMetadataEntry[] = [{ key: "general.architecture", type: "string", value: "llama" }];
+const ggufTensors = (): gguf.GgufTensorToWrite[] => [{ name: "w", ggmlType: "Q8_0", dims: [32], data: new Uint8Array(34) }];
 let outputs = 0;
 /** A fresh output path each call, so no call finds the last one's output. */
 const out = (ext: string): string => join(dir, `out${outputs++}${ext}`);
@@ -170,7 +177,18 @@ function entries(): Entry[] {
     useQuantizeThread: () => [false], quantizeThreadChunks: () => [],
     openGguf: () => [ggufPath], readGgufFile: () => [ggufPath],
   };
-  for (const [entry, mod, good] of [["tensorcast/web", web, goodWeb], ["tensorcast/onnx", onnx, goodOnnx], ["tensorcast/node", node, goodNode]] as const) {
+  const goodGguf: Record<string, () => readonly unknown[]> = {
+    bytesSource: () => [new Uint8Array(ggufBytes), "small.gguf"], blobSource: () => [new Blob([new Uint8Array(ggufBytes)]), "small.gguf"],
+    readGguf: () => [gguf.bytesSource(new Uint8Array(ggufBytes)), { name: "small.gguf" }], isGguf: () => [new Uint8Array(ggufBytes.subarray(0, 8))],
+    ggufValue: () => [ggufFile, "general.architecture"], ggufModel: () => [[ggufFile], "small.gguf"],
+    splitNameOf: () => ["m-00001-of-00002.gguf"], splitPaths: () => ["m", 2], splitCountOf: () => [ggufFile],
+    ggufRecords: () => [ggufModel], readGgufBlocks: () => [ggufModel, ggufModel.tensors[0], 0, 1], ggufTensor: () => [ggufRecord, "bfloat16"],
+    writeGguf: () => [{ write: () => undefined }, GGUF_META, ggufTensors()], layoutGguf: () => [GGUF_META, ggufTensors()], ggmlDims: () => [[2, 3], true],
+    ggmlType: () => ["q4_k"], ggmlTypeOfId: () => [12], ggmlRowBytes: () => [gguf.ggmlType("Q4_K"), 256],
+    dequantizeGgml: () => ["Q8_0", new Uint8Array(34)], quantizeRows: () => ["Q8_0", new Float32Array(32), 32],
+    canQuantize: () => [gguf.ggmlType("IQ2_XS"), true], quantizableTypes: () => [],
+  };
+  for (const [entry, mod, good] of [["tensorcast/web", web, goodWeb], ["tensorcast/onnx", onnx, goodOnnx], ["tensorcast/node", node, goodNode], ["tensorcast/gguf", gguf, goodGguf]] as const) {
     for (const [name, v] of Object.entries(mod)) {
       if (typeof v !== "function" || name === "UsageError") continue;
       list.push([entry, name, v as Fn, good[name] ?? (() => assert.fail(`${entry}: no good arguments for ${name}: add them`))]);
@@ -224,14 +242,14 @@ test("the issue's cases: a detached Uint8Array and convertFile(null) are Tensorc
   assert.match(err, /"abc" is not a value cast accepts/);
 });
 
-test("every function of the four entry points succeeds with its good arguments", async () => {
+test("every function of the five entry points succeeds with its good arguments", async () => {
   for (const [entry, name, f, good] of entries()) {
     if (name === "selectTensors") continue;
     assert.equal(await outcome(f, good()), "ok", `${entry} ${name}`);
   }
 });
 
-test("every function of the four entry points, given a hostile value in any argument, answers or throws a TensorcastError", async () => {
+test("every function of the five entry points, given a hostile value in any argument, answers or throws a TensorcastError", async () => {
   const escaped: string[] = [];
   const counts = { calls: 0, ok: 0, coded: 0, own: 0 };
   const file = await node.openTensorFile(st);

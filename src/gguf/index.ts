@@ -9,10 +9,16 @@
  * import { blobSource, readGguf, ggufModel, ggufRecords, ggufTensor } from "tensorcast/gguf";
  * const model = ggufModel([await readGguf(blobSource(file), { name: file.name })]);
  * for await (const r of ggufRecords(model)) ggufTensor(r, "bfloat16");  // float32 by ggml's rule, then one rounding
+ * quantizeRows("Q4_K", rows, 4096);  // ggml_quantize_chunk's bytes
  */
-export { blobSource, bytesSource, type ByteSource, type BlobLike } from "../io/byte-source.js";
+export type { ByteSource, BlobLike } from "../io/byte-source.js";
 export * from "../io/gguf/index.js";
+// The checked functions, declared after the star export: a local export wins over a star one.
 export {
-  GGML_TYPES, REMOVED_GGML_TYPES, ggmlType, ggmlTypeOfId, dequantizeGgml,
+  bytesSource, blobSource, readGguf, isGguf, ggufValue, ggufModel, splitNameOf, splitPaths, splitCountOf,
+  ggufRecords, readGgufBlocks, ggufTensor, layoutGguf, writeGguf, ggmlDims, ggmlRowBytes, canQuantize,
+} from "./checked.js";
+export {
+  GGML_TYPES, REMOVED_GGML_TYPES, ggmlType, ggmlTypeOfId, dequantizeGgml, quantizeRows, quantizableTypes,
   type GgmlType, type GgmlTypeName, type GgmlField, type GgmlFieldKind,
 } from "../ggml/index.js";

@@ -3,6 +3,7 @@
  * Blob or File in a page, or bytes already in memory. The format readers of the core (the zip of a
  * PyTorch checkpoint, GGUF) take one of these, so the same reader runs in Node and in a browser.
  */
+import { describe, expectBytes } from "../args.js";
 import { TensorcastError } from "../errors.js";
 
 /** Positional reads of a file (RandomAccessFile in Node, a Blob or buffer elsewhere). */
@@ -26,6 +27,8 @@ function checkRange(size: number, position: number, length: number, what: string
  * @example await bytesSource(new Uint8Array([1, 2, 3])).read(1, 2) // Uint8Array [2, 3]
  */
 export function bytesSource(bytes: Uint8Array, name = "the bytes"): ByteSource {
+  expectBytes(bytes, "bytesSource's bytes");
+  if (typeof name !== "string") throw new TensorcastError("INVALID_ATTRIBUTE", `bytesSource's name must be a string, got ${describe(name)}`);
   return {
     size: bytes.length,
     async read(position: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
@@ -49,12 +52,20 @@ export interface BlobLike {
  * @example const src = blobSource(input.files[0]); await readGguf(src, { name: input.files[0].name })
  */
 export function blobSource(blob: BlobLike, name = "the blob"): ByteSource {
-  const size = blob.size;
+  if (typeof blob !== "object" || blob === null) throw new TensorcastError("INVALID_ATTRIBUTE", `blobSource takes a Blob or File, got ${describe(blob)}`);
+  const size: unknown = blob.size;
+  if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 0 || typeof blob.slice !== "function") {
+    throw new TensorcastError("INVALID_ATTRIBUTE", `blobSource takes a Blob or File (a size and a slice method), got ${describe(blob)}`);
+  }
+  if (typeof name !== "string") throw new TensorcastError("INVALID_ATTRIBUTE", `blobSource's name must be a string, got ${describe(name)}`);
   return {
     size,
     async read(position: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
       checkRange(size, position, length, name);
-      const got = new Uint8Array(await blob.slice(position, position + length).arrayBuffer());
+      const part: unknown = blob.slice(position, position + length);
+      const buffer: unknown = typeof part === "object" && part !== null && typeof (part as { arrayBuffer?: unknown }).arrayBuffer === "function" ? await (part as { arrayBuffer(): Promise<unknown> }).arrayBuffer() : undefined;
+      if (!(buffer instanceof ArrayBuffer)) throw new TensorcastError("IO_ERROR", `${name}: slice(${position}, ${position + length}) gave ${describe(part)}, not a Blob whose arrayBuffer() is an ArrayBuffer`);
+      const got = new Uint8Array(buffer);
       if (got.length !== length) throw new TensorcastError("IO_ERROR", `${name}: read ${got.length} of ${length} bytes at ${position} (the file changed while it was read?)`);
       if (into && into.length === length) {
         into.set(got);

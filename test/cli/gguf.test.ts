@@ -15,7 +15,8 @@ import { cast, Tensor } from "../../src/index.js";
 import { dequantizeGgml } from "../../src/ggml/index.js";
 import { openTensorFile } from "../../src/node/io/reader.js";
 import { readGgufFile } from "../../src/node/io/gguf.js";
-import type { InspectReport } from "../../src/node/convert/inspect.js";
+import { inspectFile, type InspectReport } from "../../src/node/convert/inspect.js";
+import { convertFile } from "../../src/node/convert/convert.js";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const SMALL = join(ROOT, "test/fixtures/gguf/files/small.gguf");
@@ -98,6 +99,27 @@ test("convert model.gguf --to float32|bfloat16|float16 -o OUT.safetensors: GGUF 
     }
   }
   assert.deepEqual(readdirSync(dir).filter((f) => f.endsWith(".tmp")), []);
+});
+
+test("GGML blocks are decoded on the workers: convert and inspect with two workers and chunks that split blocks give the calling thread's bytes and statistics", async () => {
+  const dir = scratch();
+  const want = await dequantized(EVERY);
+  const stats: string[] = [];
+  for (const jobs of [0, 2]) {
+    // 1,000 bytes: 250 float32 values, so most chunks start and end inside a block of 32 or 256.
+    const out = join(dir, `every.${jobs}.safetensors`);
+    const r = await convertFile(EVERY, out, { to: "bfloat16", jobs, chunkBytes: 1000 });
+    assert.equal(r.workers, jobs, "the workers that took part");
+    const got = await tensorsOf(out);
+    for (const [name, w] of want) {
+      const g = got.get(name)!;
+      if (g.dtype !== "bfloat16") continue;
+      assert.deepEqual(g.bytes, cast(w.values, "bfloat16").bytes(), `${name}, ${jobs} workers`);
+    }
+    const i = await inspectFile(EVERY, { jobs, chunkBytes: 1000 });
+    stats.push(JSON.stringify(i.tensors.map((t) => t.stats)));
+  }
+  assert.equal(stats[1], stats[0], "inspect's statistics with two workers");
 });
 
 test("convert of a split model equals the unsplit file's; GGUF output and a part of the input as OUT are refused", async () => {

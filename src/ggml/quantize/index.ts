@@ -5,6 +5,7 @@
  *
  * Browser-safe: no Node built-ins.
  */
+import { describe } from "../../args.js";
 import { TensorcastError } from "../../errors.js";
 import { GGML_TYPES, ggmlRowBytes, ggmlType, type GgmlType, type GgmlTypeName } from "../types.js";
 import { iq1_m, iq1_s } from "./iq1.js";
@@ -62,7 +63,7 @@ export function quantizeRows(type: GgmlType | string, rows: Float32Array, rowLen
   if (!(rows instanceof Float32Array)) throw new TensorcastError("INVALID_ATTRIBUTE", `quantizeRows takes a Float32Array of rows`);
   const rowBytes = Number.isSafeInteger(rowLength) && rowLength > 0 ? ggmlRowBytes(t, rowLength) : undefined;
   if (rowBytes === undefined) {
-    throw new TensorcastError("SHAPE_MISMATCH", `a ${t.name} row is whole blocks of ${t.blockSize} values; rowLength ${String(rowLength)} is not a positive multiple of ${t.blockSize}`);
+    throw new TensorcastError("SHAPE_MISMATCH", `a ${t.name} row is whole blocks of ${t.blockSize} values; rowLength ${describe(rowLength)} is not a positive multiple of ${t.blockSize}`);
   }
   if (rows.length % rowLength !== 0) {
     throw new TensorcastError("SHAPE_MISMATCH", `${rows.length} values are not whole rows of ${rowLength}`);

@@ -33,6 +33,14 @@ export interface GgufFile {
   readonly dataOffset: number;
 }
 
+/** The files readGguf made, so a public function can tell one from a look-alike. */
+const FILES = new WeakSet<object>();
+
+/** Whether `x` is a file readGguf returned. */
+export function isGgufFile(x: unknown): x is GgufFile {
+  return typeof x === "object" && x !== null && FILES.has(x);
+}
+
 export interface ReadGgufOptions {
   /** What errors call the file (default "the GGUF file"). */
   name?: string;
@@ -95,7 +103,9 @@ export async function readGguf(src: ByteSource, opts: ReadGgufOptions = {}): Pro
   if (raw.length > 0 && padded > BigInt(src.size)) throw ggufError(name, `the data section would start at ${padded} (padded to ${alignment}), past the end of the file (${src.size} bytes)`);
   const dataOffset = Number(padded);
   const tensors = placeTensors(name, raw, dataOffset, alignment, src.size);
-  return { name, source: src, version, littleEndian: c.littleEndian, alignment, metadata, tensors, dataOffset };
+  const file: GgufFile = { name, source: src, version, littleEndian: c.littleEndian, alignment, metadata, tensors, dataOffset };
+  FILES.add(file);
+  return file;
 }
 
 /** A metadata value by key, or undefined. */

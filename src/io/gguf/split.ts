@@ -25,6 +25,19 @@ export interface GgufModel {
   readonly tensors: readonly GgufModelTensor[];
 }
 
+/** The models ggufModel made, so a public function can tell one from a look-alike. */
+const MODELS = new WeakSet<object>();
+
+/** Whether `x` is a model ggufModel returned. */
+export function isGgufModel(x: unknown): x is GgufModel {
+  return typeof x === "object" && x !== null && MODELS.has(x);
+}
+
+function made(m: GgufModel): GgufModel {
+  MODELS.add(m);
+  return m;
+}
+
 const SPLIT_NAME = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/;
 
 /**
@@ -67,7 +80,7 @@ export function ggufModel(files: readonly GgufFile[], name = files[0]?.name ?? "
   const count = splitCountOf(files[0]);
   if (files.length === 1 && count <= 1) {
     const tensors = files[0].tensors.map((t) => ({ ...t, split: 0 }));
-    return { name, files, metadata: files[0].metadata, tensors };
+    return made({ name, files, metadata: files[0].metadata, tensors });
   }
   if (count !== files.length) throw ggufError(name, `split.count is ${count}, but ${files.length} part${files.length === 1 ? " was" : "s were"} given`);
   const tensors: GgufModelTensor[] = [];
@@ -89,5 +102,5 @@ export function ggufModel(files: readonly GgufFile[], name = files[0]?.name ?? "
   if (promised !== undefined && promised !== tensors.length) {
     throw ggufError(name, `split.tensors.count is ${promised}, but the ${count} parts hold ${tensors.length} tensors`);
   }
-  return { name, files, metadata: files[0].metadata, tensors };
+  return made({ name, files, metadata: files[0].metadata, tensors });
 }

@@ -13,6 +13,7 @@
  * The dimensions are written as given, so their count is the caller's: gguf-py writes every one of
  * a NumPy shape, llama.cpp `ggml_n_dims` (trailing 1s dropped, at least one), ggmlDims gives both.
  */
+import { describe } from "../../args.js";
 import { TensorcastError } from "../../errors.js";
 import { utf8Bytes } from "../onnx/precision/pb.js";
 import { ggmlType, ggmlTypeOfId, type GgmlType } from "../../ggml/types.js";
@@ -156,7 +157,7 @@ const INT_RANGES: Partial<Record<GgufValueType, readonly [number, number]>> = {
 function scalar(o: Out, t: GgufValueType, v: unknown, where: string): void {
   const range = INT_RANGES[t];
   if (range !== undefined) {
-    if (typeof v !== "number" || !Number.isInteger(v) || v < range[0] || v > range[1]) throw bad(`${where}: ${String(v)} is not a ${t} (integers ${range[0]} to ${range[1]})`);
+    if (typeof v !== "number" || !Number.isInteger(v) || v < range[0] || v > range[1]) throw bad(`${where}: ${describe(v)} is not a ${t} (integers ${range[0]} to ${range[1]})`);
   }
   switch (t) {
     case "uint8": return o.u8(v as number);
@@ -167,20 +168,20 @@ function scalar(o: Out, t: GgufValueType, v: unknown, where: string): void {
     case "int32": return o.i32(v as number);
     case "float32":
     case "float64":
-      if (typeof v !== "number") throw bad(`${where}: ${String(v)} is not a number for ${t}`);
+      if (typeof v !== "number") throw bad(`${where}: ${describe(v)} is not a number for ${t}`);
       return t === "float32" ? o.f32(v) : o.f64(v);
     case "bool":
-      if (typeof v !== "boolean" && v !== 0 && v !== 1) throw bad(`${where}: ${String(v)} is not a bool`);
+      if (typeof v !== "boolean" && v !== 0 && v !== 1) throw bad(`${where}: ${describe(v)} is not a bool`);
       return o.u8(v === true || v === 1 ? 1 : 0);
     case "uint64":
     case "int64": {
       const big = typeof v === "bigint" ? v : typeof v === "number" && Number.isSafeInteger(v) ? BigInt(v) : undefined;
       const ok = big !== undefined && (t === "uint64" ? big >= 0n && big < 1n << 64n : big >= -(1n << 63n) && big < 1n << 63n);
-      if (!ok) throw bad(`${where}: ${String(v)} is not a ${t}`);
+      if (!ok) throw bad(`${where}: ${describe(v)} is not a ${t}`);
       return t === "uint64" ? o.u64(big) : o.i64(big);
     }
     case "string":
-      if (typeof v !== "string") throw bad(`${where}: ${String(v)} is not a string`);
+      if (typeof v !== "string") throw bad(`${where}: ${describe(v)} is not a string`);
       return o.string(v);
     case "array":
       throw bad(`${where}: an array where a single value was expected`);
@@ -189,7 +190,7 @@ function scalar(o: Out, t: GgufValueType, v: unknown, where: string): void {
 
 function typeId(t: GgufValueType, where: string): number {
   const id = GGUF_VALUE_TYPES.indexOf(t);
-  if (id < 0) throw bad(`${where}: value type ${String(t)} is not a GGUF type (${GGUF_VALUE_TYPES.join(", ")})`);
+  if (id < 0) throw bad(`${where}: value type ${describe(t)} is not a GGUF type (${GGUF_VALUE_TYPES.join(", ")})`);
   return id;
 }
 
@@ -220,7 +221,7 @@ const pad = (x: number, a: number): number => Math.ceil(x / a) * a;
 
 function typeOf(t: GgmlType | string): GgmlType {
   if (typeof t === "string") return ggmlType(t);
-  if (ggmlTypeOfId(t.id) !== t) throw bad(`${String((t as GgmlType).name)} is not a row of GGML_TYPES`);
+  if (ggmlTypeOfId(t.id) !== t) throw bad(`${describe((t as GgmlType).name)} is not a row of GGML_TYPES`);
   return t;
 }
 
@@ -234,7 +235,7 @@ function typeOf(t: GgmlType | string): GgmlType {
  */
 export function layoutGguf(metadata: readonly GgufMetadataEntry[], tensors: readonly GgufTensorSpec[], opts: GgufLayoutOptions = {}): GgufLayout {
   const version = opts.version ?? 3;
-  if (version !== 2 && version !== 3) throw bad(`version ${String(version)}: 2 or 3`);
+  if (version !== 2 && version !== 3) throw bad(`version ${describe(version)}: 2 or 3`);
   const o = new Out(opts.littleEndian ?? true);
   o.raw(new Uint8Array([0x47, 0x47, 0x55, 0x46]));
   o.u32(version);
@@ -250,7 +251,7 @@ export function layoutGguf(metadata: readonly GgufMetadataEntry[], tensors: read
     keys.add(e.key);
     if (e.key === "general.alignment") {
       const a = e.value;
-      if (e.type !== "uint32" || typeof a !== "number" || a <= 0 || (a & (a - 1)) !== 0) throw bad(`general.alignment must be a uint32 power of two, not ${e.type} ${String(a)}`);
+      if (e.type !== "uint32" || typeof a !== "number" || a <= 0 || (a & (a - 1)) !== 0) throw bad(`general.alignment must be a uint32 power of two, not ${e.type} ${describe(a)}`);
       alignment = a;
     }
     value(o, e);

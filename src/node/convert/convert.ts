@@ -29,6 +29,7 @@ import type { PytorchOptions } from "../io/pytorch.js";
 import { formatOfPath, openTensorFile, type OnnxModelFile } from "../io/reader.js";
 import { rawByteLength, type FileFormat, type FileTensor, type TensorFile, type TensorInfo } from "../io/tensors.js";
 import { planOutput, type OutputPlan } from "../io/writer.js";
+import { GgufFileTensor } from "../io/gguf.js";
 import { castTallyTarget } from "./cast-tally.js";
 import type { ConvertStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
@@ -312,7 +313,9 @@ export async function convertOpenFile(file: TensorFile, output: string, opts: Co
     out = await AtomicOutput.create(output);
 
     const convertBytes = [...targets.keys()].reduce((n, t) => n + t.byteLength, 0);
-    const active = shared ?? (pool = new TaskPool(defaultJobs(convertBytes, opts.jobs, inThreadOnly([...targets].map(([t, to]) => [t.dtype, to] as const)))));
+    // GGML block types are decoded before the cast, which is worth a worker whatever the pair.
+    const decoded = [...targets.keys()].some((t) => t instanceof GgufFileTensor && t.ggml.type !== "F32" && t.dtype.name === "float32");
+    const active = shared ?? (pool = new TaskPool(defaultJobs(convertBytes, opts.jobs, !decoded && inThreadOnly([...targets].map(([t, to]) => [t.dtype, to] as const)))));
     const stats = await writePlan(plan, {
       input, output, out, side, pool: active, inFlight: 2 * active.size, chunkBytes: opts.chunkBytes ?? DEFAULT_CHUNK_BYTES, saturate,
       // Copied ranges only occur in models: the bytes around the rewritten initializers.

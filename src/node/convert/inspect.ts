@@ -13,6 +13,7 @@ import type { GgmlStorage, GgufFileTensor, GgufTensorFile } from "../io/gguf.js"
 import { summarizeGguf, type GgufSummary } from "../io/gguf-summary.js";
 import { emptyValueStats, hasValues, mergeValueStats, type ValueStats } from "./kernel.js";
 import { TaskPool } from "./pool.js";
+import { storedBlocks } from "./write-plan.js";
 import { chunkElements, chunksOf, DEFAULT_CHUNK_BYTES, inTensor, runBounded, type Chunk } from "./schedule.js";
 import { expectOptionsObject, expectPath } from "../args.js";
 
@@ -94,9 +95,10 @@ export async function inspectFile(path: string, opts: InspectOptions = {}): Prom
       const active = pool;
       await runBounded(items(), Math.max(2, 2 * active.size), async ([t, s, c]) => {
         try {
-          const raw = await t.read(c.start, c.count);
-          const n = raw.length;
-          const r = await active.run({ op: "values", raw, dtype: t.dtype.name, count: c.count });
+          const blocks = active.size > 0 ? await storedBlocks(t, c.start, c.count) : undefined;
+          const raw = blocks ? blocks.raw : await t.read(c.start, c.count);
+          const n = blocks ? c.count * (t.dtype.bits / 8) : raw.length;
+          const r = await active.run({ op: "values", raw, dtype: t.dtype.name, count: c.count, ggml: blocks?.ggml });
           if (r.op !== "values") throw new Error("internal: wrong task result");
           mergeValueStats(s, r.stats);
           done += n;

@@ -4,7 +4,10 @@
  * the main thread can read the next chunk into it.
  */
 import type { DTypeName } from "../../index.js";
+import type { GgmlBlocks } from "../io/gguf.js";
 import type { ConvertStats, DiffStats, ValueStats } from "./kernel.js";
+
+export type { GgmlBlocks };
 
 export type Task =
   | {
@@ -14,8 +17,10 @@ export type Task =
       readonly weights?: boolean;
       /** A buffer to write the converted bytes into when it has their length (reused between chunks). */
       readonly into?: Uint8Array;
+      /** `raw` is these blocks, not `from`'s bytes (`from` is then float32). */
+      readonly ggml?: GgmlBlocks;
     }
-  | { readonly op: "values"; readonly raw: Uint8Array; readonly dtype: DTypeName; readonly count: number }
+  | { readonly op: "values"; readonly raw: Uint8Array; readonly dtype: DTypeName; readonly count: number; readonly ggml?: GgmlBlocks }
   | { readonly op: "diff"; readonly a: Uint8Array; readonly aType: DTypeName; readonly b: Uint8Array; readonly bType: DTypeName; readonly count: number };
 
 export type TaskResult =

@@ -11,7 +11,8 @@ import type { AtomicOutput, RandomAccessFile } from "../io/file.js";
 import { rawToNpy } from "../io/npy.js";
 import { verifyOutput } from "../io/verify.js";
 import { encodedLength, type OutputPlan, type OutputTensor } from "../io/writer.js";
-import { rawByteLength } from "../io/tensors.js";
+import { rawByteLength, type FileTensor } from "../io/tensors.js";
+import type { GgmlBlocks, GgufFileTensor } from "../io/gguf.js";
 import { ChunkBuffers } from "./buffers.js";
 import { castTallyTarget, ResidentChunks } from "./cast-tally.js";
 import { emptyConvertStats, mergeConvertStats, type ConvertStats } from "./kernel.js";
@@ -46,6 +47,12 @@ export interface PlanTarget {
 /** Whether a tensor's chunks are float32 cast to bfloat16 or float16 in the raw layout (castAndMeasure's pairs). */
 function fusedPair(x: OutputTensor): boolean {
   return castTallyTarget(x.source.dtype, x.dtype) !== undefined && x.encoding === "raw";
+}
+
+/** A tensor that can hand over its stored GGML blocks (GgufFileTensor), or undefined. */
+export async function storedBlocks(t: FileTensor, start: number, count: number): Promise<{ raw: Uint8Array; ggml: GgmlBlocks } | undefined> {
+  const read = (t as Partial<GgufFileTensor>).readBlocks;
+  return typeof read === "function" ? read.call(t, start, count) : undefined;
 }
 
 type Job = { kind: "bytes"; data: Uint8Array; at: number } | { kind: "copy"; from: number; length: number; at: number } | { kind: "tensor"; tensor: OutputTensor; chunk: Chunk };
@@ -112,11 +119,13 @@ export async function writePlan(plan: OutputPlan, t: PlanTarget): Promise<Map<Ou
     // the reader's.
     const reusable: Uint8Array[] = [];
     try {
-      const buffer = buffers.take(rawByteLength(x.source.dtype, count));
-      const raw = await x.source.read(start, count, buffer);
+      // GGML blocks go to the workers as they are stored, so the decoding is spread too.
+      const blocks = pool.size > 0 && x.dtype !== x.source.dtype ? await storedBlocks(x.source, start, count) : undefined;
+      const buffer = blocks ? new Uint8Array(0) : buffers.take(rawByteLength(x.source.dtype, count));
+      const raw = blocks ? blocks.raw : await x.source.read(start, count, buffer);
       // A reader that did not use the buffer (it returned bytes of its own) leaves it untouched.
-      if (raw.buffer !== buffer.buffer) buffers.give(buffer);
-      inBytes = raw.length;
+      if (!blocks && raw.buffer !== buffer.buffer) buffers.give(buffer);
+      inBytes = blocks ? rawByteLength(x.source.dtype, count) : raw.length;
       if (x.dtype === x.source.dtype) {
         bytes = x.encoding === "npy" ? rawToNpy(x.dtype, raw, count) : raw;
         if (raw === buffer) reusable.push(raw);
@@ -124,7 +133,7 @@ export async function writePlan(plan: OutputPlan, t: PlanTarget): Promise<Map<Ou
         // castWeights makes a fresh output, so weights get no buffer to write into.
         const into = x.encoding === "raw" && !t.weights ? buffers.take(rawByteLength(x.dtype, count)) : undefined;
         const result = await pool.run({
-          op: "convert", raw, from: x.source.dtype.name, to: x.dtype.name, count, saturate: t.saturate, encoding: x.encoding, weights: t.weights, into,
+          op: "convert", raw, from: x.source.dtype.name, to: x.dtype.name, count, saturate: t.saturate, encoding: x.encoding, weights: t.weights, into, ggml: blocks?.ggml,
         });
         if (result.op !== "convert") throw new Error("internal: wrong task result");
         bytes = result.bytes;

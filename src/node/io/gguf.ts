@@ -29,6 +29,16 @@ export function listedType(t: GgmlType): DType {
   return dtype(PLAIN[t.name] ?? "float32");
 }
 
+/**
+ * A chunk given as the GGML blocks that hold it: whoever takes it (convert's and inspect's
+ * workers) decodes them to float32, so the decoding runs on every core. The chunk's values start
+ * `skip` values into the first block.
+ */
+export interface GgmlBlocks {
+  readonly type: GgmlTypeName;
+  readonly skip: number;
+}
+
 /** What a GGUF tensor was stored as: its GGML type, its stored bytes and bits per weight. */
 export interface GgmlStorage {
   readonly type: GgmlTypeName;
@@ -70,9 +80,9 @@ export class GgufFileTensor implements FileTensor {
       }
       return bytes;
     }
+    const { raw: blocks, ggml } = (await this.readBlocks(start, count))!;
     const first = Math.floor(start / type.blockSize);
     const last = Math.ceil((start + count) / type.blockSize);
-    const blocks = await readGgufBlocks(this.#model, this.#t, first, last - first);
     const values = new Float32Array((last - first) * type.blockSize);
     try {
       dequantizeBlocks(type, blocks, 0, values, 0, last - first);
@@ -80,8 +90,22 @@ export class GgufFileTensor implements FileTensor {
       if (e instanceof TensorcastError) throw new TensorcastError(e.code, `${this.#model.files[this.#t.split].name}: tensor ${JSON.stringify(this.name)}: ${e.message}`);
       throw e;
     }
-    const skip = start - first * type.blockSize;
-    return new Uint8Array(values.buffer, skip * 4, count * 4);
+    return new Uint8Array(values.buffer, ggml.skip * 4, count * 4);
+  }
+
+  /**
+   * For a block type, the whole blocks holding values [start, start + count) as stored (decoded
+   * by whoever takes them: convert's and inspect's workers), and where the run starts in them;
+   * undefined for a plain type, whose bytes read() gives as they are.
+   */
+  async readBlocks(start: number, count: number): Promise<{ raw: Uint8Array; ggml: GgmlBlocks } | undefined> {
+    checkReadRange(this, start, count);
+    const type = this.#t.ggmlType;
+    if (PLAIN[type.name] !== undefined || count === 0) return undefined;
+    const first = Math.floor(start / type.blockSize);
+    const last = Math.ceil((start + count) / type.blockSize);
+    const raw = await readGgufBlocks(this.#model, this.#t, first, last - first);
+    return { raw, ggml: { type: type.name, skip: start - first * type.blockSize } };
   }
 }
 
