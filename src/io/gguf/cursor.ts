@@ -9,6 +9,14 @@ import { TensorcastError } from "../../errors.js";
 /** gguf.cpp's GGUF_MAX_STRING_LENGTH: a string over 1 GiB is refused. */
 export const GGUF_MAX_STRING_LENGTH = 1024 * 1024 * 1024;
 
+/**
+ * The longest string every JavaScript engine holds: V8's, 2^29 - 24 UTF-16 units. UTF-8 never
+ * takes fewer bytes than the units it decodes to, so a string of at most this many bytes always
+ * decodes; a longer one (gguf.cpp reads up to 1 GiB) is refused before its bytes are read, where
+ * decoding it would throw V8's own RangeError after reading them all.
+ */
+export const GGUF_MAX_JS_STRING_BYTES = 2 ** 29 - 24;
+
 const WINDOW = 64 * 1024;
 
 // ES2022's lib has no TextDecoder (a Web and Node global); declaring the sliver used keeps the core
@@ -106,6 +114,9 @@ export class GgufCursor {
     if (n > BigInt(GGUF_MAX_STRING_LENGTH)) throw ggufError(this.file, `${what} at byte ${at} is ${n} bytes long, over the limit of ${GGUF_MAX_STRING_LENGTH} (1 GiB)`);
     if (Number(n) > this.remaining) throw ggufError(this.file, `${what} at byte ${at} is ${n} bytes long, past the end of the file (${this.remaining} bytes left)`);
     const length = Number(n);
+    if (length > GGUF_MAX_JS_STRING_BYTES) {
+      throw new TensorcastError("NOT_IMPLEMENTED", `${this.file}: gguf: ${what} at byte ${at} is ${n} bytes long, longer than a JavaScript string can hold (${GGUF_MAX_JS_STRING_BYTES} bytes); gguf.cpp reads strings of up to 1 GiB`);
+    }
     this.lastStringBytes = length;
     if (length === 0) return "";
     let b: Uint8Array;

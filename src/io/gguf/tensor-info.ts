@@ -49,6 +49,8 @@ export async function readTensorInfo(c: GgufCursor, i: number, seen: Set<string>
   const nameBytes = c.lastStringBytes;
   const label = `tensor ${i} (${JSON.stringify(name.slice(0, 80))}) at byte ${at}`;
   if (nameBytes >= GGML_MAX_NAME) throw ggufError(c.file, `${label}: its name is ${nameBytes} bytes, GGML allows at most ${GGML_MAX_NAME - 1}`);
+  // ggml_set_name keeps a name up to its NUL: llama.cpp would know the tensor by that part only.
+  if (name.includes("\0")) throw ggufError(c.file, `${label}: its name holds a NUL, where ggml's C string names end (llama.cpp reads it as ${JSON.stringify(name.slice(0, name.indexOf("\0")))})`);
   if (seen.has(name)) throw ggufError(c.file, `${label}: a second tensor of that name`);
   seen.add(name);
   await c.need(4, `${label}'s dimension count`);

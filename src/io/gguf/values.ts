@@ -147,6 +147,9 @@ export async function readMetadata(c: GgufCursor, count: number): Promise<Map<st
     const at = c.pos;
     const key = await c.string(`key ${i}`, true);
     if (key === "") throw ggufError(c.file, `key ${i} at byte ${at} is empty`);
+    // gguf.cpp hands keys out as C strings and finds them by one (gguf_find_key): "a\0b" is "a" to
+    // llama.cpp, so a key holding a NUL is read as another key there (general.alignment among them).
+    if (key.includes("\0")) throw ggufError(c.file, `key ${i} at byte ${at}, ${JSON.stringify(key.slice(0, 200))}, holds a NUL, where gguf.cpp's C strings end (llama.cpp reads it as ${JSON.stringify(key.slice(0, key.indexOf("\0")))})`);
     if (out.has(key)) throw ggufError(c.file, `key ${i} at byte ${at}, ${JSON.stringify(key.slice(0, 200))}, is a duplicate of an earlier key`);
     await c.need(4, `key ${JSON.stringify(key.slice(0, 200))}'s type`);
     const { type, value } = await readValue(c, c.u32(), `key ${JSON.stringify(key.slice(0, 200))}`);

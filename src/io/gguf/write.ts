@@ -229,8 +229,9 @@ function typeOf(t: GgmlType | string): GgmlType {
  * The layout of a GGUF file holding `metadata` (in order) and `tensors` (in order): the header
  * bytes and every tensor's offset. Checks what gguf.cpp's reader would refuse.
  * @throws TensorcastError INVALID_ATTRIBUTE for an empty or repeated key, a value that is not of
- *         its type, general.alignment not a uint32 power of two, a tensor name of 64 bytes or more
- *         or repeated, more than 4 or negative dimensions, or rows not whole blocks of the type.
+ *         its type, general.alignment not a uint32 power of two, a key or tensor name holding a
+ *         NUL, a tensor name of 64 bytes or more or repeated, more than 4 or negative dimensions,
+ *         or rows not whole blocks of the type.
  */
 export function layoutGguf(metadata: readonly GgufMetadataEntry[], tensors: readonly GgufTensorSpec[], opts: GgufLayoutOptions = {}): GgufLayout {
   const version = opts.version ?? 3;
@@ -244,6 +245,8 @@ export function layoutGguf(metadata: readonly GgufMetadataEntry[], tensors: read
   let alignment = GGUF_DEFAULT_ALIGNMENT;
   for (const e of metadata) {
     if (e.key === "") throw bad("a key is empty");
+    // What the reader refuses: llama.cpp would read the key only up to its NUL.
+    if (e.key.includes("\0")) throw bad(`key ${JSON.stringify(e.key)} holds a NUL, where gguf.cpp's C strings end`);
     if (keys.has(e.key)) throw bad(`key ${JSON.stringify(e.key)} is given twice`);
     keys.add(e.key);
     if (e.key === "general.alignment") {
@@ -261,6 +264,7 @@ export function layoutGguf(metadata: readonly GgufMetadataEntry[], tensors: read
     const label = `tensor ${JSON.stringify(t.name)}`;
     const nameBytes = utf8Bytes(t.name).length;
     if (nameBytes >= GGML_MAX_NAME) throw bad(`${label}: its name is ${nameBytes} bytes, GGML allows at most ${GGML_MAX_NAME - 1}`);
+    if (t.name.includes("\0")) throw bad(`${label}: its name holds a NUL, where ggml's C string names end`);
     if (names.has(t.name)) throw bad(`${label} is given twice`);
     names.add(t.name);
     const type = typeOf(t.ggmlType);

@@ -69,6 +69,8 @@ test("keys: empty, duplicate, or not UTF-8", async () => {
   await refused({ kv: [kv("", T_U8, val.u8(1))] }, /key 0 at byte 24 is empty/);
   await refused({ kv: [kv("a", T_U8, val.u8(1)), kv("a", T_U8, val.u8(2))] }, /key 1 at byte \d+, "a", is a duplicate/);
   await refused({ kv: [{ key: new Uint8Array([0xff, 0xfe]), type: T_U8, value: val.u8(1) }] }, /key 0's name at byte 24 is not valid UTF-8|key 0 at byte 24 is not valid UTF-8/);
+  // gguf.cpp finds keys by C string: to llama.cpp this one is general.alignment (the fuzz class found it).
+  await refused({ kv: [kv("general.alignment\0x", T_U32, val.u32(64))] }, /key 0 at byte 24, "general.alignment\\u0000x", holds a NUL, where gguf.cpp's C strings end \(llama.cpp reads it as "general.alignment"\)/);
 });
 
 test("value types: unknown (13), an array of an unknown type, too many items, items past the end, nesting past 64", async () => {
@@ -101,6 +103,7 @@ test("tensor names: 64 bytes or more (63 is read), a second tensor of one name, 
   await refused({ tensors: [f32("é".repeat(32))] }, /its name is 64 bytes/);
   await refused({ tensors: [f32("a"), f32("a")] }, /tensor 1 \("a"\) at byte \d+: a second tensor of that name/);
   await refused({ tensors: [f32("x", [4], { name: new Uint8Array([0xc0, 0x80]) })] }, /tensor 0's name at byte \d+ is not valid UTF-8/);
+  await refused({ tensors: [f32("blk\0.0.w")] }, /tensor 0 \("blk\\u0000\.0\.w"\) at byte 24: its name holds a NUL, where ggml's C string names end \(llama.cpp reads it as "blk"\)/);
 });
 
 test("dimensions: more than 4, negative, a product at INT64_MAX or more, a size in bytes past 2^64", async () => {
@@ -181,4 +184,29 @@ test("floods: claimed counts cost nothing; real ones cost what the file holds", 
   // A 1,000,000-item array is one typed array, not a JavaScript array of numbers.
   const big = await read(buildGguf({ kv: [kv("k", T_ARR, val.arr(T_U8, 1_000_000, new Uint8Array(1_000_000)))] }));
   assert.ok((big.metadata.get("k")!.value as { items: unknown }).items instanceof Uint8Array);
+});
+
+test("a string longer than a JavaScript string can hold (gguf.cpp reads up to 1 GiB): refused before its bytes are read", async () => {
+  // A file of 600 MiB whose one key's string value takes all of it; only the header is served, and
+  // any read of more than 1 MiB fails the test (before the fix the reader read all 600 MiB, then
+  // V8 threw its own RangeError decoding them).
+  const head = new Bytes().raw(new TextEncoder().encode("GGUF")).u32(3).u64(0).u64(1).str("k").u32(T_STR).u64(600 * 2 ** 20).bytes();
+  const reads: number[] = [];
+  const source = {
+    size: head.length + 600 * 2 ** 20,
+    async read(position: number, length: number): Promise<Uint8Array> {
+      reads.push(length);
+      if (length > 2 ** 20) throw new Error(`the reader asked for ${length} bytes at ${position}`);
+      const out = new Uint8Array(length);
+      out.set(head.subarray(position, position + length));
+      return out;
+    },
+  };
+  await assert.rejects(readGguf(source, { name: "x.gguf" }), (e: unknown) => {
+    assert.ok(e instanceof TensorcastError, String(e));
+    assert.equal(e.code, "NOT_IMPLEMENTED");
+    assert.match(e.message, /^x\.gguf: gguf: key "k" at byte 37 is 629145600 bytes long, longer than a JavaScript string can hold \(536870888 bytes\)/);
+    return true;
+  });
+  assert.ok(reads.every((n) => n <= 2 ** 20), String(reads));
 });

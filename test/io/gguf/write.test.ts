@@ -80,6 +80,8 @@ test("what gguf.cpp refuses is refused with the reason", async () => {
   };
   await refuses([kv("", "uint8", 1)], [], /a key is empty/);
   await refuses([kv("a", "uint8", 1), kv("a", "uint8", 2)], [], /"a" is given twice/);
+  await refuses([kv("a\0b", "uint8", 1)], [], /key "a\\u0000b" holds a NUL/);
+  await refuses([], [{ ...f32(1), name: "w\0x" }], /tensor "w\\u0000x": its name holds a NUL/);
   await refuses([kv("general.alignment", "uint32", 48)], [], /power of two/);
   await refuses([kv("general.alignment", "uint64", 32n)], [], /uint32 power of two/);
   await refuses([kv("x", "uint8", 256)], [], /256 is not a uint8/);
