@@ -77,7 +77,8 @@ export async function runConvertToGguf(args: readonly string[], io: CliIO): Prom
   if (o.to === undefined) throw new UsageError(`convert to GGUF needs --to GGMLTYPE; the types are ${written()}`, "convert");
   let to;
   try {
-    to = ggmlType(o.to);
+    // tensorcast's own names of the plain types, as convert_hf_to_gguf's --outtype spells them too.
+    to = ggmlType(({ float32: "F32", float16: "F16", bfloat16: "BF16" } as Record<string, string>)[o.to.toLowerCase()] ?? o.to);
     if (!to.stored || !canQuantize(to, true)) throw new TensorcastError("UNSUPPORTED_TYPE", "not written");
   } catch (e) {
     if (e instanceof TensorcastError) throw new UsageError(`--to ${JSON.stringify(o.to)} is not a GGML type tensorcast writes to GGUF; the types are ${written()}`, "convert");
