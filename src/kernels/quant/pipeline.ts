@@ -1,5 +1,5 @@
 /**
- * Two threads for large quantize / dequantize jobs on ordinary arrays (issue 25, point 4).
+ * Two threads for large quantize / dequantize jobs on ordinary arrays.
  *
  * Why: WebAssembly reads only its own memory, so an ordinary array is copied in and the codes
  * copied out around the kernel. On one thread the copies and the kernel take turns: on 4 Mi

@@ -1,6 +1,6 @@
 /**
  * Resident memory: a WebAssembly memory of fixed size with its own instance of the kernel module,
- * whose kernels run in place on storage that lives in that memory (issue 16). wasmCast streams
+ * whose kernels run in place on storage that lives in that memory. wasmCast streams
  * ordinary arrays through its module's memory, copying every chunk in and out; on 4 Mi elements
  * the kernels alone are 2.2-2.9x faster than that (bench/in-place.ts), and the copies are what
  * kept castInto below onnxruntime on float32 -> int8, int64 -> int32 and float64 -> float32.

@@ -2,7 +2,7 @@
  * Chunk buffers reused from one chunk to the next. A conversion streams a file through buffers of
  * a few sizes (a chunk's input, its output); allocating them afresh costs a page fault per 4 KiB
  * on first write (1,024 per 4 MiB chunk) and leaves garbage that V8 frees late, which is what
- * made the peak memory of a 1 GiB conversion 340-390 MiB (docs/performance.md, issue 16).
+ * made the peak memory of a 1 GiB conversion 340-390 MiB (docs/performance.md).
  */
 import type { ResidentChunks } from "./cast-tally.js";
 

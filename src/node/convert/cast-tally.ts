@@ -1,5 +1,5 @@
 /**
- * One WebAssembly memory for a chunk's cast and its statistics (issue 16). castInto streams a
+ * One WebAssembly memory for a chunk's cast and its statistics. castInto streams a
  * chunk through the cast kernels' memory (copy in, convert, copy out), and the SIMD tally then
  * copied the old values and the new codes into a memory of its own: four copies of every block,
  * a fifth of the main thread's time in a checkpoint conversion. Here the tally's module imports

@@ -131,7 +131,7 @@ export function defaultJobs(bytes: number, asked: number | undefined, inThread =
  * Whether every conversion (source type, target type) is float32 -> bfloat16 / float16, which the
  * calling thread casts and measures in place in WebAssembly memory (kernel.ts castAndMeasure) and
  * workers cannot (a chunk sent to one is copied): without workers a 1 GiB float32 -> bfloat16
- * conversion takes 0.58-0.64 s here, with two 0.70-0.77 s (docs/performance.md, issue 16). Other
+ * conversion takes 0.58-0.64 s here, with two 0.70-0.77 s (docs/performance.md). Other
  * pairs cost more per element than the I/O, and two workers win (float8e4m3fn: 1.55-1.70 s
  * against 2.02-2.10 s).
  * @example inThreadOnly([[dtype("float32"), dtype("bfloat16")]]) // true

@@ -230,8 +230,8 @@ function processIsGone(pid: number): boolean {
  * never following a link) named exactly as temporaryPath names them, whose process is gone, and
  * which is none of `keep` (the input's own files). Returns the paths removed. Anything else of
  * such a name is left alone: a directory (a killed sharded conversion's, or anyone's), a FIFO, a
- * socket, a device, a symbolic link, a file of a running process (issue 24: a non-empty folder
- * of such a name was once deleted recursively).
+ * socket, a device, a symbolic link, a file of a running process: a non-empty folder of such a name
+ * may be anyone's work, never removed recursively.
  */
 export async function removeStaleTemporaries(out: string, keep?: InputFiles): Promise<string[]> {
   const dir = dirname(out);

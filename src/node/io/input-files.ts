@@ -3,8 +3,8 @@
  * checkpoint's folder, index, shards and other files), so that no output, side file or removal of
  * a stale temporary ever lands on one. A path is compared by its resolved name and by device and
  * inode, both of the file it leads to and of the entry itself: a hard link, a symbolic link or a
- * path through a linked folder is the same file under another name. Issue 24: `-o in.data --force`,
- * where in.data was the input model's external data, replaced it and the model no longer loaded.
+ * path through a linked folder is the same file under another name. Without this, `-o in.data
+ * --force`, where in.data is the input model's external data, would replace it and break the model.
  */
 import { promises as fsp, type BigIntStats } from "node:fs";
 import { dirname, join, resolve } from "node:path";

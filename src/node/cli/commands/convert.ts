@@ -284,7 +284,7 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
     input = positionals[0];
     if (o.output === undefined) throw new UsageError("convert needs an output file: -o OUT", "convert");
     output = o.output;
-    // A quantized checkpoint (FP8 blocks, MXFP4 experts) comes back dequantized (issue 27).
+    // A quantized checkpoint (FP8 blocks, MXFP4 experts) comes back dequantized, so --to casts its values, not its codes and scales.
     const maxShardSize = o["max-shard-size"] === undefined ? undefined : shardSizeOption(o["max-shard-size"]);
     if (maxShardSize !== undefined && !(await isCheckpointPath(input))) {
       throw new UsageError(`--max-shard-size lays out a model folder's weights; ${input} is a file`, "convert");
