@@ -19,11 +19,11 @@
  *  5. onnxruntime-node runs half.onnx; its y must equal float32 y cast to float16 and back, bit for
  *     bit (Gather copies rows, and Cast float16 -> float32 is exact); half-ext.onnx's y must equal it.
  */
-import { spawnSync } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, rmSync, statfsSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { timed, type Timed } from "./timed.js";
 import { cast } from "../src/ops/cast.js";
 import { Tensor } from "../src/tensor.js";
 import type { RunJob, RunResult } from "../test/io/precision/ort-run.js";
@@ -74,20 +74,6 @@ function writeModel(dir: string): void {
   writeFileSync(join(dir, "model.onnx"), model.bytes());
 }
 
-interface Timed {
-  seconds: number;
-  peakMiB: number;
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** `argv` under /usr/bin/time: wall seconds and peak resident memory of that process. */
-function timed(argv: string[]): Timed {
-  const r = spawnSync("/usr/bin/time", ["-f", "TIME %e %M", ...argv], { encoding: "utf8", maxBuffer: 512 * MiB });
-  const m = /TIME ([\d.]+) (\d+)\s*$/.exec(r.stderr);
-  return { seconds: m ? Number(m[1]) : NaN, peakMiB: m ? Number(m[2]) / 1024 : NaN, status: r.status, stdout: r.stdout, stderr: r.stderr.replace(/(Command exited with non-zero status \d+\n)?TIME [\d.]+ \d+\s*$/, "") };
-}
 
 function ortRun(dir: string, model: string): { run: RunResult; t: Timed } {
   const job: RunJob = { path: join(dir, model), byPath: true, feeds: [{ name: "ids", type: "int64", dims: [IDS.length], values: IDS }] };

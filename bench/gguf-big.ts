@@ -16,11 +16,11 @@
  * each tensor: the dequantizer does the same work on every block whatever its values, and writing
  * the file stays quick. Each step runs in its own process under /usr/bin/time.
  */
-import { spawnSync } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, rmSync, statfsSync, statSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { timed, type Timed } from "./timed.js";
 import { ggmlRowBytes, ggmlType } from "../src/ggml/types.js";
 import { quantizeRows } from "../src/ggml/quantize/index.js";
 import { ggmlDims, writeGguf, type GgufMetadataEntry, type GgufTensorToWrite } from "../src/io/gguf/index.js";
@@ -108,19 +108,6 @@ const METADATA: GgufMetadataEntry[] = [
   { key: "general.quantization_version", type: "uint32", value: 2 },
 ];
 
-interface Timed {
-  seconds: number;
-  peakMiB: number;
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function timed(argv: string[]): Timed {
-  const r = spawnSync("/usr/bin/time", ["-f", "TIME %e %M", ...argv], { encoding: "utf8", maxBuffer: 512 * MiB });
-  const m = /TIME ([\d.]+) (\d+)\s*$/.exec(r.stderr);
-  return { seconds: m ? Number(m[1]) : NaN, peakMiB: m ? Number(m[2]) / 1024 : NaN, status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
 
 if (process.env.TENSORCAST_BIG !== "1") {
   console.log("skipped: set TENSORCAST_BIG=1 (writes a GGUF of about 3.9 GiB and its bfloat16 safetensors, about 13 GiB)");

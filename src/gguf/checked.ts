@@ -9,7 +9,7 @@
  * `model` too); a record may be any object of a record's shape, so blocks read with
  * readGgufBlocks can be decoded as a record.
  */
-import { describe, expectArray, expectBytes, expectInteger, expectObject, expectOptions, isBoolean, isString } from "../args.js";
+import { describe, expectArray, expectBytes, expectInteger, expectObject, expectOptions, isBoolean, isDetached, isString } from "../args.js";
 import { TensorcastError } from "../errors.js";
 import { GGML_TYPES, ggmlRowBytes as rowBytes, ggmlType, type GgmlType } from "../ggml/types.js";
 import { canQuantize as encodes } from "../ggml/quantize/index.js";
@@ -81,7 +81,7 @@ function expectArrayValue(v: unknown, what: string, depth: number): void {
   const items = v.items;
   if (!GGUF_VALUE_TYPES.includes(v.itemType as never)) throw attr(`${what}.itemType`, v.itemType, `one of ${GGUF_VALUE_TYPES.join(", ")}`);
   if (!Array.isArray(items) && !(ArrayBuffer.isView(items) && !(items instanceof DataView))) throw attr(`${what}.items`, items, "an array or a typed array");
-  if (ArrayBuffer.isView(items)) expectBytes(new Uint8Array(items.buffer, 0, 0), `${what}.items`);
+  if (ArrayBuffer.isView(items) && isDetached(items.buffer)) throw attr(`${what}.items`, items, "a typed array whose buffer is not detached");
   if (v.itemType === "array") (items as unknown[]).forEach((x, i) => expectArrayValue(x, `${what}.items[${i}]`, depth + 1));
 }
 

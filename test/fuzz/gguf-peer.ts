@@ -9,9 +9,7 @@
  * gguf.cpp may abort the process (GGML_ASSERT): callers run this in a child process.
  */
 import { closeSync, openSync, readSync, statSync } from "node:fs";
-import { createRequire } from "node:module";
-import { join } from "node:path";
-import { GGML_BASE, PEERS } from "../support/ggml-peer.js";
+import { GGML_BASE, peerKoffi } from "../support/ggml-peer.js";
 import { arrayText, decodeLenient, floatDigest, kvText, scalarFromBytes, tensorText, VALUE_TYPE_BYTES, type GgufView } from "./gguf-view.js";
 
 export interface GgmlVerdict {
@@ -26,22 +24,11 @@ export interface GgmlVerdict {
   readonly floats?: Record<string, string>;
 }
 
-interface Koffi {
-  load(path: string): { func(signature: string): (...a: unknown[]) => unknown };
-  alloc(type: string, count: number): unknown;
-  free(ptr: unknown): void;
-  struct(name: string, fields: Record<string, string>): unknown;
-  proto(signature: string): unknown;
-  pointer(t: unknown): unknown;
-  register(f: (...a: unknown[]) => void, t: unknown): unknown;
-  decode(ptr: unknown, type: unknown, len?: number): unknown;
-  view(ptr: unknown, len: number): ArrayBuffer;
-  call(ptr: unknown, type: unknown, ...args: unknown[]): unknown;
-}
 
 /** Binds the library (throws when test-peers is not installed; the test checks that first). */
 export function ggmlGgufReader(): (path: string) => GgmlVerdict {
-  const koffi = createRequire(join(PEERS, "package.json"))("koffi") as Koffi;
+  const koffi = peerKoffi(GGML_BASE, "the ggml peer");
+  if (typeof koffi === "string") throw new Error(koffi);
   const lib = koffi.load(GGML_BASE);
   koffi.struct("fuzz_gguf_init_params", { no_alloc: "bool", ctx: "void *" });
   const f = {

@@ -39,14 +39,32 @@ export interface GgmlPeer {
   requiresImatrix(id: number): boolean;
 }
 
-interface Koffi {
+/** What the peers use of koffi (test-peers' FFI package). */
+export interface Koffi {
   load(path: string): { func(signature: string): (...a: unknown[]) => unknown };
   alloc(type: string, count: number): unknown;
   free(ptr: unknown): void;
   struct(name: string, fields: Record<string, string>): unknown;
   proto(signature: string): unknown;
-  decode(ptr: unknown, type: unknown): Record<string, unknown>;
+  pointer(type: unknown): unknown;
+  register(fn: (...a: unknown[]) => void, type: unknown): unknown;
+  decode(ptr: unknown, type: unknown, len?: number): unknown;
+  view(ptr: unknown, len: number): ArrayBuffer;
   call(ptr: unknown, type: unknown, ...args: unknown[]): unknown;
+}
+
+/**
+ * koffi from test-peers/, to call `library` (one of node-llama-cpp's linux-x64 libraries), or why
+ * it cannot be had here; `what` names the peer in that reason.
+ */
+export function peerKoffi(library: string, what: string): Koffi | string {
+  if (process.platform !== "linux" || process.arch !== "x64") return `${what} is node-llama-cpp's linux-x64 build; this is ${process.platform}-${process.arch}`;
+  if (!existsSync(library)) return `${library} is not installed (cd test-peers && npm ci)`;
+  try {
+    return createRequire(join(PEERS, "package.json"))("koffi") as Koffi;
+  } catch (e) {
+    return `koffi does not load from test-peers (${(e as Error).message.split("\n")[0]})`;
+  }
 }
 
 let cached: GgmlPeer | string | undefined;
@@ -54,14 +72,8 @@ let cached: GgmlPeer | string | undefined;
 /** The peer, or why it is missing. */
 export function ggmlPeer(): GgmlPeer | string {
   if (cached !== undefined) return cached;
-  if (process.platform !== "linux" || process.arch !== "x64") return (cached = `the ggml peer is node-llama-cpp's linux-x64 build; this is ${process.platform}-${process.arch}`);
-  if (!existsSync(GGML_BASE)) return (cached = `${GGML_BASE} is not installed (cd test-peers && npm ci)`);
-  let koffi: Koffi;
-  try {
-    koffi = createRequire(join(PEERS, "package.json"))("koffi") as Koffi;
-  } catch (e) {
-    return (cached = `koffi does not load from test-peers (${(e as Error).message.split("\n")[0]})`);
-  }
+  const koffi = peerKoffi(GGML_BASE, "the ggml peer");
+  if (typeof koffi === "string") return (cached = koffi);
   const lib = koffi.load(GGML_BASE);
   const Traits = koffi.struct("ggml_type_traits", {
     type_name: "const char *", blck_size: "int64_t", blck_size_interleave: "int64_t", type_size: "size_t",
@@ -73,7 +85,7 @@ export function ggmlPeer(): GgmlPeer | string {
   const quantizeInit = lib.func("void ggml_quantize_init(int type)");
   const requiresImatrix = lib.func("bool ggml_quantize_requires_imatrix(int type)");
   const rowSize = lib.func("size_t ggml_row_size(int type, int64_t ne)");
-  const traitsOf = (id: number): Record<string, unknown> => koffi.decode(getTraits(id), Traits);
+  const traitsOf = (id: number): Record<string, unknown> => koffi.decode(getTraits(id), Traits) as Record<string, unknown>;
   koffi.struct("gguf_init_params", { no_alloc: "bool", ctx: "void *" });
   const gguf = {
     init: lib.func("void *gguf_init_from_file(const char *fname, gguf_init_params params)"),

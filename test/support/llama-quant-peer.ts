@@ -6,11 +6,9 @@
  *
  * Missing peers are a reason string, as in ggml-peer.ts.
  */
-import { existsSync } from "node:fs";
-import { createRequire } from "node:module";
 import { join } from "node:path";
 import { GGML_TYPE_COUNT, GGML_TYPES } from "../../src/ggml/index.js";
-import { PEERS } from "./ggml-peer.js";
+import { PEERS, peerKoffi } from "./ggml-peer.js";
 
 export const LIBLLAMA = join(PEERS, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64", "libllama.v0.4.0.so");
 
@@ -34,13 +32,6 @@ export interface LlamaQuantPeer {
   quantize(input: string, output: string, opts: LlamaQuantizeOptions): number;
 }
 
-interface Koffi {
-  load(path: string): { func(signature: string): (...a: unknown[]) => unknown };
-  struct(name: string, fields: Record<string, string>): unknown;
-  pointer(type: unknown): unknown;
-  proto(signature: string): unknown;
-  register(fn: (...a: unknown[]) => void, type: unknown): unknown;
-}
 
 let cached: LlamaQuantPeer | string | undefined;
 
@@ -55,14 +46,8 @@ function typeId(name: string | undefined): number {
 /** The peer, or why it is missing. */
 export function llamaQuantPeer(): LlamaQuantPeer | string {
   if (cached !== undefined) return cached;
-  if (process.platform !== "linux" || process.arch !== "x64") return (cached = `the llama.cpp peer is node-llama-cpp's linux-x64 build; this is ${process.platform}-${process.arch}`);
-  if (!existsSync(LIBLLAMA)) return (cached = `${LIBLLAMA} is not installed (cd test-peers && npm ci)`);
-  let koffi: Koffi;
-  try {
-    koffi = createRequire(join(PEERS, "package.json"))("koffi") as Koffi;
-  } catch (e) {
-    return (cached = `koffi does not load from test-peers (${(e as Error).message.split("\n")[0]})`);
-  }
+  const koffi = peerKoffi(LIBLLAMA, "the llama.cpp peer");
+  if (typeof koffi === "string") return (cached = koffi);
   const lib = koffi.load(LIBLLAMA);
   koffi.struct("llama_model_imatrix_data", { name: "const char *", data: "const float *", size: "size_t" });
   koffi.struct("llama_model_tensor_override", { pattern: "const char *", type: "int" });

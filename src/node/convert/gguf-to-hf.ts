@@ -19,8 +19,8 @@ import { dtype, TensorcastError, type DTypeName } from "../../index.js";
 import type { GgufHfArchitecture } from "../../io/gguf-hf/architectures.js";
 import type { TensorTransform } from "../../io/gguf-hf/transforms.js";
 import { checkCheckpoint, DEFAULT_INDEX_NAME, encodeIndex } from "../io/checkpoint.js";
-import { AtomicOutput, fileError, removeStaleTemporaries, systemError, temporaryPath } from "../io/file.js";
-import { forgetAtExit, removeAtExit } from "../io/exit-cleanup.js";
+import { AtomicOutput, fileError, removeStaleTemporaries } from "../io/file.js";
+import { forgetAtExit } from "../io/exit-cleanup.js";
 import { ggufHfView, hfTensorFile, type GgufHfTensor } from "../io/gguf-hf.js";
 import { openGguf } from "../io/gguf.js";
 import { inputFilesOf } from "../io/input-files.js";
@@ -29,7 +29,7 @@ import { rawByteLength } from "../io/tensors.js";
 import { convertOpenFile, defaultJobs, inThreadOnly, type ConvertReport } from "./convert.js";
 import { TaskPool } from "./pool.js";
 import { Interrupted } from "./schedule.js";
-import { checkOutputFolder, commitFolder } from "./sharded.js";
+import { checkOutputFolder, commitFolder, makeBuildingFolder } from "./sharded.js";
 import { expectOptionsObject, expectPath } from "../args.js";
 import { expectInteger } from "../../args.js";
 
@@ -143,13 +143,7 @@ export async function convertGgufToHf(input: string, outDir: string, opts: GgufT
     const indexName = layout.length > 1 ? DEFAULT_INDEX_NAME : undefined;
 
     await removeStaleTemporaries(out, inputs);
-    building = temporaryPath(out);
-    try {
-      await fsp.mkdir(building);
-    } catch (e) {
-      throw systemError(out, `create it (as ${building})`, e);
-    }
-    removeAtExit(building, true);
+    building = await makeBuildingFolder(out);
 
     const totalIn = view.tensors.reduce((n, t) => n + t.byteLength, 0);
     pool = new TaskPool(defaultJobs(totalIn, opts.jobs, inThreadOnly([[dtype("float32"), to]])));

@@ -340,13 +340,7 @@ export async function convertCheckpoint(input: string, outDir: string, opts: Che
   } else {
     replace = await checkOutputFolder(out, c.folder, force, inputs);
     await removeStaleTemporaries(out, inputs);
-    building = temporaryPath(out);
-    try {
-      await fsp.mkdir(building);
-    } catch (e) {
-      throw systemError(out, `create it (as ${building})`, e);
-    }
-    removeAtExit(building, true);
+    building = await makeBuildingFolder(out);
     target = building;
   }
 
@@ -595,3 +589,19 @@ async function indexFolder(folder: string, opts: { from?: Checkpoint; name?: str
   return { index: path, shards, tensors: weightMap.size, totalSize, metadata };
 }
 
+
+/**
+ * The hidden folder OUTDIR is built in (renamed to OUTDIR when complete), created empty and
+ * removed if the process exits first.
+ * @throws TensorcastError IO_ERROR naming OUTDIR when it cannot be created.
+ */
+export async function makeBuildingFolder(out: string): Promise<string> {
+  const building = temporaryPath(out);
+  try {
+    await fsp.mkdir(building);
+  } catch (e) {
+    throw systemError(out, `create it (as ${building})`, e);
+  }
+  removeAtExit(building, true);
+  return building;
+}

@@ -12,7 +12,7 @@ import { rawToNpy } from "../io/npy.js";
 import { verifyOutput } from "../io/verify.js";
 import { encodedLength, type OutputPlan, type OutputTensor } from "../io/writer.js";
 import { rawByteLength, type FileTensor } from "../io/tensors.js";
-import type { GgmlBlocks, GgufFileTensor } from "../io/gguf.js";
+import { GgufFileTensor, type GgmlBlocks } from "../io/gguf.js";
 import { ChunkBuffers } from "./buffers.js";
 import { castTallyTarget, ResidentChunks } from "./cast-tally.js";
 import { emptyConvertStats, mergeConvertStats, type ConvertStats } from "./kernel.js";
@@ -49,10 +49,9 @@ function fusedPair(x: OutputTensor): boolean {
   return castTallyTarget(x.source.dtype, x.dtype) !== undefined && x.encoding === "raw";
 }
 
-/** A tensor that can hand over its stored GGML blocks (GgufFileTensor), or undefined. */
+/** The stored GGML blocks holding a chunk of a GGUF tensor of a block type, or undefined. */
 export async function storedBlocks(t: FileTensor, start: number, count: number): Promise<{ raw: Uint8Array; ggml: GgmlBlocks } | undefined> {
-  const read = (t as Partial<GgufFileTensor>).readBlocks;
-  return typeof read === "function" ? read.call(t, start, count) : undefined;
+  return t instanceof GgufFileTensor ? t.readBlocks(start, count) : undefined;
 }
 
 type Job = { kind: "bytes"; data: Uint8Array; at: number } | { kind: "copy"; from: number; length: number; at: number } | { kind: "tensor"; tensor: OutputTensor; chunk: Chunk };

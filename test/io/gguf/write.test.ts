@@ -95,3 +95,14 @@ test("what gguf.cpp refuses is refused with the reason", async () => {
   await refuses([], [{ ...f32(2), data: new Uint8Array(9) }], /needs 8 bytes .* has more/, "SHAPE_MISMATCH");
   assert.throws(() => layoutGguf([], [{ name: "t", ggmlType: "Q9_9", dims: [32] }]), (e: unknown) => e instanceof TensorcastError && e.code === "UNKNOWN_DTYPE");
 });
+
+test("tensorcast/gguf's writer refuses an array value over a detached buffer with a TensorcastError, before writing", async () => {
+  const gguf = await import("../../../src/gguf/index.js");
+  const items = new Uint8Array(4);
+  structuredClone(items.buffer, { transfer: [items.buffer] });
+  const meta = [{ key: "k", type: "array", value: { itemType: "uint8", items } }] as const;
+  assert.throws(() => gguf.layoutGguf(meta as never, []), (e: unknown) => e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE" && /detached/.test(e.message));
+  let wrote = 0;
+  await assert.rejects(gguf.writeGguf({ write: () => void wrote++ }, meta as never, []), (e: unknown) => e instanceof TensorcastError && /detached/.test(e.message));
+  assert.equal(wrote, 0);
+});
