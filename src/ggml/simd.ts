@@ -32,6 +32,7 @@ import {
 } from "../kernels/wasm/encoder.js";
 import type { WasmApi } from "../kernels/wasm/index.js";
 import { residentMemoryOf, type WasmMemory } from "../kernels/wasm/resident.js";
+import { staggered } from "../kernels/wasm/stagger.js";
 import { iqGrids } from "./grids.js";
 import { GGML_FP4_DOUBLED, IQ4_NL_LEVELS } from "./levels.js";
 import type { GgmlType, GgmlTypeName } from "./types.js";
@@ -666,9 +667,12 @@ interface MemoryApi extends WasmApi {
 
 /** Bytes of one chunk's float32 output when streaming: 4096 values, in L1 with its blocks. */
 const OUT_BYTES = 16384;
-/** Where the blocks go (at most 4096 values' worth: 4352 bytes of Q8_0, the largest per value). */
+/**
+ * Where the blocks go (at most 4096 values' worth: 4352 bytes of Q8_0, the largest per value) and
+ * the decoded float32, each placed within its region's STAGGER_SLACK by `staggered`.
+ */
 const IN = 0;
-const OUT = 8192;
+const OUT = 12288;
 /** The streaming regions, then a page for the grid. */
 const PRIVATE_PAGES = 2;
 
@@ -774,9 +778,12 @@ export function dequantizeSimd(t: GgmlType, src: Uint8Array, srcAt: number, out:
   for (let b = 0; b < blocks; b += per) {
     const n = Math.min(per, blocks - b);
     const from = srcAt + b * t.typeSize;
-    bytes.set(src.subarray(from, from + n * t.typeSize), IN);
-    kernel(IN, OUT, n, 0);
-    out.set(f32.subarray(OUT / 4, OUT / 4 + n * t.blockSize), outAt + b * t.blockSize);
+    const to = outAt + b * t.blockSize;
+    const inAt = staggered(IN, src.byteOffset + from);
+    const outBytes = staggered(OUT, out.byteOffset + 4 * to);
+    bytes.set(src.subarray(from, from + n * t.typeSize), inAt);
+    kernel(inAt, outBytes, n, 0);
+    out.set(f32.subarray(outBytes / 4, outBytes / 4 + n * t.blockSize), to);
   }
   return true;
 }

@@ -22,6 +22,7 @@ import type { ResolvedCastOptions } from "../reference.js";
 import { byteLut } from "../fast/tables.js";
 import { u8View } from "../fast/views.js";
 import { kernelModule, lutAddress, type KernelName } from "./kernels.js";
+import { STAGGER_SLACK, staggered } from "./stagger.js";
 
 /** The slice of the WebAssembly API the kernel modules use (no DOM or Node typings needed). */
 export interface WasmApi {
@@ -43,12 +44,15 @@ interface Loaded {
   lut?: Int32Array;
 }
 
-/** Elements per chunk: a multiple of 16. The in region holds 8 bytes per element, the out region 4. */
+/**
+ * Elements per chunk: a multiple of 16. The in region holds 8 bytes per element, the out region 4,
+ * each with STAGGER_SLACK to spare: a chunk sits where `staggered` puts it.
+ */
 const CHUNK = 16384;
 const IN = 0;
-const OUT = 8 * CHUNK;
+const OUT = 8 * CHUNK + STAGGER_SLACK;
 /** The in and out regions, then a page for byte_lut32's table and the kernels' constants. */
-const PAGES = ((12 * CHUNK) >>> 16) + 1;
+const PAGES = Math.ceil((OUT + 4 * CHUNK + STAGGER_SLACK) / 65536) + 1;
 
 let loaded: Loaded | null | undefined;
 let allowRelaxed = true;
@@ -184,9 +188,11 @@ export function wasmCast(
   const d = u8View(dst);
   for (let start = 0; start < count; start += CHUNK) {
     const n = Math.min(CHUNK, count - start);
-    mem.set(s.subarray(start * inSize, (start + n) * inSize), IN);
-    kernel(IN, OUT, Math.ceil(n / group)); // a last partial group converts stale lanes, never copied out
-    d.set(mem.subarray(OUT, OUT + n * outSize), start * outSize);
+    const inAt = staggered(IN, s.byteOffset + start * inSize);
+    const outAt = staggered(OUT, d.byteOffset + start * outSize);
+    mem.set(s.subarray(start * inSize, (start + n) * inSize), inAt);
+    kernel(inAt, outAt, Math.ceil(n / group)); // a last partial group converts stale lanes, never copied out
+    d.set(mem.subarray(outAt, outAt + n * outSize), start * outSize);
   }
   return true;
 }
