@@ -109,3 +109,42 @@ export function ortTopologicalSort(bytes: Uint8Array): Uint8Array {
   graph.fields = graph.fields.map((f) => (f.no === 1 ? fields[sorted[k++]] : f));
   return model.encode(bytes.length + 4096);
 }
+
+let int8Probe: Promise<string | undefined> | undefined;
+
+/**
+ * Why this machine's onnxruntime-node does not reproduce the recorded outputs (out_*.npy) of models
+ * with int8 weights, or undefined when it does. Those recordings come from onnxruntime on a CPU
+ * whose uint8 x int8 MatMulInteger is exact; on an x86-64 with AVX2 and no VNNI, onnxruntime sums
+ * pairs of u8 * s8 products in saturating 16-bit lanes (vpmaddubsw), so the same file runs to other
+ * values there, at times far from the float model's. The probe is the committed gemm_int8.onnx run
+ * on its committed inputs.
+ */
+export function int8OutputsDiffer(): Promise<string | undefined> {
+  int8Probe ??= (async () => {
+    const x = readNpy("gx.npy");
+    const w = readNpy("gwdyn.npy");
+    const feeds = { x: new ort.Tensor("float32", x.data as Float32Array, x.shape), wdyn: new ort.Tensor("float32", w.data as Float32Array, w.shape) };
+    const got = (await runModel(golden("gemm_int8.onnx"), feeds)).data as Float32Array;
+    const recorded = readNpy("out_gemm_int8.npy").data as Float32Array;
+    const off = got.findIndex((v, i) => v !== recorded[i]);
+    return off < 0 ? undefined
+      : `onnxruntime-node here runs gemm_int8.onnx to ${got[off]} at ${off} where the recording has ${recorded[off]}: ` +
+        "its u8 x s8 MatMulInteger saturates on this CPU (AVX2 without VNNI)";
+  })();
+  return int8Probe;
+}
+
+/**
+ * A model's output against the recording `recorded` (out_*.npy): always equal to onnxruntime-node's
+ * run of the golden file `goldenFile` in this process (the same kernels), and equal to the recording
+ * unless the model has int8 weights and int8OutputsDiffer says this CPU runs those apart.
+ */
+export async function assertRecordedOutput(
+  got: Float32Array, goldenFile: string, feeds: Record<string, ort.Tensor>, recorded: string, int8Weights: boolean,
+): Promise<void> {
+  const theirs = (await runModel(golden(goldenFile), feeds)).data as Float32Array;
+  assert.deepEqual([...got], [...theirs], `the output of ${goldenFile} under onnxruntime-node`);
+  if (int8Weights && (await int8OutputsDiffer()) !== undefined) return;
+  assert.deepEqual([...got], [...(readNpy(recorded).data as Float32Array)], `the recording ${recorded}`);
+}
