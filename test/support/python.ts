@@ -22,8 +22,10 @@ export function pythonMissing(modules: string, python: readonly string[] = [PYTH
   if (r.error) return `${python[0]} does not run (${r.error.message})`;
   if (r.status === 0) return undefined;
   const why = (r.stderr ?? "").trim().split("\n").pop() ?? "";
-  return `${python.join(" ")} cannot import ${modules} (${why}); install python3-onnx and python3-numpy ` +
-    "(libonnx-testdata alone leaves onnx a data-only namespace package)";
+  const hint = modules.includes("onnx")
+    ? "; install python3-onnx and python3-numpy (libonnx-testdata alone leaves onnx a data-only namespace package)"
+    : "";
+  return `${python.join(" ")} cannot import ${modules} (${why})${hint}`;
 }
 
 let onnx: string | undefined | false;
