@@ -77,6 +77,13 @@ export interface HfGgufPlan {
   readonly architecture: string;
   readonly metadata: readonly GgufMetadataEntry[];
   readonly tensors: readonly HfGgufTensor[];
+  /** What the conversion chose where convert_hf_to_gguf.py would have stopped (tokenizer.ggml.pre). */
+  readonly notes: readonly string[];
+}
+
+export interface HfGgufPlanOptions {
+  /** tokenizer.ggml.pre for a BPE tokenizer whose check-text hash convert_hf_to_gguf.py does not know. */
+  readonly tokenizerPre?: string;
 }
 
 const SKIPPED_SUFFIXES = [".attention.masked_bias", ".attention.bias", ".rotary_emb.inv_freq"];
@@ -149,7 +156,7 @@ function generalEntries(folderName: string, h: Hparams, totalParams: number): Gg
  * @throws TensorcastError UNSUPPORTED_TYPE for a model class, tokenizer or tensor type not
  *         converted (naming what is); INVALID_DATA for a config or tensor that does not fit.
  */
-export function planHfToGguf(files: HfFolderFiles, tensors: readonly HfTensorHeader[], outtype: HfGgufOuttype): HfGgufPlan {
+export function planHfToGguf(files: HfFolderFiles, tensors: readonly HfTensorHeader[], outtype: HfGgufOuttype, opts: HfGgufPlanOptions = {}): HfGgufPlan {
   if (!HF_GGUF_OUTTYPES.includes(outtype)) {
     throw new TensorcastError("UNSUPPORTED_TYPE", `GGUF output type ${JSON.stringify(outtype)}; convertible: ${HF_GGUF_OUTTYPES.join(", ")}`);
   }
@@ -162,15 +169,16 @@ export function planHfToGguf(files: HfFolderFiles, tensors: readonly HfTensorHea
     if (seen.has(t.name)) throw new TensorcastError("INVALID_DATA", `two tensors of the folder map to ${t.name}`);
     seen.add(t.name);
   }
+  const notes: string[] = [];
   const total = planned.reduce((n, t) => n + t.shape.reduce((a, b) => a * b, 1), 0);
   const metadata: GgufMetadataEntry[] = [
     { key: "general.architecture", type: "string", value: arch.gguf },
     ...generalEntries(files.folderName, h, total),
     ...hyperparameterEntries(h, arch, FILE_TYPE[outtype]),
     { key: "general.quantization_version", type: "uint32", value: 2 },
-    ...vocabEntries(files, arch, h),
+    ...vocabEntries(files, arch, h, { given: opts.tokenizerPre, notes }),
   ];
-  return { architecture: arch.gguf, metadata: dedupeKeys(metadata), tensors: planned };
+  return { architecture: arch.gguf, metadata: dedupeKeys(metadata), tensors: planned, notes };
 }
 
 /** Gemma3Model.modify_tensors' n_vocab_real: the SentencePiece vocabulary's size, else tokenizer.json's tokens. */
@@ -197,13 +205,13 @@ function dedupeKeys(entries: readonly GgufMetadataEntry[]): GgufMetadataEntry[] 
   return out;
 }
 
-function vocabEntries(files: HfFolderFiles, arch: HfArchitecture, h: Hparams): GgufMetadataEntry[] {
+function vocabEntries(files: HfFolderFiles, arch: HfArchitecture, h: Hparams, pre: { given?: string; notes: string[] }): GgufMetadataEntry[] {
   const out: GgufMetadataEntry[] = [];
   const vocabSize = typeof h.vocab_size === "number" ? h.vocab_size : undefined;
   const spaceless: GgufMetadataEntry = { key: "tokenizer.ggml.add_space_prefix", type: "bool", value: false };
   const bpe = (): GgufMetadataEntry[] => {
     if (files.tokenizerJson === undefined) throw new TensorcastError("INVALID_DATA", "the folder has neither tokenizer.model nor tokenizer.json");
-    return bpeVocabEntries({ ...files, tokenizerJson: files.tokenizerJson }, vocabSize);
+    return bpeVocabEntries({ ...files, tokenizerJson: files.tokenizerJson }, vocabSize, pre);
   };
   const needSpm = (): void => {
     if (files.tokenizerModel === undefined) throw new TensorcastError("INVALID_DATA", `${arch.gguf} needs tokenizer.model (SentencePiece), which the folder lacks`);

@@ -4,10 +4,11 @@
  * has), added tokens CONTROL when special or special-looking and USER_DEFINED otherwise, then
  * gguf-py's SpecialVocab with merges.
  *
- * tokenizer.ggml.pre: convert_hf_to_gguf names the pre-tokenizer by the SHA-256 of the ids its
- * tokenizer gives for a check text, which needs a tokenizer run; here it is named by the Split
- * regex tokenizer.json carries instead (PRE_BY_REGEX), which is what that hash stands for. A
- * regex not in the table is refused, as convert_hf_to_gguf refuses an unknown hash.
+ * tokenizer.ggml.pre: as convert_hf_to_gguf's get_vocab_base_pre, the name its table gives the
+ * SHA-256 of the ids the folder's tokenizer gives for a check text (src/io/tokenizer/ runs the
+ * tokenizer). For a hash not in that table, where convert_hf_to_gguf stops, the name the caller
+ * gives (--tokenizer-pre), else the name of the Split regex tokenizer.json carries
+ * (PRE_BY_REGEX), said in the notes; with neither, refused.
  *
  * Not done: convert_hf_to_gguf re-spells an added token whose `normalized` is false as the
  * tokenizer decodes its encoding; the spelling is kept here (the same for the usual `<|...|>`).
@@ -15,6 +16,8 @@
 import { TensorcastError } from "../../errors.js";
 import type { GgufMetadataEntry } from "../gguf/values.js";
 import { isObject, type Json } from "./json.js";
+import { checkHash } from "../tokenizer/check-hash.js";
+import { PRE_BY_HASH } from "../tokenizer/pre-hashes.js";
 import { specialVocabEntries, type SpecialVocabInput } from "./special-vocab.js";
 
 export const TOKEN_TYPE = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, UNUSED: 5, BYTE: 6 } as const;
@@ -37,8 +40,8 @@ export function looksSpecial(t: string): boolean {
   );
 }
 
-/** tokenizer.ggml.pre for a tokenizer.json, by its Split regex. */
-export function bpePreName(tok: Json): string {
+/** The name PRE_BY_REGEX gives the Split regex of a tokenizer.json, if any. */
+export function bpePreByRegex(tok: Json): string | undefined {
   const pre = isObject(tok) ? tok.pre_tokenizer : undefined;
   const list = isObject(pre) && Array.isArray(pre.pretokenizers) ? pre.pretokenizers : [pre];
   for (const p of list) {
@@ -46,13 +49,48 @@ export function bpePreName(tok: Json): string {
     const re = p.pattern.Regex;
     if (typeof re === "string" && Object.prototype.hasOwnProperty.call(PRE_BY_REGEX, re)) return PRE_BY_REGEX[re]!;
   }
+  return undefined;
+}
+
+export interface BpePreChoice {
+  readonly name: string;
+  /** convert_hf_to_gguf's chkhsh, or undefined when the tokenizer could not be run here. */
+  readonly hash: string | undefined;
+  /** How the name was chosen, when not by a known hash. */
+  readonly note?: string;
+}
+
+/**
+ * tokenizer.ggml.pre for a tokenizer.json: by the check-text hash (convert_hf_to_gguf's rule),
+ * else `given`, else the Split regex.
+ * @throws TensorcastError UNSUPPORTED_TYPE when none of the three names it.
+ */
+export function bpePreName(tok: Json, given?: string): BpePreChoice {
+  let hash: string | undefined;
+  let why: string;
+  try {
+    hash = checkHash(tok).hash;
+    const known = PRE_BY_HASH.get(hash);
+    if (known !== undefined) return { name: known, hash };
+    why = `its check-text hash ${hash} is not one convert_hf_to_gguf.py knows`;
+  } catch (e) {
+    if (!(e instanceof TensorcastError) || e.code !== "UNSUPPORTED_TYPE") throw e;
+    why = `its tokenizer could not be run for the check-text hash (${e.message})`;
+  }
+  if (given !== undefined) return { name: given, hash, note: `tokenizer.ggml.pre ${given}, as given: ${why}` };
+  const byRegex = bpePreByRegex(tok);
+  if (byRegex !== undefined) return { name: byRegex, hash, note: `tokenizer.ggml.pre ${byRegex}, by tokenizer.json's pre-tokenizer regex: ${why}` };
   throw new TensorcastError(
     "UNSUPPORTED_TYPE",
-    `tokenizer.json's pre-tokenizer is not one we can name (convertible: the Split regexes of ${[...new Set(Object.values(PRE_BY_REGEX))].join(", ")})`,
+    `tokenizer.json's pre-tokenizer cannot be named: ${why}, and its Split regex is none of those of ${[...new Set(Object.values(PRE_BY_REGEX))].join(", ")}; name it with --tokenizer-pre NAME (a name llama.cpp knows, e.g. llama-bpe, qwen2, gpt-2)`,
   );
 }
 
-export function bpeVocabEntries(input: SpecialVocabInput & { readonly tokenizerJson: Json }, vocabSize: number | undefined): GgufMetadataEntry[] {
+export function bpeVocabEntries(
+  input: SpecialVocabInput & { readonly tokenizerJson: Json },
+  vocabSize: number | undefined,
+  pre: { readonly given?: string; readonly notes?: string[] } = {},
+): GgufMetadataEntry[] {
   const tok = input.tokenizerJson;
   const model = isObject(tok) ? tok.model : undefined;
   const vocab = isObject(model) ? model.vocab : undefined;
@@ -93,9 +131,11 @@ export function bpeVocabEntries(input: SpecialVocabInput & { readonly tokenizerJ
     } else types[i] = TOKEN_TYPE.NORMAL;
     tokens.push(t);
   }
+  const choice = bpePreName(tok, pre.given);
+  if (choice.note !== undefined) pre.notes?.push(choice.note);
   return [
     { key: "tokenizer.ggml.model", type: "string", value: "gpt2" },
-    { key: "tokenizer.ggml.pre", type: "string", value: bpePreName(tok) },
+    { key: "tokenizer.ggml.pre", type: "string", value: choice.name },
     { key: "tokenizer.ggml.tokens", type: "array", value: { itemType: "string", items: tokens } },
     { key: "tokenizer.ggml.token_type", type: "array", value: { itemType: "int32", items: types } },
     ...specialVocabEntries(input, { loadMerges: true }),

@@ -30,6 +30,7 @@ export interface HfToGgufCliOptions {
   readonly splitMaxTensors?: string;
   readonly noTensorFirstSplit?: boolean;
   readonly shard?: string;
+  readonly tokenizerPre?: string;
 }
 
 /** The split limits convert_hf_to_gguf.py's options give, or undefined for one file. */
@@ -71,13 +72,14 @@ export async function runHfToGguf(input: string, output: string, opts: HfToGgufC
   }
   let report;
   try {
-    report = await convertHfToGguf(input, output, to as HfGgufOuttype, { force: opts.force, split, shard });
+    report = await convertHfToGguf(input, output, to as HfGgufOuttype, { force: opts.force, split, shard, tokenizerPre: opts.tokenizerPre });
   } catch (e) {
     if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE") throw new UsageError(`-o: ${e.message}`, "convert");
     throw e;
   }
   if (opts.json) writeText(io.stdout, jsonText(report));
   else if (!opts.quiet) {
+    for (const n of report.notes) io.stdout.write(`note: ${n}\n`);
     if (report.files.length === 1 && report.files[0]!.path === output) {
       io.stdout.write(`${output}: ${report.architecture}, ${report.tensors.length} tensors, ${report.metadataKeys} metadata keys, ${report.bytes} bytes\n`);
     } else {

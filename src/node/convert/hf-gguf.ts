@@ -8,7 +8,7 @@
 import { promises as fsp } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { TensorcastError } from "../../errors.js";
-import { planHfToGguf, type HfFolderFiles, type HfGgufOuttype, type HfGgufPlan, type HfGgufTensor, type HfTensorHeader } from "../../io/hf-gguf/plan.js";
+import { planHfToGguf, type HfGgufPlanOptions, type HfFolderFiles, type HfGgufOuttype, type HfGgufPlan, type HfGgufTensor, type HfTensorHeader } from "../../io/hf-gguf/plan.js";
 import { encodeRowChunk, rowGroup, rowLength } from "../../io/hf-gguf/encode.js";
 import type { FileTensor } from "../io/tensors.js";
 import type { Json } from "../../io/hf-gguf/json.js";
@@ -27,6 +27,8 @@ export interface HfGgufReport {
   readonly tensors: readonly { readonly name: string; readonly source: string; readonly type: string; readonly dims: readonly number[] }[];
   /** The files written: OUT, or the parts of a split model (only one with --shard). */
   readonly files: readonly { readonly path: string; readonly bytes: number; readonly tensors: number }[];
+  /** Choices made where convert_hf_to_gguf.py would have stopped (the plan's notes). */
+  readonly notes: readonly string[];
 }
 
 async function readOptional(path: string): Promise<Buffer | undefined> {
@@ -69,7 +71,7 @@ export async function readHfFolderFiles(folder: string): Promise<HfFolderFiles> 
 }
 
 /** The plan for a folder: its tensors in convert_hf_to_gguf's order (shards by name, each shard's tensors by name). */
-export async function planFolder(folder: string, outtype: HfGgufOuttype): Promise<HfGgufPlan> {
+export async function planFolder(folder: string, outtype: HfGgufOuttype, opts: HfGgufPlanOptions = {}): Promise<HfGgufPlan> {
   const files = await readHfFolderFiles(folder);
   const c = await readCheckpoint(folder);
   if (c.pytorch !== undefined) throw new TensorcastError("UNSUPPORTED_TYPE", `${folder}: a folder of PyTorch .bin shards; GGUF is written from safetensors folders`);
@@ -78,7 +80,7 @@ export async function planFolder(folder: string, outtype: HfGgufOuttype): Promis
     const sorted = [...list].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const t of sorted) headers.push({ name: t.name, dtype: t.dtype, shape: t.shape });
   }
-  return planHfToGguf(files, headers, outtype);
+  return planHfToGguf(files, headers, outtype, opts);
 }
 
 export interface HfGgufOptions {
@@ -92,6 +94,8 @@ export interface HfGgufOptions {
    * -0000{index+1}-of-...) of the `count` the limits make: one of N machines' share.
    */
   readonly shard?: { readonly index: number; readonly count: number };
+  /** tokenizer.ggml.pre where the tokenizer's check-text hash is not a known one (--tokenizer-pre). */
+  readonly tokenizerPre?: string;
 }
 
 /**
@@ -104,7 +108,7 @@ export interface HfGgufOptions {
  *         output exists without `force`; INVALID_ATTRIBUTE when `shard` is not one of the parts.
  */
 export async function convertHfToGguf(folder: string, output: string, outtype: HfGgufOuttype, opts: HfGgufOptions = {}): Promise<HfGgufReport> {
-  const plan = await planFolder(folder, outtype);
+  const plan = await planFolder(folder, outtype, { tokenizerPre: opts.tokenizerPre });
   const specs = plan.tensors.map((t) => ({ name: t.name, ggmlType: t.type, dims: t.dims }));
   const whole = layoutGguf(plan.metadata, specs);
   const groups = opts.split === undefined ? [specs.map((_, i) => i)] : splitByGgufPy(whole.byteLengths, opts.split);
@@ -154,6 +158,7 @@ export async function convertHfToGguf(folder: string, output: string, outtype: H
     output, architecture: plan.architecture, bytes: chosen.reduce((a, p) => a + p.layout.size, 0), metadataKeys: plan.metadata.length,
     tensors: chosen.flatMap((p) => p.tensors).map((t) => ({ name: t.name, source: t.source, type: t.type, dims: t.dims })),
     files: chosen.map((p) => ({ path: p.path, bytes: p.layout.size, tensors: p.tensors.length })),
+    notes: plan.notes,
   };
 }
 

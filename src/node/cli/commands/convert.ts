@@ -62,6 +62,7 @@ const OPTIONS = {
   "split-max-size": { type: "string", expects: "a size such as 2G, 500M or 100K (1000s) or a number of bytes" },
   "split-max-tensors": { type: "string", expects: "a number of tensors" },
   "no-tensor-first-split": { type: "boolean" },
+  "tokenizer-pre": { type: "string", expects: "a tokenizer.ggml.pre name llama.cpp knows, such as llama-bpe" },
   example: { type: "boolean" },
   key: { type: "string", expects: "the key of a PyTorch checkpoint's dict that holds the state dict, such as model" },
   "keep-io-types": { type: "boolean" },
@@ -177,6 +178,8 @@ Options:
                          convert_hf_to_gguf.py's option; with --shard K/N, only part K+1 of N
   --split-max-tensors N  ... at most N tensors per part (both limits may be given)
   --no-tensor-first-split  ... the first part holds the metadata only
+  --tokenizer-pre NAME   a folder to OUT.gguf: tokenizer.ggml.pre for a BPE tokenizer whose
+                         check-text hash convert_hf_to_gguf.py does not know (a known hash wins)
   -q, --quiet            print nothing but errors (no summary; no progress bar, which is drawn
                          only on a terminal, and never in CI); --json still prints the report
   --json                 print the report as JSON
@@ -245,11 +248,12 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
   if (o.saturate && o["no-saturate"]) throw new UsageError("--saturate and --no-saturate contradict each other", "convert");
   // A model folder to OUT.gguf: llama.cpp's convert_hf_to_gguf.py's file (src/node/cli/hf-gguf.ts).
   if (!o.example && positionals.length === 1 && wantsGguf(o.output) && (await isCheckpointPath(positionals[0]))) {
-    const mine = ["to", "output", "force", "json", "quiet", "split-max-size", "split-max-tensors", "no-tensor-first-split", "shard"];
+    const mine = ["to", "output", "force", "json", "quiet", "split-max-size", "split-max-tensors", "no-tensor-first-split", "shard", "tokenizer-pre"];
     const others = Object.keys(o).filter((k) => !mine.includes(k) && o[k as keyof typeof o] !== undefined);
     return runHfToGguf(positionals[0], o.output!, {
       to: o.to, force: o.force, json: o.json, quiet: o.quiet, others,
       splitMaxSize: o["split-max-size"], splitMaxTensors: o["split-max-tensors"], noTensorFirstSplit: o["no-tensor-first-split"], shard: o.shard,
+      tokenizerPre: o["tokenizer-pre"],
     }, io);
   }
   // A GGUF model to a folder: the Hugging Face folder transformers would save (convert-gguf-hf.ts).
