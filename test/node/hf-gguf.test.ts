@@ -110,3 +110,15 @@ test("convert DIR -o OUT.gguf: bad --to, an existing OUT, options that do not ap
   assert.equal(r.code, 2);
   assert.match(r.err, /--skip does not apply/);
 });
+
+test("convert DIR -o OUT.gguf: the note for tokenizer.ggml.pre chosen without a known hash; --tokenizer-pre sets it", async () => {
+  const out = join(OUT, "pre.gguf");
+  let r = await cli(["convert", join(DIR, "qwen2"), "--to", "f16", "-o", out]);
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.out, /^note: tokenizer\.ggml\.pre qwen2, by tokenizer\.json's pre-tokenizer regex: its check-text hash 8e6c10fd201bbf8f1210623e8cb54f1e857cbcb7723b562815a6fb70d718e143 is not one/m);
+  assert.equal(sha256(out), goldenSum("qwen2", "f16").sha256);
+  r = await cli(["convert", join(DIR, "qwen2"), "--to", "f16", "-o", out, "--force", "--json", "--tokenizer-pre", "deepseek-llm"]);
+  assert.equal(r.code, 0, r.err);
+  assert.match((JSON.parse(r.out) as { notes: string[] }).notes[0]!, /deepseek-llm, as given/);
+  assert.ok(readFileSync(out).includes(Buffer.from("deepseek-llm")));
+});

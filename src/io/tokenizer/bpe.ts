@@ -282,7 +282,9 @@ function bpeModelOf(m: Json | undefined): BpeModel {
   const byteFallback = bool(m.byte_fallback, false);
   const ignoreMerges = bool(m.ignore_merges, false);
   // (left id, right id) -> rank and merged id, as tokenizers keys its merge table
-  const merges = new Map<string, { rank: number; id: number }>();
+  const merges = new Map<number, { rank: number; id: number }>();
+  // a pair as one number: ids stay far below 2^26
+  const pairKey = (a: number, b: number): number => a * 67108864 + b;
   const list = Array.isArray(m.merges) ? m.merges : [];
   list.forEach((entry, rank) => {
     let a: string, b: string;
@@ -297,7 +299,7 @@ function bpeModelOf(m: Json | undefined): BpeModel {
     const merged = a + (prefix.length > 0 && b.startsWith(prefix) ? b.slice(prefix.length) : b);
     const id = vocab.get(merged);
     if (ia === undefined || ib === undefined || id === undefined) bad(`merge ${JSON.stringify([a, b])} names a token the vocab lacks`);
-    const key = `${ia},${ib}`;
+    const key = pairKey(ia, ib);
     if (!merges.has(key)) merges.set(key, { rank, id });
   });
   const byteIds: (number | undefined)[] = [];
@@ -337,7 +339,7 @@ function bpeModelOf(m: Json | undefined): BpeModel {
         let best: { rank: number; id: number } | undefined;
         let at = -1;
         for (let i = 0; i + 1 < syms.length; i++) {
-          const mg = merges.get(`${syms[i]!},${syms[i + 1]!}`);
+          const mg = merges.get(pairKey(syms[i]!, syms[i + 1]!));
           if (mg !== undefined && (best === undefined || mg.rank < best.rank)) {
             best = mg;
             at = i;

@@ -57,3 +57,24 @@ test("hf-gguf: Q8_0 rows that are not whole blocks fall back to F16; 1-D, norms 
   assert.equal(plan.tensors.some((t) => t.source.includes("inv_freq")), false);
   assert.deepEqual(plan.tensors.find((t) => t.name === "blk.0.ffn_down.weight")!.dims, [120, 64]);
 });
+
+test("hf-gguf tokenizer.ggml.pre: an unknown check-text hash falls back to --tokenizer-pre, then the Split regex, said in the notes", () => {
+  const pre = (p: ReturnType<typeof planHfToGguf>): unknown => p.metadata.find((e) => e.key === "tokenizer.ggml.pre")?.value;
+  const plain = planHfToGguf(files, headers, "float16");
+  assert.equal(pre(plain), "llama-bpe");
+  assert.equal(plain.notes.length, 1);
+  assert.match(plain.notes[0]!, /^tokenizer\.ggml\.pre llama-bpe, by tokenizer\.json's pre-tokenizer regex: its check-text hash 2affb15cd9f5b7c1842d070a0a7e08b6a3710b2da10a2030fec4c4dc0683dbd3 is not one convert_hf_to_gguf\.py knows$/);
+  const given = planHfToGguf(files, headers, "float16", { tokenizerPre: "smollm" });
+  assert.equal(pre(given), "smollm");
+  assert.match(given.notes[0]!, /smollm, as given/);
+  const otherRegex = JSON.parse(JSON.stringify(files.tokenizerJson)) as { pre_tokenizer: { pretokenizers: { pattern?: { Regex: string } }[] } };
+  otherRegex.pre_tokenizer.pretokenizers[0]!.pattern = { Regex: "\\s+" };
+  refuses(() => planHfToGguf({ ...files, tokenizerJson: otherRegex as never }, headers, "float16"), "UNSUPPORTED_TYPE", /check-text hash [0-9a-f]{64}/, /--tokenizer-pre NAME/);
+  assert.equal(pre(planHfToGguf({ ...files, tokenizerJson: otherRegex as never }, headers, "float16", { tokenizerPre: "gpt-2" })), "gpt-2");
+  // a tokenizer that cannot be run here is named by its regex all the same, and the note says why
+  const unrunnable = JSON.parse(JSON.stringify(files.tokenizerJson)) as Record<string, unknown>;
+  unrunnable.normalizer = { type: "BertNormalizer" };
+  const p = planHfToGguf({ ...files, tokenizerJson: unrunnable as never }, headers, "float16");
+  assert.equal(pre(p), "llama-bpe");
+  assert.match(p.notes[0]!, /could not be run for the check-text hash \(tokenizer\.json's normalizer "BertNormalizer"/);
+});
