@@ -36,8 +36,13 @@ async function run(job: LlamaRunJob, nlc: Awaited<ReturnType<Nlc["getLlama"]>>):
     const tokens = job.texts?.map((t) => model!.tokenize(t, false));
     let probabilities: string | undefined;
     if (job.prompt !== undefined) {
-      // One thread and one batch holding the whole prompt: the same graph on every run.
-      const ctx = await model.createContext({ contextSize: 128, batchSize: 128, threads: 1, sequences: 1 });
+      // One thread and one batch holding the whole prompt: the same graph on every run. The KV
+      // cache in float32 (llama.cpp's default is F16, which alone moves an F32 model's
+      // probabilities by some 1e-4) and no flash attention ("auto" would depend on the build).
+      const ctx = await model.createContext({
+        contextSize: 128, batchSize: 128, threads: 1, sequences: 1, flashAttention: false,
+        experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
+      });
       try {
         const ids = job.prompt;
         const res = await ctx.getSequence().controlledEvaluate([...ids.slice(0, -1), [ids[ids.length - 1], { generateNext: { probabilities: true } }]]);
