@@ -20,6 +20,14 @@ import { Rng } from "./rng.js";
 
 export type QuantModelName = "wide" | "deep";
 
+/**
+ * The models' vocabulary: "llama" (SentencePiece, the one the goldens hold) or "gpt2" (byte-level
+ * BPE with one merge), for running them in llama.cpp: its SPM tokenizer falls back to <0xXX> byte
+ * tokens and throws (an abort through node-llama-cpp, which tokenizes a few texts at load) when a
+ * vocabulary has none, while its BPE tokenizer drops a piece it cannot find.
+ */
+export type QuantModelVocab = "llama" | "gpt2";
+
 interface Shape {
   layers: number;
   embd: number;
@@ -78,7 +86,7 @@ function tensorBytes(v: Float32Array, type: "F16" | "F32"): Uint8Array {
 }
 
 /** The metadata and tensors of model `name` (tensors in gguf-py's usual order, not llama.cpp's). */
-export function quantModel(name: QuantModelName): { metadata: GgufMetadataEntry[]; tensors: GgufTensorToWrite[] } {
+export function quantModel(name: QuantModelName, vocab: QuantModelVocab = "llama"): { metadata: GgufMetadataEntry[]; tensors: GgufTensorToWrite[] } {
   const s = SHAPES[name];
   const rng = new Rng(name === "wide" ? 0x5eed1 : 0x5eed2);
   const u32 = (key: string, value: number): GgufMetadataEntry => ({ key, type: "uint32", value });
@@ -92,9 +100,11 @@ export function quantModel(name: QuantModelName): { metadata: GgufMetadataEntry[
     u32("llama.rope.dimension_count", s.embd / s.heads),
     { key: "llama.attention.layer_norm_rms_epsilon", type: "float32", value: 1e-5 },
     u32("llama.vocab_size", s.vocab),
-    { key: "tokenizer.ggml.model", type: "string", value: "llama" },
+    { key: "tokenizer.ggml.model", type: "string", value: vocab },
     { key: "tokenizer.ggml.tokens", type: "array", value: { itemType: "string", items: Array.from({ length: s.vocab }, (_, i) => `t${i}`) } },
-    { key: "tokenizer.ggml.scores", type: "array", value: { itemType: "float32", items: new Float32Array(s.vocab).map((_, i) => -i) } },
+    vocab === "llama"
+      ? { key: "tokenizer.ggml.scores", type: "array", value: { itemType: "float32", items: new Float32Array(s.vocab).map((_, i) => -i) } }
+      : { key: "tokenizer.ggml.merges", type: "array", value: { itemType: "string", items: ["t 1"] } },
   ];
   const tensors: GgufTensorToWrite[] = [];
   const add = (tname: string, shape: number[], type: "F16" | "F32"): void => {
@@ -120,9 +130,9 @@ export function quantModel(name: QuantModelName): { metadata: GgufMetadataEntry[
 }
 
 /** The bytes of model `name` as a GGUF file. */
-export async function quantModelBytes(name: QuantModelName): Promise<Uint8Array> {
+export async function quantModelBytes(name: QuantModelName, vocab: QuantModelVocab = "llama"): Promise<Uint8Array> {
   const parts: { bytes: Uint8Array; at: number }[] = [];
-  const { metadata, tensors } = quantModel(name);
+  const { metadata, tensors } = quantModel(name, vocab);
   const layout = await writeGguf({ write: (bytes, at) => void parts.push({ bytes: bytes.slice(), at }) }, metadata, tensors);
   const out = new Uint8Array(layout.size);
   for (const p of parts) out.set(p.bytes, p.at);
@@ -150,8 +160,8 @@ export async function writeSplitQuantModel(name: QuantModelName, prefix: string,
 }
 
 /** Writes model `name` to `path`. */
-export async function writeQuantModel(name: QuantModelName, path: string): Promise<void> {
-  writeFileSync(path, await quantModelBytes(name));
+export async function writeQuantModel(name: QuantModelName, path: string, vocab: QuantModelVocab = "llama"): Promise<void> {
+  writeFileSync(path, await quantModelBytes(name, vocab));
 }
 
 /**

@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { llamaPreset } from "../../../src/ggml/presets.js";
-import { legacyImatrix, writeQuantModel, type QuantModelName } from "../../support/gguf-quant-models.js";
+import { legacyImatrix, writeQuantModel, type QuantModelName, type QuantModelVocab } from "../../support/gguf-quant-models.js";
 import type { LlamaQuantizeOptions } from "../../support/llama-quant-peer.js";
 
 export interface QuantCase {
@@ -109,10 +109,10 @@ export function peerImatrix(model: QuantModelName, path: string): { imatrix: Map
  * made the working directory: the output stores the imatrix path as given (quantize.imatrix.file),
  * so it is given relative, the same on every machine. `restore()` goes back.
  */
-export async function caseFolder(makeQ8: (input: string, output: string) => Promise<void>): Promise<{ dir: string; input(c: QuantCase): string; imatrixPath(c: QuantCase): string; restore(): void }> {
+export async function caseFolder(makeQ8: (input: string, output: string) => Promise<void>, vocab: QuantModelVocab = "llama"): Promise<{ dir: string; input(c: QuantCase): string; imatrixPath(c: QuantCase): string; restore(): void }> {
   const dir = mkdtempSync(join(tmpdir(), "tensorcast-gguf-quant-"));
   for (const m of ["wide", "deep"] as const) {
-    await writeQuantModel(m, join(dir, `${m}.gguf`));
+    await writeQuantModel(m, join(dir, `${m}.gguf`), vocab);
     writeFileSync(join(dir, `${m}.imatrix.dat`), legacyImatrix(imatrixEntries(m)));
   }
   await makeQ8(join(dir, "wide.gguf"), join(dir, "wide-q8_0.gguf"));
