@@ -12,7 +12,7 @@ import { convertHfToGguf } from "../../src/node/convert/hf-gguf.js";
 import { rejectsCode } from "./helpers.js";
 
 const DIR = join(ROOT, "test", "fixtures", "hf-gguf");
-const CASES = ["llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"].filter((c) => existsSync(join(DIR, c, "config.json")));
+const CASES = ["llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "llama3rope", "mixtral", "qwen3_moe"].filter((c) => existsSync(join(DIR, c, "config.json")));
 const OUT = scratch();
 
 function goldenSum(c: string, t: string): { sha256: string; size: number } {
