@@ -56,6 +56,8 @@ export interface HfArchitecture {
   readonly params: "text" | "qwen2moe" | "phi3" | "gemma2" | "gemma3";
   /** A mixture-of-experts model's merging; absent, a config naming experts is refused. */
   readonly experts?: HfExperts;
+  /** gguf-py's tensor list for the architecture has no dense ffn_gate / ffn_up / ffn_down (qwen3moe). */
+  readonly noDenseFfn?: boolean;
   /** Tensors convert_hf_to_gguf leaves out (Gemma's lm_head, llama.cpp ties it). */
   readonly skip?: readonly string[];
 }
@@ -88,7 +90,7 @@ export const HF_ARCHITECTURES: Readonly<Record<string, HfArchitecture>> = {
   Qwen2ForCausalLM: { ...PLAIN, gguf: "qwen2", names: "qwen2", vocab: "spm-or-bpe", params: "text" },
   Qwen3ForCausalLM: { ...PLAIN, gguf: "qwen3", names: "qwen3", vocab: "spm-or-bpe", params: "text" },
   // Qwen 3's attention and norm names; the experts merged, the router ffn_gate_inp
-  Qwen3MoeForCausalLM: { ...PLAIN, gguf: "qwen3moe", names: "qwen3", vocab: "bpe", params: "qwen2moe", experts: QWEN_MOE_EXPERTS },
+  Qwen3MoeForCausalLM: { ...PLAIN, gguf: "qwen3moe", names: "qwen3", vocab: "bpe", params: "qwen2moe", experts: QWEN_MOE_EXPERTS, noDenseFfn: true },
   Phi3ForCausalLM: { ...PLAIN, gguf: "phi3", names: "phi3", vocab: "phi3", params: "phi3" },
   Gemma2ForCausalLM: { ...PLAIN, gguf: "gemma2", names: "gemma2", normPlusOne: true, vocab: "gemma", params: "gemma2", skip: ["lm_head.weight"] },
   Gemma3ForCausalLM: { ...PLAIN, gguf: "gemma3", names: "gemma3", normPlusOne: true, vocab: "gemma3", params: "gemma3" },

@@ -123,7 +123,8 @@ function tensorPlan(arch: HfArchitecture, h: Hparams, outtype: HfGgufOuttype, t:
   if (SKIPPED_SUFFIXES.some((s) => t.name.endsWith(s)) || arch.skip?.includes(t.name)) return undefined;
   checkDtype(t);
   const hfName = t.name.replace("language_model.", "");
-  const name = routerName(arch.experts, hfName) ?? ggufTensorName(arch.names, hfName);
+  let name = routerName(arch.experts, hfName) ?? ggufTensorName(arch.names, hfName);
+  if (arch.noDenseFfn === true && name !== undefined && /^blk\.\d+\.ffn_(gate|up|down)\./.test(name)) name = undefined;
   if (name === undefined) throw new TensorcastError("INVALID_DATA", `tensor ${JSON.stringify(t.name)} has no GGUF name for ${arch.gguf} (convert_hf_to_gguf: "Can not map tensor")`);
   let transform: HfTensorTransform = { kind: "identity" };
   if (arch.permuteQK) {

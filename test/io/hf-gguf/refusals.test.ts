@@ -77,6 +77,8 @@ test("hf-gguf mixture of experts: a block's experts all there, one tensor each, 
   const fused: HfTensorHeader[] = [...qh, { name: "model.layers.0.mlp.experts.gate_up_proj", dtype: "float16", shape: [12, 64, 64] }];
   refuses(() => planHfToGguf(qf, fused, "float16"), "UNSUPPORTED_TYPE", /gate_up_proj/, /one tensor per expert/);
   refuses(() => planHfToGguf({ ...qf, config: { ...(qf.config as object), scoring_func: "relu" } as never }, qh, "float16"), "INVALID_DATA", /relu/, /softmax, sigmoid/);
+  // qwen3moe has no dense feed-forward tensors in llama.cpp's map (a dense layer of mlp_only_layers)
+  refuses(() => planHfToGguf(qf, [...qh, { name: "model.layers.1.mlp.gate_proj.weight", dtype: "float16", shape: [128, 64] }], "float16"), "INVALID_DATA", /mlp\.gate_proj/, /qwen3moe/, /Can not map/);
 });
 
 test("hf-gguf mixture of experts: merged tensors in expert order where the block's last expert arrives; router F32; size label", () => {
