@@ -47,7 +47,7 @@ if (PYTHON === undefined) {
   console.error("bench:hf-gguf needs --python PY: a Python with torch, transformers and numpy, to run convert_hf_to_gguf.py");
   process.exit(2);
 }
-const LAYERS = Number(arg("--layers", "10"));
+const LAYERS = Number(arg("--layers", "12"));
 const TYPES = arg("--types", "bf16,q8_0")!.split(",");
 const PRESET = arg("--preset");
 const THREADS = Number(arg("--threads", "2"));
