@@ -7,10 +7,11 @@
  * llama_model_quantize (test-peers' libllama through koffi, in a process of its own, --threads
  * threads) on its file. Opt-in, not a test: it writes the folder (default about 1 GiB) and the outputs.
  *
- *   TENSORCAST_BIG=1 node build/bench/hf-gguf.js --python PY [--layers N] [--types bf16,q8_0]
+ *   TENSORCAST_BIG=1 node build/bench/hf-gguf.js [--python PY] [--layers N] [--types bf16,q8_0]
  *       [--preset Q4_K_M] [--threads N] [--dir DIR] [--keep]
  *
- * PY is a Python with torch, transformers and numpy (the local wheels' venv); LLAMA_CPP (default
+ * PY is a Python with torch, transformers and numpy (the local wheels' venv; without --python only
+ * tensorcast's steps run); LLAMA_CPP (default
  * /work/llama.cpp) the llama.cpp source convert_hf_to_gguf.py is run from, with make.py's wrapper
  * (test/fixtures/hf-gguf/make.py: the trained tokenizer's unknown pre-tokenizer hash falls back to
  * its regex's name, as tensorcast names it).
@@ -42,11 +43,8 @@ if (process.env.TENSORCAST_BIG !== "1") {
   console.error("bench:hf-gguf writes a folder of about 1 GiB and its GGUF files: set TENSORCAST_BIG=1 to run it");
   process.exit(2);
 }
+/** Without it, only tensorcast's steps run (its memory on a big folder, say). */
 const PYTHON = arg("--python");
-if (PYTHON === undefined) {
-  console.error("bench:hf-gguf needs --python PY: a Python with torch, transformers and numpy, to run convert_hf_to_gguf.py");
-  process.exit(2);
-}
 const LAYERS = Number(arg("--layers", "12"));
 const TYPES = arg("--types", "bf16,q8_0")!.split(",");
 const PRESET = arg("--preset");
@@ -197,12 +195,14 @@ try {
     const ours = join(base, `ours.${t}.gguf`);
     const theirs = join(base, `theirs.${t}.gguf`);
     console.log(row(`tensorcast convert DIR --to ${t}`, timed([process.execPath, CLI, "convert", folder, "--to", t, "-o", ours, "-q", "--force"])));
-    console.log(row(`convert_hf_to_gguf.py --outtype ${t}`, convertHfToGguf(folder, t, theirs)));
-    console.log(`  same bytes: ${sha256(ours) === sha256(theirs)}`);
+    if (PYTHON !== undefined) {
+      console.log(row(`convert_hf_to_gguf.py --outtype ${t}`, convertHfToGguf(folder, t, theirs)));
+      console.log(`  same bytes: ${sha256(ours) === sha256(theirs)}`);
+    }
     rmSync(ours, { force: true });
     rmSync(theirs, { force: true });
   }
-  if (PRESET !== undefined) {
+  if (PRESET !== undefined && PYTHON !== undefined) {
     const ours = join(base, `ours.${PRESET}.gguf`);
     const auto = join(base, "theirs.auto.gguf");
     const theirs = join(base, `theirs.${PRESET}.gguf`);
