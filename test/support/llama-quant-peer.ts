@@ -27,6 +27,8 @@ export interface LlamaQuantizeOptions {
   kvOverrides?: { key: string; str?: string; int?: number }[];
   /** keep_split: the output path is then a prefix, PREFIX-0000k-of-0000n.gguf the files. */
   keepSplit?: boolean;
+  /** Threads (default 1: the bytes do not depend on it; benches give more). */
+  nthread?: number;
 }
 
 export interface LlamaQuantPeer {
@@ -69,7 +71,7 @@ export function llamaQuantPeer(): LlamaQuantPeer | string {
   cached = {
     quantize(input, output, opts) {
       const p = defaults();
-      p.nthread = 1;
+      p.nthread = opts.nthread ?? 1;
       p.ftype = opts.ftype;
       if (opts.outputTensorType !== undefined) p.output_tensor_type = typeId(opts.outputTensorType);
       if (opts.tokenEmbeddingType !== undefined) p.token_embedding_type = typeId(opts.tokenEmbeddingType);
