@@ -14,6 +14,8 @@ export const LIBLLAMA = join(PEERS, "node_modules", "@node-llama-cpp", "linux-x6
 
 export interface LlamaQuantizeOptions {
   ftype: number;
+  /** llama_model_quantize's nthread (default 1: the bytes do not depend on it). */
+  nthread?: number;
   outputTensorType?: string;
   tokenEmbeddingType?: string;
   allowRequantize?: boolean;
@@ -67,7 +69,7 @@ export function llamaQuantPeer(): LlamaQuantPeer | string {
   cached = {
     quantize(input, output, opts) {
       const p = defaults();
-      p.nthread = 1;
+      p.nthread = opts.nthread ?? 1;
       p.ftype = opts.ftype;
       if (opts.outputTensorType !== undefined) p.output_tensor_type = typeId(opts.outputTensorType);
       if (opts.tokenEmbeddingType !== undefined) p.token_embedding_type = typeId(opts.tokenEmbeddingType);
