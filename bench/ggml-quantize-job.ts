@@ -7,7 +7,7 @@
  * time and peak resident memory; the two outputs must be byte-identical. Opt-in, not a test: it
  * writes about 1 GiB and two outputs of about 0.3 GiB in a temporary folder.
  *
- *   TENSORCAST_BIG=1 node build/bench/ggml-quantize-job.js [--layers N] [--dir DIR] [--keep] [--skip-llama]
+ *   TENSORCAST_BIG=1 node build/bench/ggml-quantize-job.js [--layers N] [--vocab N] [--dir DIR] [--keep] [--skip-llama]
  *
  * The weights are weight-like values (normal, standard deviation 0.02, a heavier tail; see
  * ggml-quantize.ts), a pool of 4 Mi of them read from a different offset for every tensor.
@@ -47,7 +47,7 @@ const HIDDEN = 2048;
 const HEADS = 32;
 const KV = 4;
 const FFN = 5632;
-const VOCAB = 32000;
+const VOCAB = Number(arg("--vocab", "32000"));
 const POOL = 4 << 20;
 
 /** A pool of F16 weight-like values. */
