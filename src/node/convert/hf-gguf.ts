@@ -9,7 +9,7 @@ import { promises as fsp } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { TensorcastError } from "../../errors.js";
 import { planHfToGguf, type HfFolderFiles, type HfGgufOuttype, type HfGgufPlan, type HfGgufTensor, type HfTensorHeader } from "../../io/hf-gguf/plan.js";
-import { encodeRowChunk, rowGroup, rowLength } from "../../io/hf-gguf/encode.js";
+import { encodeGenerated, encodeRowChunk, partRows, rowGroup, rowLength } from "../../io/hf-gguf/encode.js";
 import type { FileTensor } from "../io/tensors.js";
 import type { Json } from "../../io/hf-gguf/json.js";
 import { layoutGguf, writeGguf } from "../../io/gguf/write.js";
@@ -134,7 +134,7 @@ export async function convertHfToGguf(folder: string, output: string, outtype: H
       outs.push(out);
       const tensors = part.tensors.map((t) => ({
         name: t.name, ggmlType: t.type, dims: t.dims,
-        data: chunks(t, byName.get(t.source)!, opts.chunkValues ?? CHUNK_VALUES),
+        data: chunks(t, byName, opts.chunkValues ?? CHUNK_VALUES),
       }));
       await writeGguf(out, part.metadata, tensors);
       await out.finish(part.layout.size);
@@ -160,15 +160,27 @@ export async function convertHfToGguf(folder: string, output: string, outtype: H
 /** About 16 MiB of float32 values per chunk (`chunkValues` in tests), whole row groups (a row group alone when bigger). */
 const CHUNK_VALUES = 4 * 1024 * 1024;
 
-/** A tensor's stored bytes, read and encoded a chunk of rows at a time: memory stays a few chunks whatever the tensor's size. */
-async function* chunks(t: HfGgufTensor, s: FileTensor, chunkValues: number): AsyncGenerator<Uint8Array> {
+/**
+ * A tensor's stored bytes, read and encoded a chunk of rows at a time, part after part (merged
+ * experts: one expert's rows, then the next's): memory stays a few chunks whatever the tensor's
+ * size or its number of experts.
+ */
+async function* chunks(t: HfGgufTensor, byName: ReadonlyMap<string, FileTensor>, chunkValues: number): AsyncGenerator<Uint8Array> {
+  if (t.generated !== undefined) {
+    yield encodeGenerated(t);
+    return;
+  }
   const len = rowLength(t);
-  const rows = t.shape.length <= 1 ? 1 : (t.shape[0] ?? 0);
+  const rows = partRows(t);
   const group = rowGroup(t);
   const per = Math.max(group, Math.floor(chunkValues / Math.max(1, len * group)) * group);
-  for (let r = 0; r < rows; r += per) {
-    const n = Math.min(per, rows - r);
-    yield encodeRowChunk(t, await s.read(r * len, n * len));
+  for (const part of t.parts) {
+    const s = byName.get(part.name);
+    if (s === undefined) throw new TensorcastError("INTERNAL", `tensor ${part.name} of the plan is not in the folder`);
+    for (let r = 0; r < rows; r += per) {
+      const n = Math.min(per, rows - r);
+      yield encodeRowChunk(t, await s.read(r * len, n * len), part.dtype);
+    }
   }
 }
 
