@@ -14,8 +14,6 @@ export const LIBLLAMA = join(PEERS, "node_modules", "@node-llama-cpp", "linux-x6
 
 export interface LlamaQuantizeOptions {
   ftype: number;
-  /** llama_model_quantize's nthread (default 1: the bytes do not depend on it). */
-  nthread?: number;
   outputTensorType?: string;
   tokenEmbeddingType?: string;
   allowRequantize?: boolean;
