@@ -22,9 +22,9 @@ import { checkOutput } from "../io/file.js";
 import { openGguf } from "../io/gguf.js";
 import { openTensorFile, type OpenOptions } from "../io/reader.js";
 import type { TensorFile } from "../io/tensors.js";
-import { writePlannedGguf, type QuantizeGgufReport, type RowSource } from "./gguf.js";
+import { writePlannedGguf, type GgufJobOptions, type QuantizeGgufReport, type RowSource } from "./gguf.js";
 
-export interface ConvertToGgufOptions extends OpenOptions {
+export interface ConvertToGgufOptions extends OpenOptions, GgufJobOptions {
   /** The GGML type of the 2-D and larger float tensors (a name in any case). */
   readonly to: GgmlType | string;
   /** Quantize tensors that are block-quantized already (a GGUF input's), dequantized first. */
