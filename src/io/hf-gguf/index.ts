@@ -2,7 +2,7 @@
  * Hugging Face folder -> GGUF, as llama.cpp's convert_hf_to_gguf.py writes it: the plan (metadata
  * and tensor table) and each tensor's bytes. This module only re-exports.
  */
-export { planHfToGguf, HF_GGUF_OUTTYPES, type HfGgufOuttype, type HfGgufPlan, type HfGgufTensor, type HfTensorHeader, type HfFolderFiles, type HfTensorTransform, type GgufTensorType } from "./plan.js";
+export { planHfToGguf, autoOuttype, HF_GGUF_OUTTYPES, type HfGgufOuttype, type HfGgufPlan, type HfGgufTensor, type HfTensorHeader, type HfFolderFiles, type HfTensorTransform, type GgufTensorType } from "./plan.js";
 export { encodeTensor, numpyHalfBits, sourceValues, transformValues } from "./encode.js";
 export { HF_ARCHITECTURES, hfArchitectureOf, type HfArchitecture } from "./architectures.js";
 export { PRE_BY_REGEX, bpePreName } from "./vocab-bpe.js";

@@ -10,6 +10,8 @@ import { canQuantize } from "../../../ggml/quantize/index.js";
 import type { TensorTypeOverride } from "../../../io/gguf/quantize-plan.js";
 import { formatBytes } from "../../io/tensors.js";
 import { quantizeGgufFile, type QuantizeGgufReport } from "../../quantize/gguf.js";
+import { quantizeHfFolder } from "../../quantize/hf-gguf.js";
+import { stat } from "node:fs/promises";
 import { readImatrixFile, type Imatrix } from "../../quantize/imatrix.js";
 import { parseCommandArgs, type OptionSpecs } from "../args.js";
 import { jsonText, tableText, writeText, joinText } from "../format.js";
@@ -81,6 +83,15 @@ export function isGgufQuantizeInput(input: string): boolean {
   return input.toLowerCase().endsWith(".gguf");
 }
 
+/** Whether `path` is a folder (a Hugging Face model folder, for `quantize DIR --mode PRESET -o OUT.gguf`). */
+export async function isFolder(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 function typeArg(value: string | undefined, option: string): string | undefined {
   if (value === undefined) return undefined;
   try {
@@ -135,9 +146,13 @@ export async function runQuantizeGguf(args: readonly string[], io: CliIO): Promi
   };
   let imatrix: Imatrix | undefined;
   if (o.imatrix !== undefined) imatrix = await readImatrixFile(o.imatrix);
+  // A model folder: convert_hf_to_gguf's --outtype auto file, quantized, with no file in between.
+  const folder = await isFolder(input);
+  if (folder && !o.output.toLowerCase().endsWith(".gguf")) throw new UsageError(`-o ${JSON.stringify(o.output)}: a folder quantized with a llama-quantize preset is written as one GGUF file; name it OUT.gguf`, "quantize");
+  const job = folder ? quantizeHfFolder : quantizeGgufFile;
   return runFileCommand(io, { json: o.json, quiet: o.quiet }, "quantizing", async ({ signal, onProgress }) => {
     try {
-      return await quantizeGgufFile(input, o.output!, {
+      return await job(input, o.output!, {
         ...options, signal, onProgress, imatrix: imatrix !== undefined,
         imatrixData: imatrix?.weights, extraMetadata: imatrix?.metadata(o.imatrix!),
       });
