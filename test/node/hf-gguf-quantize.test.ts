@@ -1,0 +1,127 @@
+/**
+ * `tensorcast quantize DIR --mode PRESET -o OUT.gguf` and `convert DIR --to TYPE -o OUT.gguf` for
+ * the types beyond f32/f16/bf16/q8_0, against test/fixtures/hf-gguf/quantize.json (made by
+ * test/node/make-hf-quantize-golden.ts with convert_hf_to_gguf.py and llama_model_quantize): for
+ * every folder of hf-quant-cases.ts (the seven fixtures, a wide Llama whose rows are whole K
+ * blocks, a PyTorch folder, a Hub cache snapshot) the files are byte for byte those of
+ * llama_model_quantize run on convert_hf_to_gguf.py's --outtype auto file, and of
+ * convert_hf_to_gguf.py --outtype auto / tq1_0 / tq2_0. `convert DIR --to q4_k` is what
+ * `convert AUTO.gguf --to q4_k` writes from the auto file. Then the refusals.
+ */
+import assert from "node:assert/strict";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { quantizeHfFolder } from "../../src/node/quantize/hf-gguf.js";
+import { GGML_TARGETS, HF_GGUF_FIXTURES, HF_QUANT_CASES, readHfQuantGolden } from "../support/hf-quant-cases.js";
+import { cli, scratch, sha256 } from "./helpers.js";
+
+const GOLDEN = readHfQuantGolden();
+const OUT = scratch();
+const folders = new Map<string, string>();
+const folderOf = (id: string): string => {
+  let d = folders.get(id);
+  if (d === undefined) folders.set(id, (d = HF_QUANT_CASES.find((c) => c.id === id)!.make(OUT)));
+  return d;
+};
+
+for (const c of HF_QUANT_CASES) {
+  test(`quantize ${c.id}/ --mode ${c.presets.join("|")}: llama_model_quantize's file from convert_hf_to_gguf's auto file`, async () => {
+    const dir = folderOf(c.id);
+    for (const p of c.presets) {
+      const out = join(OUT, `${c.id}.${p}.gguf`);
+      const r = await cli(["quantize", dir, "--mode", p.toLowerCase(), "-o", out, "-q"]);
+      assert.equal(r.code, 0, r.err);
+      const want = GOLDEN.cases[c.id]!.presets[p]!;
+      assert.equal(readFileSync(out).length, want.size, `${c.id} ${p}: size`);
+      assert.equal(sha256(out), want.sha256, `${c.id} ${p}`);
+    }
+    assert.deepEqual(readdirSync(OUT).filter((f) => f.endsWith(".tmp")), []);
+  });
+
+  test(`convert ${c.id}/ --to ${c.outtypes.join("|")} -o OUT.gguf: convert_hf_to_gguf.py's file`, async () => {
+    const dir = folderOf(c.id);
+    for (const t of c.outtypes) {
+      const out = join(OUT, `${c.id}.${t}.gguf`);
+      const r = await cli(["convert", dir, "--to", t, "-o", out, "--force"]);
+      assert.equal(r.code, 0, r.err);
+      assert.equal(sha256(out), GOLDEN.cases[c.id]!.outtypes[t]!.sha256, `${c.id} ${t}`);
+    }
+  });
+}
+
+test("the report: each tensor's type from the auto file's, the fallbacks, general.file_type", async () => {
+  const dir = folderOf("wide-llama");
+  const r = await cli(["quantize", dir, "--mode", "Q4_K_M", "-o", join(OUT, "report.gguf"), "--json"]);
+  assert.equal(r.code, 0, r.err);
+  const rep = JSON.parse(r.out) as { fileType: number; fallbacks: number; tensors: { name: string; from: string; to: string }[] };
+  assert.equal(rep.fileType, 15);
+  assert.equal(rep.fallbacks, 0);
+  const to = Object.fromEntries(rep.tensors.map((t) => [t.name, `${t.from}>${t.to}`]));
+  assert.equal(to["token_embd.weight"], "BF16>Q4_K");
+  assert.equal(to["output.weight"], "BF16>Q6_K");
+  assert.equal(to["blk.0.attn_norm.weight"], "F32>F32");
+  // use_more_bits over 4 layers: layers 2 and 3 (i >= 7n/8 = 3, (i - n/8) % 3 == 2)
+  assert.deepEqual([0, 1, 2, 3].map((l) => to[`blk.${l}.ffn_down.weight`]), ["BF16>Q4_K", "BF16>Q4_K", "BF16>Q6_K", "BF16>Q6_K"]);
+  const small = await cli(["quantize", join(HF_GGUF_FIXTURES, "llama"), "--mode", "Q4_K_M", "-o", join(OUT, "report-small.gguf")]);
+  assert.equal(small.code, 0, small.err);
+  assert.match(small.out, /F16 +Q5_0 \(fallback from Q4_K\)/);
+  assert.match(small.out, /fell back to another type/);
+});
+
+test("bands of a few rows (Q and K cut in whole heads) give the same bytes as whole tensors", async () => {
+  for (const [id, p] of [["wide-llama", "Q4_K_M"], ["llama", "Q2_K"], ["gemma3", "IQ4_XS"]] as const) {
+    const out = join(OUT, `chunked.${id}.${p}.gguf`);
+    await quantizeHfFolder(folderOf(id), out, { preset: p, chunkValues: 100 });
+    assert.equal(sha256(out), GOLDEN.cases[id]!.presets[p]!.sha256, `${id} ${p}`);
+  }
+});
+
+test("convert DIR --to q4_k|q6_k|iq4_xs is convert AUTO.gguf --to TYPE of convert_hf_to_gguf's auto file", async () => {
+  for (const id of ["wide-llama", "llama", "qwen2-pytorch"]) {
+    const dir = folderOf(id);
+    const auto = join(OUT, `${id}.auto.gguf`);
+    if (!existsSync(auto)) assert.equal((await cli(["convert", dir, "--to", "auto", "-o", auto])).code, 0);
+    assert.equal(sha256(auto), GOLDEN.cases[id]!.outtypes.auto!.sha256);
+    for (const t of GGML_TARGETS) {
+      const direct = join(OUT, `${id}.direct.${t}.gguf`);
+      const twoSteps = join(OUT, `${id}.two.${t}.gguf`);
+      let r = await cli(["convert", dir, "--to", t, "-o", direct, "-q"]);
+      assert.equal(r.code, 0, r.err);
+      r = await cli(["convert", auto, "--to", t, "-o", twoSteps, "-q"]);
+      assert.equal(r.code, 0, r.err);
+      assert.ok(readFileSync(direct).equals(readFileSync(twoSteps)), `${id} ${t}`);
+    }
+  }
+});
+
+test("refusals: an unknown preset lists the presets; IQ presets without an importance matrix; -o that is not .gguf", async () => {
+  const dir = join(HF_GGUF_FIXTURES, "llama");
+  const out = join(OUT, "refused.gguf");
+  let r = await cli(["quantize", dir, "--mode", "Q4_K_X", "-o", out]);
+  assert.equal(r.code, 2);
+  assert.match(r.err, /"Q4_K_X" is not a llama-quantize preset; the presets are Q4_0, Q4_1, .*Q4_K_M.*IQ4_XS/);
+  for (const p of ["IQ2_XS", "IQ1_S", "IQ3_XXS", "Q2_K_S"]) {
+    r = await cli(["quantize", dir, "--mode", p, "-o", out]);
+    assert.equal(r.code, 1, p);
+    assert.match(r.err, new RegExp(`${p} needs an importance matrix \\(--imatrix FILE\\)`), p);
+  }
+  r = await cli(["quantize", dir, "--mode", "q4_k_m", "-o", join(OUT, "refused.safetensors")]);
+  assert.equal(r.code, 2);
+  assert.match(r.err, /name it OUT\.gguf/);
+  r = await cli(["quantize", dir, "--mode", "q4_k_m"]);
+  assert.equal(r.code, 2);
+  assert.match(r.err, /-o OUT\.gguf is missing/);
+  r = await cli(["convert", dir, "--to", "iq2_xs", "-o", out]);
+  assert.equal(r.code, 2);
+  assert.match(r.err, /IQ2_XS needs an importance matrix/);
+  r = await cli(["convert", dir, "--to", "int4", "-o", out]);
+  assert.equal(r.code, 2);
+  assert.match(r.err, /float32, float16, bfloat16, q8_0, tq1_0, tq2_0, auto .*q4_k.*"int4"/);
+  assert.equal(existsSync(out), false);
+  assert.deepEqual(readdirSync(OUT).filter((f) => f.includes("refused")), []);
+  // a checkpoint mode still quantizes the folder's safetensors (fp8 tiles)
+  r = await cli(["quantize", dir, "--mode", "fp8", "-o", join(OUT, "fp8-folder"), "-q"]);
+  assert.equal(r.code, 0, r.err);
+  assert.ok(existsSync(join(OUT, "fp8-folder", "model.safetensors")));
+});
