@@ -28,8 +28,6 @@ export const HF_QUANT_GOLDEN = join(HF_GGUF_FIXTURES, "quantize.json");
 /** The presets every folder is quantized with, and the wide model's further ones. */
 export const PRESETS = ["Q4_K_M", "Q8_0", "Q2_K", "IQ4_XS"] as const;
 export const WIDE_PRESETS = [...PRESETS, "Q3_K_M", "Q4_K_S", "Q5_K_M", "Q6_K", "Q4_0", "IQ4_NL", "TQ2_0"] as const;
-/** The GGML types `convert DIR --to TYPE` is checked with through convert IN.gguf's rules (consistency, no golden). */
-export const GGML_TARGETS = ["q4_k", "q6_k", "iq4_xs"] as const;
 
 export interface HfQuantCase {
   readonly id: string;
