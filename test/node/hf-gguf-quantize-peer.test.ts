@@ -14,13 +14,14 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { LLAMA_PRESETS } from "../../src/ggml/presets.js";
 import { llamaQuantPeer } from "../support/llama-quant-peer.js";
 import { pythonMissing } from "../support/python.js";
-import { convertWithPython, HF_QUANT_CASES, readHfQuantGolden } from "../support/hf-quant-cases.js";
+import { convertWithPython, HF_QUANT_CASES, legacyImatrixForPeer, makeWideLlama, readHfQuantGolden, wideImatrixEntries } from "../support/hf-quant-cases.js";
+import { legacyImatrix } from "../support/gguf-quant-models.js";
 import { cli, scratch } from "./helpers.js";
 
 const PYTHON = process.env.TENSORCAST_CONVERT_PYTHON ?? "";
@@ -82,3 +83,24 @@ for (const c of HF_QUANT_CASES) {
     }
   });
 }
+
+test("wide-llama with an importance matrix (IQ2_XS, IQ1_M, IQ3_XXS, Q2_K_S, IQ4_XS, Q4_K_M): llama-quantize --imatrix's files, live", { skip }, async () => {
+  if (typeof peer === "string") throw new Error(peer);
+  const dir = makeWideLlama(join(OUT, "imatrix"));
+  const auto = join(OUT, "imatrix.auto.gguf");
+  convertWithPython(PYTHON, dir, "auto", auto);
+  const bytes = legacyImatrix(wideImatrixEntries());
+  const path = join(OUT, "wide.imatrix.dat");
+  writeFileSync(path, bytes);
+  const im = legacyImatrixForPeer(bytes, path);
+  for (const p of ["IQ2_XS", "IQ1_M", "IQ3_XXS", "Q2_K_S", "IQ4_XS", "Q4_K_M"]) {
+    const theirs = join(OUT, `imatrix.${p}.peer.gguf`);
+    const ours = join(OUT, `imatrix.${p}.ours.gguf`);
+    assert.equal(peer.quantize(auto, theirs, { ftype: LLAMA_PRESETS.find((x) => x.name === p)!.ftype, ...im }), 0, `llama_model_quantize ${p}`);
+    const r = await cli(["quantize", dir, "--mode", p, "--imatrix", path, "-o", ours, "-q"]);
+    assert.equal(r.code, 0, `${p}: ${r.err}`);
+    const a = readFileSync(ours);
+    const b = readFileSync(theirs);
+    assert.ok(a.equals(b), `${p}: ${firstDifference(a, b)}`);
+  }
+});
