@@ -134,3 +134,28 @@ test("refusals: an unknown preset lists the presets; IQ presets without an impor
   assert.equal(r.code, 0, r.err);
   assert.ok(existsSync(join(OUT, "fp8-folder", "model.safetensors")));
 });
+
+test("a folder tensor's rows: each source value read once, in chunks of whole head groups, the chunk let go after the last band", async () => {
+  const { folderRows } = await import("../../src/node/quantize/hf-gguf.js");
+  const { planFolder } = await import("../../src/node/convert/hf-gguf.js");
+  const plan = await planFolder(join(HF_GGUF_FIXTURES, "llama"), "auto");
+  const t = plan.tensors.find((x) => x.name === "blk.0.attn_q.weight")!;
+  assert.equal(t.transform.kind, "permute-rotary");
+  const total = t.shape.reduce((a, b) => a * b, 1);
+  const reads: [number, number][] = [];
+  const source = {
+    read: async (start: number, count: number) => {
+      reads.push([start, count]);
+      return new Uint8Array(count * 4);
+    },
+  } as unknown as Parameters<typeof folderRows>[1];
+  // chunks of 3 head groups (16 rows of 64 values each), bands of 5 rows: bands cross chunks
+  const rows = folderRows({ ...t, sourceDtype: "float32" }, source, 3 * 16 * 64);
+  const bytes: number[] = [];
+  for (let r = 0; r < 64; r += 5) bytes.push((await rows.read(r, Math.min(5, 64 - r))).length);
+  assert.equal(bytes.reduce((a, b) => a + b, 0), total * 2);
+  assert.equal(reads.reduce((n, [, c]) => n + c, 0), total, "every value read once");
+  assert.ok(reads.every(([s, c]) => s % (16 * 64) === 0 && c % (16 * 64) === 0), "whole head groups");
+  await rows.read(0, 1);
+  assert.equal(reads.length, 3, "read again: the last chunk was let go");
+});

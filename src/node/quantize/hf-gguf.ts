@@ -31,7 +31,7 @@ const VALUE_BYTES: Readonly<Record<string, number>> = { F32: 4, F16: 2, BF16: 2 
 /**
  * The rows of `t` as convert_hf_to_gguf stores them, in GGML rows (dims[0] values each): the
  * folder's values read in chunks of whole row groups (a permuted Q or K's heads), encoded, and
- * the band asked for cut out of the chunk; bands come in order, so each chunk is read once.
+ * the band asked for cut out of the chunk; bands come in order, so each value is read once.
  */
 export function folderRows(t: HfGgufTensor, s: FileTensor, chunkValues = CHUNK_VALUES): RowSource {
   const per = VALUE_BYTES[t.type];
@@ -48,9 +48,22 @@ export function folderRows(t: HfGgufTensor, s: FileTensor, chunkValues = CHUNK_V
       if (chunk === undefined || start < chunk.start || end > chunk.end) {
         const a = Math.floor(start / group) * group;
         const b = Math.min(total, Math.max(Math.ceil(end / group) * group, a + Math.floor(chunkValues / group) * group));
-        chunk = { start: a, end: b, bytes: encodeRowChunk(t, await s.read(a, b - a)) };
+        let bytes: Uint8Array;
+        if (chunk !== undefined && a >= chunk.start && a < chunk.end) {
+          // A band across the chunk's end: the groups encoded already are kept, the rest read.
+          const fresh = encodeRowChunk(t, await s.read(chunk.end, b - chunk.end));
+          bytes = new Uint8Array((b - a) * per);
+          bytes.set(chunk.bytes.subarray((a - chunk.start) * per));
+          bytes.set(fresh, (chunk.end - a) * per);
+        } else {
+          bytes = encodeRowChunk(t, await s.read(a, b - a));
+        }
+        chunk = { start: a, end: b, bytes };
       }
-      return chunk.bytes.subarray((start - chunk.start) * per, (end - chunk.start) * per);
+      const band = chunk.bytes.subarray((start - chunk.start) * per, (end - chunk.start) * per);
+      // the tensor's last band: the source is kept until the file is written, its chunk need not be
+      if (end >= total) chunk = undefined;
+      return band;
     },
   };
 }
