@@ -38,6 +38,13 @@ export const QUANTIZE_GGUF_OPTIONS = {
 const writable = (): string => GGML_TYPES.filter((t) => t.stored && canQuantize(t, true)).map((t) => t.name.toLowerCase()).join(", ");
 
 export const QUANTIZE_GGUF_HELP = `Usage: tensorcast quantize IN.gguf --mode PRESET -o OUT.gguf [options]
+       tensorcast quantize DIR --mode PRESET -o OUT.gguf [options]
+
+DIR, a Hugging Face model folder (safetensors, one file or sharded; PyTorch .bin shards; a Hub
+cache snapshot), is read as the GGUF file convert_hf_to_gguf.py writes for it with its default
+--outtype auto (BF16 for a bfloat16 model, F16 for float16 and float32 ones), which is never
+written: its tensors go straight to the preset, in one pass, and OUT is byte for byte
+llama_model_quantize's output for that file (docs/hf-to-gguf.md).
 
 Quantizes a GGUF model (llama.cpp's; a split model's parts as one) as llama-quantize does:
 OUT is byte for byte the file llama_model_quantize writes for the same preset and options (the
@@ -74,6 +81,7 @@ TYPE is a GGML type tensorcast writes: ${writable()}.
 
 Examples:
   tensorcast quantize model-f16.gguf --mode Q4_K_M -o model-Q4_K_M.gguf
+  tensorcast quantize Llama-3.2-1B/ --mode Q4_K_M -o llama-3.2-1b.Q4_K_M.gguf
   tensorcast quantize model-f16.gguf --mode q8_0 --output-tensor-type f16 -o model-Q8_0.gguf
   tensorcast quantize model-f16.gguf --mode IQ2_XS --imatrix imatrix.gguf -o model-IQ2_XS.gguf
 `;
