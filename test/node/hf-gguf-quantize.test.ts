@@ -138,7 +138,7 @@ test("a folder tensor's rows in bands of any size: the bytes of the whole tensor
     for (const name of ["blk.1.attn_q.weight", "blk.1.attn_k.weight", "blk.1.ffn_down.weight", "token_embd.weight", "blk.0.attn_norm.weight"]) {
       const t = plan.tensors.find((x) => x.name === name)!;
       const s = file.tensors.find((x) => x.name === t.source)!;
-      const whole = encodeTensor(t, await s.read(0, s.shape.reduce((a, b) => a * b, 1)));
+      const whole = encodeTensor(t, await s.read(0, s.shape.reduce((a, b) => a * b, 1)), s.dtype.name);
       const group = rowGroup(t) * rowLength(t);
       const rows = t.dims.slice(1).reduce((a, b) => a * b, 1);
       const total = rows * t.dims[0];
@@ -146,7 +146,7 @@ test("a folder tensor's rows in bands of any size: the bytes of the whole tensor
       for (const [chunkValues, band] of [[3 * group, 5], [group, 7], [100, 64], [1 << 22, 3]] as const) {
         const reads: [number, number][] = [];
         const counted = { ...s, read: (start: number, count: number) => (reads.push([start, count]), s.read(start, count)) } as typeof s;
-        const src = folderRows(t, counted, chunkValues);
+        const src = folderRows(t, new Map([[s.name, counted]]), chunkValues);
         const parts: Uint8Array[] = [];
         for (let r = 0; r < rows; r += band) parts.push(await src.read(r, Math.min(band, rows - r)));
         assert.ok(Buffer.concat(parts).equals(whole), `${name} chunks of ${chunkValues}, bands of ${band}`);

@@ -14,6 +14,8 @@
  */
 import { writeFileSync } from "node:fs";
 import { writeGguf, type GgufMetadataEntry, type GgufTensorToWrite } from "../../src/io/gguf/index.js";
+import { layoutGguf } from "../../src/io/gguf/write.js";
+import { splitByGgufSplit, splitMetadata, splitOutputPaths } from "../../src/io/gguf/split-write.js";
 import { Rng } from "./rng.js";
 
 export type QuantModelName = "wide" | "deep";
@@ -125,6 +127,26 @@ export async function quantModelBytes(name: QuantModelName): Promise<Uint8Array>
   const out = new Uint8Array(layout.size);
   for (const p of parts) out.set(p.bytes, p.at);
   return out;
+}
+
+/**
+ * Writes model `name` as a split model of parts of at most `maxTensors` tensors (llama-gguf-split's
+ * rule) beside `prefix`: PREFIX-0000k-of-0000n.gguf. Returns the parts' paths.
+ */
+export async function writeSplitQuantModel(name: QuantModelName, prefix: string, maxTensors: number): Promise<string[]> {
+  const { metadata, tensors } = quantModel(name);
+  const lengths = layoutGguf(metadata, tensors).byteLengths;
+  const parts = splitByGgufSplit(lengths, { maxTensors });
+  const paths = splitOutputPaths(`${prefix}.gguf`, parts.length);
+  for (let no = 0; no < parts.length; no++) {
+    const chunks: { bytes: Uint8Array; at: number }[] = [];
+    const layout = await writeGguf({ write: (bytes, at) => void chunks.push({ bytes: bytes.slice(), at }) },
+      splitMetadata(metadata, no, parts.length, tensors.length), parts[no]!.map((i) => tensors[i]!));
+    const out = new Uint8Array(layout.size);
+    for (const c of chunks) out.set(c.bytes, c.at);
+    writeFileSync(paths[no]!, out);
+  }
+  return paths;
 }
 
 /** Writes model `name` to `path`. */

@@ -13,6 +13,8 @@ import { convertHfToGguf, type HfGgufOuttypeOrAuto } from "../convert/hf-gguf.js
 import { convertHfFolderToGgml } from "../quantize/hf-gguf.js";
 import { renderQuantizeGgufReport } from "./commands/quantize-gguf.js";
 import { runFileCommand } from "./fileJob.js";
+import { parseShardSlice } from "../convert/sharded.js";
+import { parseSplitSize, type GgufSplitLimits } from "../../io/gguf/split-write.js";
 import { jsonText, writeText } from "./format.js";
 import type { CliIO } from "./io.js";
 import { EXIT_OK, UsageError } from "./usage.js";
@@ -37,7 +39,40 @@ export function wantsGguf(output: string | undefined): boolean {
   return output !== undefined && output.toLowerCase().endsWith(".gguf");
 }
 
-export async function runHfToGguf(input: string, output: string, opts: { to?: string; force?: boolean; json?: boolean; quiet?: boolean; others: readonly string[] }, io: CliIO): Promise<number> {
+export interface HfToGgufCliOptions {
+  readonly to?: string;
+  readonly force?: boolean;
+  readonly json?: boolean;
+  readonly quiet?: boolean;
+  /** Options given that do not apply here. */
+  readonly others: readonly string[];
+  readonly splitMaxSize?: string;
+  readonly splitMaxTensors?: string;
+  readonly noTensorFirstSplit?: boolean;
+  readonly shard?: string;
+}
+
+/** The split limits convert_hf_to_gguf.py's options give, or undefined for one file. */
+function splitLimits(opts: HfToGgufCliOptions): GgufSplitLimits | undefined {
+  let maxBytes: number | undefined;
+  let maxTensors: number | undefined;
+  if (opts.splitMaxSize !== undefined) {
+    try {
+      maxBytes = parseSplitSize(opts.splitMaxSize);
+    } catch (e) {
+      throw new UsageError(`--split-max-size: ${(e as Error).message}`, "convert");
+    }
+  }
+  if (opts.splitMaxTensors !== undefined) {
+    if (!/^\d{1,9}$/.test(opts.splitMaxTensors)) throw new UsageError(`--split-max-tensors takes a number of tensors, got ${JSON.stringify(opts.splitMaxTensors)}`, "convert");
+    maxTensors = Number(opts.splitMaxTensors);
+  }
+  // convert_hf_to_gguf.py's 0 means no limit; --no-tensor-first-split alone splits off the metadata.
+  if (!maxBytes && !maxTensors && !opts.noTensorFirstSplit) return undefined;
+  return { maxBytes, maxTensors, firstWithoutTensors: opts.noTensorFirstSplit === true };
+}
+
+export async function runHfToGguf(input: string, output: string, opts: HfToGgufCliOptions, io: CliIO): Promise<number> {
   if (opts.others.length > 0) throw new UsageError(`--${opts.others[0]} does not apply to a folder written as GGUF`, "convert");
   const given = opts.to?.toLowerCase();
   if (given === undefined) throw new UsageError(`a folder written as GGUF needs --to ${accepted()}`, "convert");
@@ -54,6 +89,7 @@ export async function runHfToGguf(input: string, output: string, opts: { to?: st
       throw new UsageError(`a folder written as GGUF needs --to ${accepted()}; got ${JSON.stringify(opts.to)}${why}`, "convert");
     }
     const target = t;
+    if (splitLimits(opts) !== undefined || opts.shard !== undefined) throw new UsageError(`--split-max-size, --split-max-tensors, --no-tensor-first-split and --shard split convert_hf_to_gguf's outtypes (${[...HF_GGUF_OUTTYPES, "auto"].join(", ")}); --to ${given} writes one file`, "convert");
     return runFileCommand(io, { json: opts.json, quiet: opts.quiet }, "converting", async ({ signal, onProgress }) => {
       try {
         return await convertHfFolderToGgml(input, output, { to: target, force: opts.force === true, signal, onProgress });
@@ -63,16 +99,31 @@ export async function runHfToGguf(input: string, output: string, opts: { to?: st
       }
     }, (r) => (opts.quiet ? "" : renderQuantizeGgufReport(r)));
   }
+  const split = splitLimits(opts);
+  let shard: { index: number; count: number } | undefined;
+  if (opts.shard !== undefined) {
+    if (split === undefined) throw new UsageError("--shard K/N with -o OUT.gguf writes one part of a split model: give --split-max-size or --split-max-tensors", "convert");
+    try {
+      shard = parseShardSlice(opts.shard);
+    } catch (e) {
+      throw new UsageError((e as Error).message, "convert");
+    }
+  }
   let report;
   try {
-    report = await convertHfToGguf(input, output, to as HfGgufOuttypeOrAuto, { force: opts.force });
+    report = await convertHfToGguf(input, output, to as HfGgufOuttypeOrAuto, { force: opts.force, split, shard });
   } catch (e) {
     if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE") throw new UsageError(`-o: ${e.message}`, "convert");
     throw e;
   }
   if (opts.json) writeText(io.stdout, jsonText(report));
   else if (!opts.quiet) {
-    io.stdout.write(`${output}: ${report.architecture}, ${report.outtype}, ${report.tensors.length} tensors, ${report.metadataKeys} metadata keys, ${report.bytes} bytes\n`);
+    if (report.files.length === 1 && report.files[0]!.path === output) {
+      io.stdout.write(`${output}: ${report.architecture}, ${report.outtype}, ${report.tensors.length} tensors, ${report.metadataKeys} metadata keys, ${report.bytes} bytes\n`);
+    } else {
+      for (const f of report.files) io.stdout.write(`${f.path}: ${f.tensors} tensors, ${f.bytes} bytes\n`);
+      io.stdout.write(`${report.architecture}, ${report.metadataKeys} metadata keys in the first part\n`);
+    }
   }
   return EXIT_OK;
 }

@@ -9,14 +9,16 @@ import { promises as fsp } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { TensorcastError } from "../../errors.js";
 import { autoOuttype, planHfToGguf, type HfFolderFiles, type HfGgufOuttype, type HfGgufPlan, type HfGgufTensor, type HfTensorHeader } from "../../io/hf-gguf/plan.js";
-import { encodeRowChunk, rowGroup, rowLength } from "../../io/hf-gguf/encode.js";
+import { encodeGenerated, encodeRowChunk, partRows, rowGroup, rowLength } from "../../io/hf-gguf/encode.js";
 import type { FileTensor, TensorFile } from "../io/tensors.js";
+import { isPytorchFolder, openPytorchFolder } from "../io/pytorch-folder.js";
 import type { Json } from "../../io/hf-gguf/json.js";
 import { layoutGguf, writeGguf } from "../../io/gguf/write.js";
+import { splitByGgufPy, splitMetadata, splitOutputPaths, type GgufSplitLimits } from "../../io/gguf/split-write.js";
+import type { GgufMetadataEntry } from "../../io/gguf/values.js";
 import { openCheckpoint, readCheckpoint } from "../io/checkpoint.js";
-import { AtomicOutput, checkOutput, removeStaleTemporaries } from "../io/file.js";
-import { openGguf } from "../io/gguf.js";
-import { isPytorchFolder, openPytorchFolder } from "../io/pytorch-folder.js";
+import { AtomicOutput, checkOutput, RandomAccessFile, removeStaleTemporaries } from "../io/file.js";
+import { readGguf } from "../../io/gguf/header.js";
 
 export interface HfGgufReport {
   readonly output: string;
@@ -26,6 +28,8 @@ export interface HfGgufReport {
   readonly bytes: number;
   readonly metadataKeys: number;
   readonly tensors: readonly { readonly name: string; readonly source: string; readonly type: string; readonly dims: readonly number[] }[];
+  /** The files written: OUT, or the parts of a split model (only one with --shard). */
+  readonly files: readonly { readonly path: string; readonly bytes: number; readonly tensors: number }[];
 }
 
 async function readOptional(path: string): Promise<Buffer | undefined> {
@@ -114,79 +118,135 @@ export async function planFolder(folder: string, outtype: HfGgufOuttypeOrAuto): 
   return (await prepareFolder(folder, outtype)).plan;
 }
 
+export interface HfGgufOptions {
+  readonly force?: boolean;
+  /** Float32 values per chunk read and encoded (tests). */
+  readonly chunkValues?: number;
+  /** Split as convert_hf_to_gguf.py's --split-max-tensors / --split-max-size / --no-tensor-first-split. */
+  readonly split?: GgufSplitLimits;
+  /**
+   * Write only part `index` (from 0, as a Kubernetes Indexed Job's JOB_COMPLETION_INDEX; the file
+   * -0000{index+1}-of-...) of the `count` the limits make: one of N machines' share.
+   */
+  readonly shard?: { readonly index: number; readonly count: number };
+}
+
 /**
- * Converts the folder `folder` into the GGUF file `output`.
- * @throws TensorcastError as planHfToGguf, readCheckpoint and the writer do; IO_ERROR when OUT exists without `force`.
+ * Converts the folder `folder` into the GGUF file `output`, or into the parts of a split model
+ * (`OUT-0000K-of-0000N.gguf`, OUT without its .gguf) when `split` cuts it in more than one. Each
+ * part is written under a temporary name and read back; the parts are renamed into place only
+ * once every one of them has been checked. With `shard`, only that part is written, with the
+ * bytes the whole run gives it.
+ * @throws TensorcastError as planHfToGguf, readCheckpoint and the writer do; IO_ERROR when an
+ *         output exists without `force`; INVALID_ATTRIBUTE when `shard` is not one of the parts.
  */
-export async function convertHfToGguf(folder: string, output: string, outtype: HfGgufOuttypeOrAuto, opts: { force?: boolean; chunkValues?: number } = {}): Promise<HfGgufReport> {
-  await checkOutput(output, { force: opts.force });
+export async function convertHfToGguf(folder: string, output: string, outtype: HfGgufOuttypeOrAuto, opts: HfGgufOptions = {}): Promise<HfGgufReport> {
   const prepared = await prepareFolder(folder, outtype);
   const plan = prepared.plan;
-  const layout = layoutGguf(plan.metadata, plan.tensors.map((t) => ({ name: t.name, ggmlType: t.type, dims: t.dims })));
-  await removeStaleTemporaries(output);
+  const specs = plan.tensors.map((t) => ({ name: t.name, ggmlType: t.type, dims: t.dims }));
+  const whole = layoutGguf(plan.metadata, specs);
+  const groups = opts.split === undefined ? [specs.map((_, i) => i)] : splitByGgufPy(whole.byteLengths, opts.split);
+  const paths = splitOutputPaths(output, groups.length);
+  const parts = groups.map((g, no) => {
+    const metadata = splitMetadata(plan.metadata, no, groups.length, specs.length);
+    const tensors = g.map((i) => plan.tensors[i]!);
+    const layout = layoutGguf(metadata, tensors.map((t) => ({ name: t.name, ggmlType: t.type, dims: t.dims })));
+    return { path: paths[no]!, metadata, tensors, layout };
+  });
+  let chosen = parts;
+  if (opts.shard !== undefined) {
+    const { index, count } = opts.shard;
+    if (count !== parts.length || !Number.isInteger(index) || index < 0 || index >= count) {
+      throw new TensorcastError("INVALID_ATTRIBUTE", `--shard ${index}/${count}: the split limits cut ${folder} into ${parts.length} part${parts.length === 1 ? "" : "s"}, so --shard takes K/${parts.length} with K from 0 to ${parts.length - 1}`);
+    }
+    chosen = [parts[index]!];
+  }
+  for (const part of chosen) await checkOutput(part.path, { force: opts.force });
+  for (const part of chosen) await removeStaleTemporaries(part.path);
   const source = await prepared.open();
-  let out: AtomicOutput | undefined;
+  const outs: AtomicOutput[] = [];
   try {
     const byName = new Map(source.tensors.map((t) => [t.name, t]));
-    out = await AtomicOutput.create(output, { digests: true });
-    const sink = out;
-    const tensors = plan.tensors.map((t) => ({
-      name: t.name, ggmlType: t.type, dims: t.dims,
-      data: chunks(t, byName.get(t.source)!, opts.chunkValues ?? CHUNK_VALUES),
-    }));
-    await writeGguf(sink, plan.metadata, tensors);
-    await out.finish(layout.size);
-    const differs = await out.checkWritten();
-    if (differs !== undefined) throw new TensorcastError("IO_ERROR", `${output}: ${differs}`);
-    await verifyGguf(out.temporary, plan, layout.size);
-    await out.commit(opts.force === true);
-    out = undefined;
+    for (const part of chosen) {
+      const out = await AtomicOutput.create(part.path, { digests: true });
+      outs.push(out);
+      const tensors = part.tensors.map((t) => ({
+        name: t.name, ggmlType: t.type, dims: t.dims,
+        data: chunks(t, byName, opts.chunkValues ?? CHUNK_VALUES),
+      }));
+      await writeGguf(out, part.metadata, tensors);
+      await out.finish(part.layout.size);
+      const differs = await out.checkWritten();
+      if (differs !== undefined) throw new TensorcastError("IO_ERROR", `${part.path}: ${differs}`);
+      await verifyGguf(out.temporary, part.metadata, part.tensors, part.layout.size);
+    }
+    while (outs.length > 0) {
+      await outs[0]!.commit(opts.force === true);
+      outs.shift();
+    }
   } finally {
-    await out?.abort();
+    for (const out of outs) await out.abort();
     await source.close();
   }
   return {
-    output, architecture: plan.architecture, outtype: prepared.outtype, bytes: layout.size, metadataKeys: plan.metadata.length,
-    tensors: plan.tensors.map((t) => ({ name: t.name, source: t.source, type: t.type, dims: t.dims })),
+    output, architecture: plan.architecture, outtype: prepared.outtype, bytes: chosen.reduce((a, p) => a + p.layout.size, 0), metadataKeys: plan.metadata.length,
+    tensors: chosen.flatMap((p) => p.tensors).map((t) => ({ name: t.name, source: t.source, type: t.type, dims: t.dims })),
+    files: chosen.map((p) => ({ path: p.path, bytes: p.layout.size, tensors: p.tensors.length })),
   };
 }
 
 /** About 16 MiB of float32 values per chunk (`chunkValues` in tests), whole row groups (a row group alone when bigger). */
 export const CHUNK_VALUES = 4 * 1024 * 1024;
 
-/** A tensor's stored bytes, read and encoded a chunk of rows at a time: memory stays a few chunks whatever the tensor's size. */
-async function* chunks(t: HfGgufTensor, s: FileTensor, chunkValues: number): AsyncGenerator<Uint8Array> {
+/**
+ * A tensor's stored bytes, read and encoded a chunk of rows at a time, part after part (merged
+ * experts: one expert's rows, then the next's): memory stays a few chunks whatever the tensor's
+ * size or its number of experts.
+ */
+async function* chunks(t: HfGgufTensor, byName: ReadonlyMap<string, FileTensor>, chunkValues: number): AsyncGenerator<Uint8Array> {
+  if (t.generated !== undefined) {
+    yield encodeGenerated(t);
+    return;
+  }
   const len = rowLength(t);
-  const rows = t.shape.length <= 1 ? 1 : (t.shape[0] ?? 0);
+  const rows = partRows(t);
   const group = rowGroup(t);
   const per = Math.max(group, Math.floor(chunkValues / Math.max(1, len * group)) * group);
-  for (let r = 0; r < rows; r += per) {
-    const n = Math.min(per, rows - r);
-    yield encodeRowChunk(t, await s.read(r * len, n * len));
+  for (const part of t.parts) {
+    const s = byName.get(part.name);
+    if (s === undefined) throw new TensorcastError("INTERNAL", `tensor ${part.name} of the plan is not in the folder`);
+    for (let r = 0; r < rows; r += per) {
+      const n = Math.min(per, rows - r);
+      yield encodeRowChunk(t, await s.read(r * len, n * len), part.dtype);
+    }
   }
 }
 
-/** Reads the written file back with our reader: the keys in order with their types, and the tensor table. */
-async function verifyGguf(path: string, plan: HfGgufPlan, size: number): Promise<void> {
-  const f = await openGguf(path);
+/**
+ * Reads a written file (one part of a split model too, under its temporary name) back with our
+ * reader: the size, the keys in order with their types, and the tensor table.
+ */
+async function verifyGguf(path: string, metadata: readonly GgufMetadataEntry[], tensors: readonly HfGgufTensor[], size: number): Promise<void> {
+  const file = await RandomAccessFile.open(path);
   try {
     const bad = (what: string): TensorcastError => new TensorcastError("INTERNAL", `${path}: read back, ${what}`);
-    if (f.size !== size) throw bad(`it has ${f.size} bytes, not ${size}`);
-    const keys = [...f.model.metadata.values()];
-    if (keys.length !== plan.metadata.length) throw bad(`it has ${keys.length} keys, not ${plan.metadata.length}`);
+    if (file.size !== size) throw bad(`it has ${file.size} bytes, not ${size}`);
+    const g = await readGguf(file, { name: path });
+    const keys = [...g.metadata.values()];
+    if (keys.length !== metadata.length) throw bad(`it has ${keys.length} keys, not ${metadata.length}`);
     keys.forEach((e, i) => {
-      const want = plan.metadata[i]!;
+      const want = metadata[i]!;
       if (e.key !== want.key || e.type !== want.type) throw bad(`key ${i} is ${e.key} (${e.type}), not ${want.key} (${want.type})`);
     });
-    const ts = f.model.tensors;
-    if (ts.length !== plan.tensors.length) throw bad(`it has ${ts.length} tensors, not ${plan.tensors.length}`);
+    const ts = g.tensors;
+    if (ts.length !== tensors.length) throw bad(`it has ${ts.length} tensors, not ${tensors.length}`);
     ts.forEach((t, i) => {
-      const want = plan.tensors[i]!;
+      const want = tensors[i]!;
       if (t.name !== want.name || t.ggmlType.name !== want.type || t.dims.join(",") !== want.dims.join(",")) {
         throw bad(`tensor ${i} is ${t.name} ${t.ggmlType.name} [${t.dims.join(", ")}], not ${want.name} ${want.type} [${want.dims.join(", ")}]`);
       }
     });
   } finally {
-    await f.close();
+    await file.close();
   }
 }

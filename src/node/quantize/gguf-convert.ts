@@ -143,7 +143,7 @@ export async function convertToGgufFile(input: string, output: string, opts: Con
     const size = await writePlannedGguf(output, metadata, planned, sources, opts);
     const lengths = layoutGguf([], planned.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }))).byteLengths;
     return {
-      input, output, preset: `--to ${to.name}`, fileType: fileType ?? -1, fallbacks: planned.filter((p) => p.fallbackFrom).length,
+      input, output, files: [output], preset: `--to ${to.name}`, fileType: fileType ?? -1, fallbacks: planned.filter((p) => p.fallbackFrom).length,
       tensors: planned.map((p, i) => ({
         name: p.name, shape: p.dims.slice().reverse(), from: p.from.name, to: p.to.name, bytes: lengths[i],
         ...(p.fallbackFrom ? { fallbackFrom: p.fallbackFrom.name } : {}),

@@ -21,6 +21,7 @@ import { readGgufBlocks } from "../../io/gguf/records.js";
 import { planGgufQuantization, type GgufQuantizeOptions, type GgufQuantizePlan, type PlannedTensor } from "../../io/gguf/quantize-plan.js";
 import type { GgufMetadataEntry } from "../../io/gguf/values.js";
 import { layoutGguf, writeGguf, type GgufTensorToWrite } from "../../io/gguf/write.js";
+import { splitByGgufSplit, splitMetadata, splitOutputPaths, type GgufSplitLimits } from "../../io/gguf/split-write.js";
 import { Interrupted } from "../convert/schedule.js";
 import { AtomicOutput, checkOutput, fileError, RandomAccessFile, removeStaleTemporaries } from "../io/file.js";
 import { openGguf } from "../io/gguf.js";
@@ -39,11 +40,15 @@ export interface QuantizeGgufFileOptions extends GgufQuantizeOptions {
   readonly imatrixData?: ReadonlyMap<string, Float32Array>;
   /** More key-value pairs set after general.file_type (llama-quantize's quantize.imatrix.*). */
   readonly extraMetadata?: readonly GgufMetadataEntry[];
+  /** The output split by llama-gguf-split's rule (--split-max-size / --split-max-tensors). */
+  readonly split?: GgufSplitLimits;
 }
 
 export interface QuantizeGgufReport {
   readonly input: string;
   readonly output: string;
+  /** The files written: OUT, or the parts of a split model. */
+  readonly files: readonly string[];
   readonly preset: string;
   readonly fileType: number;
   readonly tensors: readonly {
@@ -123,39 +128,58 @@ function ggufRows(model: GgufModel, t: GgufModelTensor): RowSource {
 
 /**
  * Writes the output of `plan` to `output` (temporary name, read back, renamed): the tensors'
- * bytes from `sources` (by name).
+ * bytes from `sources` (by name). With `parts` (the tensors of each part, as indices) of more than
+ * one, a split model instead: OUT-0000K-of-0000N.gguf (OUT without .gguf), the metadata and the
+ * split.* keys in the first part, the split.* keys alone in the others (split-write.ts), every part
+ * read back before any is renamed. Returns the bytes written.
  */
 export async function writePlannedGguf(
   output: string, metadata: readonly GgufMetadataEntry[], tensors: readonly PlannedTensor[], sources: ReadonlyMap<string, RowSource>,
   opts: { force?: boolean; signal?: AbortSignal; onProgress?: (done: number, total: number) => void; imatrixData?: ReadonlyMap<string, Float32Array> },
+  parts: readonly (readonly number[])[] = [tensors.map((_, i) => i)],
+  splitNames = parts.length > 1,
 ): Promise<number> {
-  const specs = tensors.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }));
-  const layout = layoutGguf(metadata, specs);
   const total = tensors.reduce((n, p) => n + p.dims.reduce((a, b) => a * b, 1), 0);
   let done = 0;
   const progress = (values: number): void => {
     done += values;
     opts.onProgress?.(done, total);
   };
-  const out = await AtomicOutput.create(output, { digests: true });
+  const paths = splitNames ? splitOutputPaths(output, parts.length, true) : [output];
+  if (splitNames) for (const path of paths) await checkOutput(path, { force: opts.force === true });
+  const outs: AtomicOutput[] = [];
+  let bytes = 0;
   try {
-    const toWrite: GgufTensorToWrite[] = tensors.map((p, i) => {
-      const src = sources.get(p.name);
-      if (!src) throw fileError("INTERNAL", output, `no source for tensor ${p.name}`);
-      // A token embedding's entry of the wrong size is ignored, as llama.cpp ignores it.
-      const w = opts.imatrixData?.get(p.name);
-      const imatrix = w !== undefined && w.length === p.dims[0] * (p.dims[2] ?? 1) ? w : undefined;
-      return { ...specs[i], data: plannedTensorData(p, src, { signal: opts.signal, imatrix, done: progress }) };
-    });
-    await writeGguf(out, metadata, toWrite);
-    await out.finish(layout.size);
-    await verifyGguf(out, output, metadata, specs, layout.offsets, layout.size);
-    await out.commit(opts.force === true);
-  } catch (e) {
-    await out.abort();
-    throw e;
+    for (let no = 0; no < parts.length; no++) {
+      const path = paths[no]!;
+      const mine = parts[no]!.map((i) => tensors[i]!);
+      const partMetadata = splitMetadata(metadata, no, parts.length, tensors.length);
+      const specs = mine.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }));
+      const layout = layoutGguf(partMetadata, specs);
+      if (splitNames) await removeStaleTemporaries(path);
+      const out = await AtomicOutput.create(path, { digests: true });
+      outs.push(out);
+      const toWrite: GgufTensorToWrite[] = mine.map((p, i) => {
+        const src = sources.get(p.name);
+        if (!src) throw fileError("INTERNAL", path, `no source for tensor ${p.name}`);
+        // A token embedding's entry of the wrong size is ignored, as llama.cpp ignores it.
+        const w = opts.imatrixData?.get(p.name);
+        const imatrix = w !== undefined && w.length === p.dims[0] * (p.dims[2] ?? 1) ? w : undefined;
+        return { ...specs[i], data: plannedTensorData(p, src, { signal: opts.signal, imatrix, done: progress }) };
+      });
+      await writeGguf(out, partMetadata, toWrite);
+      await out.finish(layout.size);
+      await verifyGguf(out, path, partMetadata, specs, layout.offsets, layout.size);
+      bytes += layout.size;
+    }
+    while (outs.length > 0) {
+      await outs[0]!.commit(opts.force === true);
+      outs.shift();
+    }
+  } finally {
+    for (const out of outs) await out.abort();
   }
-  return layout.size;
+  return bytes;
 }
 
 /** The temporary read back: the reader's view of its header is the plan's, and every byte is what was written. */
@@ -207,11 +231,14 @@ export async function quantizeGgufFile(input: string, output: string, opts: Quan
     const byName = new Map(model.tensors.map((t) => [t.name, t]));
     const sources = new Map(plan.tensors.map((p) => [p.name, ggufRows(model, byName.get(p.name)!)]));
     await removeStaleTemporaries(output);
-    const size = await writePlannedGguf(output, metadata, plan.tensors, sources, opts);
+    const parts = outputParts(plan.tensors, byName, opts);
+    // llama_model_quantize names the output by parts whenever keep_split is set, one part too.
+    const splitNames = opts.keepSplit === true || parts.length > 1;
+    const size = await writePlannedGguf(output, metadata, plan.tensors, sources, opts, parts, splitNames);
     const specs = plan.tensors.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }));
     const lengths = layoutGguf([], specs).byteLengths;
     return {
-      input, output, preset: plan.preset.name, fileType: plan.fileType, fallbacks: plan.fallbacks,
+      input, output, files: splitNames ? splitOutputPaths(output, parts.length, true) : [output], preset: plan.preset.name, fileType: plan.fileType, fallbacks: plan.fallbacks,
       tensors: plan.tensors.map((p, i) => ({
         name: p.name, shape: p.dims.slice().reverse(), from: p.from.name, to: p.to.name, bytes: lengths[i],
         ...(p.fallbackFrom ? { fallbackFrom: p.fallbackFrom.name } : {}),
@@ -221,6 +248,21 @@ export async function quantizeGgufFile(input: string, output: string, opts: Quan
   } finally {
     await file.close();
   }
+}
+
+/**
+ * The tensors of each output part: one file; with keepSplit, the input's parts (llama_model_quantize's
+ * keep_split: a tensor goes in the part its input part has, the count the highest one); with split,
+ * llama-gguf-split's rule over the output sizes.
+ */
+function outputParts(tensors: readonly PlannedTensor[], input: ReadonlyMap<string, GgufModelTensor>, opts: QuantizeGgufFileOptions): number[][] {
+  if (opts.keepSplit && opts.split) throw new TensorcastError("INVALID_ATTRIBUTE", "--keep-split keeps the input's parts; it does not go with --split-max-size or --split-max-tensors");
+  if (opts.split) return splitByGgufSplit(layoutGguf([], tensors.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }))).byteLengths, opts.split);
+  if (!opts.keepSplit) return [tensors.map((_, i) => i)];
+  const of = tensors.map((p) => input.get(p.name)!.split);
+  const parts: number[][] = Array.from({ length: Math.max(0, ...of) + 1 }, () => []);
+  of.forEach((k, i) => parts[k]!.push(i));
+  return parts;
 }
 
 /**

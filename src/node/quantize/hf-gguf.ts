@@ -14,9 +14,10 @@
 import { TensorcastError } from "../../errors.js";
 import { canQuantize } from "../../ggml/quantize/index.js";
 import { ggmlType, type GgmlType } from "../../ggml/types.js";
-import { encodeRowChunk, rowGroup, rowLength } from "../../io/hf-gguf/encode.js";
+import { encodeGenerated, encodeRowChunk, partRows, rowGroup, rowLength } from "../../io/hf-gguf/encode.js";
 import type { HfGgufTensor } from "../../io/hf-gguf/plan.js";
 import { planGgufQuantization, quantizedMetadata, type PlannedTensor } from "../../io/gguf/quantize-plan.js";
+import { splitByGgufSplit, splitOutputPaths } from "../../io/gguf/split-write.js";
 import type { GgufMetadataEntry } from "../../io/gguf/values.js";
 import { layoutGguf } from "../../io/gguf/write.js";
 import { CHUNK_VALUES, prepareFolder } from "../convert/hf-gguf.js";
@@ -30,15 +31,32 @@ const VALUE_BYTES: Readonly<Record<string, number>> = { F32: 4, F16: 2, BF16: 2 
 
 /**
  * The rows of `t` as convert_hf_to_gguf stores them, in GGML rows (dims[0] values each): the
- * folder's values read in chunks of whole row groups (a permuted Q or K's heads), encoded, and
- * the band asked for cut out of the chunk; bands come in order, so each value is read once.
+ * folder's values (its parts one after the other: merged experts) read in chunks of whole row
+ * groups (a permuted Q or K's heads), encoded, and the band asked for cut out of the chunk; bands
+ * come in order, so each value is read once. `sources` gives each part's tensor by its name.
  */
-export function folderRows(t: HfGgufTensor, s: FileTensor, chunkValues = CHUNK_VALUES): RowSource {
+export function folderRows(t: HfGgufTensor, sources: ReadonlyMap<string, FileTensor>, chunkValues = CHUNK_VALUES): RowSource {
   const per = VALUE_BYTES[t.type];
   if (per === undefined) throw new TensorcastError("INTERNAL", `tensor ${t.name}: rows of ${t.type} are not cut into bands`);
   const ncols = t.dims[0];
   const group = Math.max(1, rowGroup(t) * rowLength(t));
   const total = t.shape.reduce((a, b) => a * b, 1);
+  const partValues = partRows(t) * rowLength(t);
+  // values [a, b) of the whole tensor, encoded part by part (a part's values are whole groups)
+  const encode = async (a: number, b: number): Promise<Uint8Array> => {
+    if (t.generated !== undefined) return encodeGenerated(t).subarray(a * per, b * per);
+    const out = new Uint8Array((b - a) * per);
+    for (let x = a; x < b; ) {
+      const k = Math.floor(x / partValues);
+      const end = Math.min(b, (k + 1) * partValues);
+      const part = t.parts[k]!;
+      const s = sources.get(part.name);
+      if (s === undefined) throw new TensorcastError("INTERNAL", `tensor ${part.name} of the plan is not in the folder`);
+      out.set(encodeRowChunk(t, await s.read(x - k * partValues, end - x), part.dtype), (x - a) * per);
+      x = end;
+    }
+    return out;
+  };
   let chunk: { start: number; end: number; bytes: Uint8Array } | undefined;
   return {
     type: ggmlType(t.type),
@@ -51,12 +69,12 @@ export function folderRows(t: HfGgufTensor, s: FileTensor, chunkValues = CHUNK_V
         let bytes: Uint8Array;
         if (chunk !== undefined && a >= chunk.start && a < chunk.end) {
           // A band across the chunk's end: the groups encoded already are kept, the rest read.
-          const fresh = encodeRowChunk(t, await s.read(chunk.end, b - chunk.end));
+          const fresh = await encode(chunk.end, b);
           bytes = new Uint8Array((b - a) * per);
           bytes.set(chunk.bytes.subarray((a - chunk.start) * per));
           bytes.set(fresh, (chunk.end - a) * per);
         } else {
-          bytes = encodeRowChunk(t, await s.read(a, b - a));
+          bytes = await encode(a, b);
         }
         chunk = { start: a, end: b, bytes };
       }
@@ -81,14 +99,14 @@ async function openAuto(folder: string, chunkValues?: number): Promise<Opened> {
   const file = await prepared.open();
   const byName = new Map(file.tensors.map((t) => [t.name, t]));
   const sources = new Map<string, RowSource>();
-  for (const t of prepared.plan.tensors) sources.set(t.name, folderRows(t, byName.get(t.source)!, chunkValues));
+  for (const t of prepared.plan.tensors) sources.set(t.name, folderRows(t, byName, chunkValues));
   return { file, tensors: prepared.plan.tensors, metadata: prepared.plan.metadata, sources };
 }
 
 function report(input: string, output: string, preset: string, fileType: number, planned: readonly PlannedTensor[], bytesIn: number, bytesOut: number, started: number): QuantizeGgufReport {
   const lengths = layoutGguf([], planned.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }))).byteLengths;
   return {
-    input, output, preset, fileType, fallbacks: planned.filter((p) => p.fallbackFrom).length,
+    input, output, files: [output], preset, fileType, fallbacks: planned.filter((p) => p.fallbackFrom).length,
     tensors: planned.map((p, i) => ({
       name: p.name, shape: p.dims.slice().reverse(), from: p.from.name, to: p.to.name, bytes: lengths[i],
       ...(p.fallbackFrom ? { fallbackFrom: p.fallbackFrom.name } : {}),
@@ -107,7 +125,8 @@ function report(input: string, output: string, preset: string, fileType: number,
  */
 export async function quantizeHfFolder(folder: string, output: string, opts: QuantizeGgufFileOptions & { chunkValues?: number }): Promise<QuantizeGgufReport> {
   const started = performance.now();
-  await checkOutput(output, { input: folder, force: opts.force === true });
+  if (opts.keepSplit === true) throw new TensorcastError("INVALID_ATTRIBUTE", "--keep-split keeps a split GGUF input's parts; a folder has none (--split-max-size or --split-max-tensors split the output)");
+  if (opts.split === undefined) await checkOutput(output, { input: folder, force: opts.force === true });
   const src = await openAuto(folder, opts.chunkValues);
   try {
     const inputs = src.tensors.map((t) => ({ name: t.name, ggmlType: ggmlType(t.type), dims: t.dims }));
@@ -115,8 +134,11 @@ export async function quantizeHfFolder(folder: string, output: string, opts: Qua
     checkImatrix(plan, opts.imatrixData);
     const metadata = quantizedMetadata(src.metadata, plan.fileType, opts.extraMetadata ?? []);
     await removeStaleTemporaries(output);
-    const size = await writePlannedGguf(output, metadata, plan.tensors, src.sources, opts);
-    return report(folder, output, plan.preset.name, plan.fileType, plan.tensors, src.file.size, size, started);
+    // llama-gguf-split's rule over the output sizes, as for a GGUF input
+    const parts = opts.split ? splitByGgufSplit(layoutGguf([], plan.tensors.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }))).byteLengths, opts.split) : [plan.tensors.map((_, i) => i)];
+    const size = await writePlannedGguf(output, metadata, plan.tensors, src.sources, opts, parts, parts.length > 1);
+    const r = report(folder, output, plan.preset.name, plan.fileType, plan.tensors, src.file.size, size, started);
+    return parts.length > 1 ? { ...r, files: splitOutputPaths(output, parts.length, true) } : r;
   } finally {
     await src.file.close();
   }

@@ -59,6 +59,9 @@ const OPTIONS = {
   inline: { type: "boolean" },
   shard: { type: "string", expects: "K/N: slice K (from 0) of N of a sharded checkpoint's shards" },
   "max-shard-size": { type: "string", expects: "a size such as 5GB, 500MB, 2GiB or a number of bytes" },
+  "split-max-size": { type: "string", expects: "a size such as 2G, 500M or 100K (1000s) or a number of bytes" },
+  "split-max-tensors": { type: "string", expects: "a number of tensors" },
+  "no-tensor-first-split": { type: "boolean" },
   example: { type: "boolean" },
   key: { type: "string", expects: "the key of a PyTorch checkpoint's dict that holds the state dict, such as model" },
   "keep-io-types": { type: "boolean" },
@@ -172,6 +175,11 @@ Options:
   --max-shard-size SIZE  a folder's output laid out anew with at most SIZE bytes of tensor data per
                          shard: 5GB, 500MB (powers of 10, as save_pretrained), 2GiB (powers of 2),
                          or bytes; default: the input's layout
+  --split-max-size SIZE  a folder to OUT.gguf: a split model, OUT-0000k-of-0000n.gguf, at most SIZE
+                         bytes of tensors per part (2G, 500M, 100K: powers of 10), as
+                         convert_hf_to_gguf.py's option; with --shard K/N, only part K+1 of N
+  --split-max-tensors N  ... at most N tensors per part (both limits may be given)
+  --no-tensor-first-split  ... the first part holds the metadata only
   -q, --quiet            print nothing but errors (no summary; no progress bar, which is drawn
                          only on a terminal, and never in CI); --json still prints the report
   --json                 print the report as JSON
@@ -196,6 +204,7 @@ Examples:
   tensorcast convert model-Q4_K_M.gguf --to bfloat16 -o model.bf16.safetensors
   tensorcast convert Llama-3.2-1B/ --to q8_0 -o llama-3.2-1b.q8_0.gguf
   tensorcast quantize Llama-3.2-1B/ --mode Q4_K_M -o llama-3.2-1b.Q4_K_M.gguf   (llama-quantize's mix)
+  tensorcast convert Llama-3-70B/ --to bf16 -o l70.gguf --split-max-size 40G   (l70-00001-of-0000n.gguf ...)
   tensorcast convert model-Q4_K_M.gguf --to bfloat16 -o Model-bf16/     (a Hugging Face folder)
   tensorcast convert model.safetensors --to q8_0 -o model-q8_0.gguf
   tensorcast convert Llama-3-8B/ --to float8e4m3fn -o Llama-3-8B-f8/
@@ -240,8 +249,12 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
   if (o.saturate && o["no-saturate"]) throw new UsageError("--saturate and --no-saturate contradict each other", "convert");
   // A model folder to OUT.gguf: llama.cpp's convert_hf_to_gguf.py's file (src/node/cli/hf-gguf.ts).
   if (!o.example && positionals.length === 1 && wantsGguf(o.output) && (await isCheckpointPath(positionals[0]))) {
-    const others = Object.keys(o).filter((k) => !["to", "output", "force", "json", "quiet"].includes(k) && o[k as keyof typeof o] !== undefined);
-    return runHfToGguf(positionals[0], o.output!, { to: o.to, force: o.force, json: o.json, quiet: o.quiet, others }, io);
+    const mine = ["to", "output", "force", "json", "quiet", "split-max-size", "split-max-tensors", "no-tensor-first-split", "shard"];
+    const others = Object.keys(o).filter((k) => !mine.includes(k) && o[k as keyof typeof o] !== undefined);
+    return runHfToGguf(positionals[0], o.output!, {
+      to: o.to, force: o.force, json: o.json, quiet: o.quiet, others,
+      splitMaxSize: o["split-max-size"], splitMaxTensors: o["split-max-tensors"], noTensorFirstSplit: o["no-tensor-first-split"], shard: o.shard,
+    }, io);
   }
   // A GGUF model to a folder: the Hugging Face folder transformers would save (convert-gguf-hf.ts).
   if (!o.example && positionals.length === 1 && isGgufToFolder(positionals[0], o.format, o.output, o["output-format"])) {
