@@ -118,9 +118,9 @@ test("convert DIR -o OUT.gguf refuses an unmapped model class, naming it and the
 
 test("convert DIR -o OUT.gguf: bad --to, an existing OUT, options that do not apply", async () => {
   const out = join(OUT, "refused.gguf");
-  let r = await cli(["convert", join(DIR, "llama"), "--to", "q4_k", "-o", out]);
+  let r = await cli(["convert", join(DIR, "llama"), "--to", "float8e4m3fn", "-o", out]);
   assert.equal(r.code, 2);
-  assert.match(r.err, /float32, float16, bfloat16, q8_0.*"q4_k"/);
+  assert.match(r.err, /float32, float16, bfloat16, q8_0, tq1_0, tq2_0, auto .*q4_k.*"float8e4m3fn"/);
   r = await cli(["convert", join(DIR, "llama"), "-o", out]);
   assert.equal(r.code, 2);
   copyFileSync(join(DIR, "llama", "config.json"), out);

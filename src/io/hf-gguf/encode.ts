@@ -3,7 +3,8 @@
  * them: the source decoded to float32 (float16 and bfloat16 exactly), the transform applied in
  * float32, then numpy's astype(float16) for F16 (nearest-even; a NaN keeps its top payload bits,
  * unlike ggml's, which makes every NaN 0x7E00), gguf-py's BF16 (ggml's rule) or Q8_0 (gguf-py's
- * numpy quantizer, whose bytes are ggml's quantize_row_q8_0_ref's: quantizeRows).
+ * numpy quantizer, whose bytes are ggml's quantize_row_q8_0_ref's: quantizeRows), and the same
+ * for TQ1_0 and TQ2_0 (gguf-py's float32 steps are quantize_row_tq1_0_ref's and tq2_0's).
  */
 import { TensorcastError } from "../../errors.js";
 import { quantizeRows } from "../../ggml/quantize/index.js";
@@ -202,6 +203,8 @@ function encodeRows(t: HfGgufTensor, raw: Float32Array): Uint8Array {
       return out;
     }
     case "Q8_0":
-      return quantizeRows("Q8_0", values, t.shape[t.shape.length - 1] ?? 1);
+    case "TQ1_0":
+    case "TQ2_0":
+      return quantizeRows(t.type, values, t.shape[t.shape.length - 1] ?? 1);
   }
 }

@@ -24,14 +24,31 @@ import { bpeVocabEntries } from "./vocab-bpe.js";
 import { phi3VocabEntries, readSentencePieceModel, spmVocabEntries } from "./vocab-spm.js";
 
 /** convert_hf_to_gguf.py's --outtype values we write, by our dtype names. */
-export const HF_GGUF_OUTTYPES = ["float32", "float16", "bfloat16", "q8_0"] as const;
+export const HF_GGUF_OUTTYPES = ["float32", "float16", "bfloat16", "q8_0", "tq1_0", "tq2_0"] as const;
 export type HfGgufOuttype = (typeof HF_GGUF_OUTTYPES)[number];
 
-// LlamaFileType: ALL_F32, MOSTLY_F16, MOSTLY_BF16, MOSTLY_Q8_0
-const FILE_TYPE: Record<HfGgufOuttype, number> = { float32: 0, float16: 1, bfloat16: 32, q8_0: 7 };
-const GGML: Record<HfGgufOuttype, GgufTensorType> = { float32: "F32", float16: "F16", bfloat16: "BF16", q8_0: "Q8_0" };
+// LlamaFileType: ALL_F32, MOSTLY_F16, MOSTLY_BF16, MOSTLY_Q8_0, MOSTLY_TQ1_0, MOSTLY_TQ2_0
+const FILE_TYPE: Record<HfGgufOuttype, number> = { float32: 0, float16: 1, bfloat16: 32, q8_0: 7, tq1_0: 36, tq2_0: 37 };
+const GGML: Record<HfGgufOuttype, GgufTensorType> = { float32: "F32", float16: "F16", bfloat16: "BF16", q8_0: "Q8_0", tq1_0: "TQ1_0", tq2_0: "TQ2_0" };
+/** Values per block of the block types gguf-py quantizes: a row that is not whole blocks is stored F16 instead. */
+const BLOCK: Partial<Record<GgufTensorType, number>> = { Q8_0: 32, TQ1_0: 256, TQ2_0: 256 };
 
-export type GgufTensorType = "F32" | "F16" | "BF16" | "Q8_0";
+export type GgufTensorType = "F32" | "F16" | "BF16" | "Q8_0" | "TQ1_0" | "TQ2_0";
+
+/**
+ * convert_hf_to_gguf's `--outtype auto` (its default): the type of the first tensor of two or more
+ * dimensions that is bfloat16 (bfloat16) or float16 (float16), in the order it reads them;
+ * float32 tensors are passed over, and a folder with neither gets float16.
+ * @example autoOuttype([{ name: "w", dtype: "float32", shape: [4, 4] }]) // "float16"
+ */
+export function autoOuttype(tensors: readonly HfTensorHeader[]): "bfloat16" | "float16" {
+  for (const t of tensors) {
+    if (t.shape.length < 2) continue;
+    if (t.dtype === "bfloat16") return "bfloat16";
+    if (t.dtype === "float16") return "float16";
+  }
+  return "float16";
+}
 
 /** A folder's tensor as its header describes it. */
 export interface HfTensorHeader {
@@ -112,8 +129,11 @@ function storedType(name: string, shape: readonly number[], outtype: HfGgufOutty
   let type: GgufTensorType = GGML[outtype];
   // 1-D tensors, norms, the MoE router and anything not a .weight stay float32
   if (shape.length <= 1 || name.endsWith("_norm.weight") || /^blk\.\d+\.ffn_gate_inp\.weight$/.test(name) || !name.endsWith(".weight")) type = "F32";
+  // ... and the ternary types keep the token embedding and the output in F16
+  else if ((type === "TQ1_0" || type === "TQ2_0") && (name === "token_embd.weight" || name === "output.weight")) type = "F16";
   // gguf-py refuses rows that are not whole blocks and convert_hf_to_gguf falls back to F16
-  if (type === "Q8_0" && (shape[shape.length - 1] ?? 0) % 32 !== 0) type = "F16";
+  const block = BLOCK[type];
+  if (block !== undefined && (shape[shape.length - 1] ?? 0) % block !== 0) type = "F16";
   return type;
 }
 

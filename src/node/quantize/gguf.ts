@@ -352,7 +352,7 @@ function outputParts(tensors: readonly PlannedTensor[], input: ReadonlyMap<strin
  * finite, and ne[0] * ne[2] of them where a tensor has an entry (the token embedding's wrong
  * size is only ignored); a tensor that needs them (IQ1, IQ2, IQ3_XXS, a Q2_K_S Q2_K) must have an entry.
  */
-function checkImatrix(plan: GgufQuantizePlan, data: ReadonlyMap<string, Float32Array> | undefined): void {
+export function checkImatrix(plan: GgufQuantizePlan, data: ReadonlyMap<string, Float32Array> | undefined): void {
   if (data === undefined) return;
   for (const [name, w] of data) {
     const i = w.findIndex((v) => !Number.isFinite(v));

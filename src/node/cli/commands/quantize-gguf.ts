@@ -10,6 +10,8 @@ import { canQuantize } from "../../../ggml/quantize/index.js";
 import type { TensorTypeOverride } from "../../../io/gguf/quantize-plan.js";
 import { formatBytes } from "../../io/tensors.js";
 import { quantizeGgufFile, type QuantizeGgufReport } from "../../quantize/gguf.js";
+import { quantizeHfFolder } from "../../quantize/hf-gguf.js";
+import { stat } from "node:fs/promises";
 import { readImatrixFile, type Imatrix } from "../../quantize/imatrix.js";
 import { parseCommandArgs, type OptionSpecs } from "../args.js";
 import { jsonText, tableText, writeText, joinText } from "../format.js";
@@ -41,6 +43,13 @@ export const QUANTIZE_GGUF_OPTIONS = {
 const writable = (): string => GGML_TYPES.filter((t) => t.stored && canQuantize(t, true)).map((t) => t.name.toLowerCase()).join(", ");
 
 export const QUANTIZE_GGUF_HELP = `Usage: tensorcast quantize IN.gguf --mode PRESET -o OUT.gguf [options]
+       tensorcast quantize DIR --mode PRESET -o OUT.gguf [options]
+
+DIR, a Hugging Face model folder (safetensors, one file or sharded; PyTorch .bin shards; a Hub
+cache snapshot), is read as the GGUF file convert_hf_to_gguf.py writes for it with its default
+--outtype auto (BF16 for a bfloat16 model, F16 for float16 and float32 ones), which is never
+written: its tensors go straight to the preset, in one pass, and OUT is byte for byte
+llama_model_quantize's output for that file (docs/hf-to-gguf.md).
 
 Quantizes a GGUF model (llama.cpp's; a split model's parts as one) as llama-quantize does:
 OUT is byte for byte the file llama_model_quantize writes for the same preset and options (the
@@ -83,6 +92,7 @@ TYPE is a GGML type tensorcast writes: ${writable()}.
 
 Examples:
   tensorcast quantize model-f16.gguf --mode Q4_K_M -o model-Q4_K_M.gguf
+  tensorcast quantize Llama-3.2-1B/ --mode Q4_K_M -o llama-3.2-1b.Q4_K_M.gguf
   tensorcast quantize model-f16.gguf --mode q8_0 --output-tensor-type f16 -o model-Q8_0.gguf
   tensorcast quantize model-f16.gguf --mode IQ2_XS --imatrix imatrix.gguf -o model-IQ2_XS.gguf
   tensorcast quantize big-f16.gguf --mode Q4_K_M --split-max-size 40G -o big-Q4_K_M.gguf
@@ -91,6 +101,15 @@ Examples:
 /** Whether `quantize`'s input is a GGUF model (by its name). */
 export function isGgufQuantizeInput(input: string): boolean {
   return input.toLowerCase().endsWith(".gguf");
+}
+
+/** Whether `path` is a folder (a Hugging Face model folder, for `quantize DIR --mode PRESET -o OUT.gguf`). */
+export async function isFolder(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 function typeArg(value: string | undefined, option: string): string | undefined {
@@ -170,9 +189,13 @@ export async function runQuantizeGguf(args: readonly string[], io: CliIO): Promi
   if (options.keepSplit && options.split) throw new UsageError("--keep-split keeps the input's parts; it does not go with --split-max-size, --split-max-tensors or --no-tensor-first-split", "quantize");
   let imatrix: Imatrix | undefined;
   if (o.imatrix !== undefined) imatrix = await readImatrixFile(o.imatrix);
+  // A model folder: convert_hf_to_gguf's --outtype auto file, quantized, with no file in between.
+  const folder = await isFolder(input);
+  if (folder && !o.output.toLowerCase().endsWith(".gguf")) throw new UsageError(`-o ${JSON.stringify(o.output)}: a folder quantized with a llama-quantize preset is written as one GGUF file; name it OUT.gguf`, "quantize");
+  const job = folder ? quantizeHfFolder : quantizeGgufFile;
   return runFileCommand(io, { json: o.json, quiet: o.quiet }, "quantizing", async ({ signal, onProgress }) => {
     try {
-      return await quantizeGgufFile(input, o.output!, {
+      return await job(input, o.output!, {
         ...options, signal, onProgress, imatrix: imatrix !== undefined,
         imatrixData: imatrix?.weights, extraMetadata: imatrix?.metadata(o.imatrix!),
       });
