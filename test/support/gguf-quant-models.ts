@@ -191,3 +191,35 @@ export function legacyImatrix(entries: readonly { name: string; columns: number 
   }
   return out;
 }
+
+/**
+ * What llama-quantize hands llama_model_quantize for a legacy .dat (each entry's sums / ncall in
+ * float32), read here apart from tensorcast's reader, and the kv overrides it adds (`path` as given).
+ */
+export function legacyImatrixForPeer(bytes: Uint8Array, path: string): { imatrix: Map<string, Float32Array>; kvOverrides: { key: string; str?: string; int?: number }[] } {
+  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const imatrix = new Map<string, Float32Array>();
+  let at = 4;
+  for (let e = v.getInt32(0, true); e > 0; e--) {
+    const len = v.getInt32(at, true);
+    const name = new TextDecoder().decode(bytes.subarray(at + 4, at + 4 + len));
+    at += 4 + len;
+    const ncall = v.getInt32(at, true);
+    const nval = v.getInt32(at + 4, true);
+    at += 8;
+    const w = new Float32Array(nval);
+    for (let i = 0; i < nval; i++) w[i] = Math.fround(v.getFloat32(at + 4 * i, true) / ncall);
+    at += 4 * nval;
+    imatrix.set(name, w);
+  }
+  const chunks = v.getInt32(at, true);
+  const dsLen = v.getInt32(at + 4, true);
+  const dataset = new TextDecoder().decode(bytes.subarray(at + 8, at + 8 + dsLen));
+  return {
+    imatrix,
+    kvOverrides: [
+      { key: "quantize.imatrix.file", str: path }, { key: "quantize.imatrix.dataset", str: dataset },
+      { key: "quantize.imatrix.entries_count", int: imatrix.size }, { key: "quantize.imatrix.chunks_count", int: chunks },
+    ],
+  };
+}
