@@ -52,23 +52,12 @@ const Q8_FLOAT_BOUND = 0.1;
 const IDS = [[2, 5, 15, 7, 8, 3], [2, 18, 16, 3, 0, 0]];
 const MASK = [[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]];
 
-/** onnxruntime-web's WebAssembly backend in this Node process: the page's kernels, outside the page. */
-async function inNodeWasm(model: Uint8Array): Promise<Float32Array> {
-  const web = await import("onnxruntime-web");
-  web.env.wasm.numThreads = 1;
-  const int64 = (rows: number[][]) => new web.Tensor("int64", BigInt64Array.from(rows.flat(), BigInt), [rows.length, rows[0].length]);
-  const session = await web.InferenceSession.create(model, { executionProviders: ["wasm"] });
-  try {
-    const out = await session.run({ input_ids: int64(IDS), attention_mask: int64(MASK), token_type_ids: int64(IDS.map((r) => r.map(() => 0))) });
-    return out.last_hidden_state.data as Float32Array;
-  } finally {
-    await session.release();
-  }
-}
-
-async function inNode(model: Uint8Array): Promise<Float32Array> {
-  const int64 = (rows: number[][]) => new ort.Tensor("int64", BigInt64Array.from(rows.flat(), BigInt), [rows.length, rows[0].length]);
-  const session = await ort.InferenceSession.create(model, { executionProviders: ["cpu"] });
+/** The model's output in onnxruntime-node (CPU), or in onnxruntime-web's WebAssembly backend in this Node process: the page's kernels, outside the page. */
+async function inNode(model: Uint8Array, wasm = false): Promise<Float32Array> {
+  const rt = (wasm ? await import("onnxruntime-web") : ort) as typeof ort;
+  if (wasm) (rt.env as { wasm: { numThreads: number } }).wasm.numThreads = 1;
+  const int64 = (rows: number[][]) => new rt.Tensor("int64", BigInt64Array.from(rows.flat(), BigInt), [rows.length, rows[0].length]);
+  const session = await rt.InferenceSession.create(model, { executionProviders: [wasm ? "wasm" : "cpu"] });
   try {
     const out = await session.run({ input_ids: int64(IDS), attention_mask: int64(MASK), token_type_ids: int64(IDS.map((r) => r.map(() => 0))) });
     return out.last_hidden_state.data as Float32Array;
@@ -105,7 +94,7 @@ test("q4 and q8 of a BERT layer run in onnxruntime-web (WebAssembly) in Chromium
     const bytes = quantizeModel(float32, { mode }).bytes;
     await writeFile(join(dir, `model_${mode}.onnx`), bytes);
     want[mode] = await inNode(bytes);
-    wasmInNode[mode] = await inNodeWasm(bytes);
+    wasmInNode[mode] = await inNode(bytes, true);
   }
   const saturates = await int8OutputsDiffer();
   const floatOut = await inNode(float32);

@@ -179,3 +179,14 @@ test("stopped part way (the signal aborts after the first chunk): no OUTDIR, no 
   assertFolderIs(earlier, golden("gemma2", "float32"), "the earlier OUTDIR");
   assert.deepStrictEqual(readdirSync(earlier).sort(), before);
 });
+
+test("a mixture of experts (Mixtral: llama with llama.expert_count) is refused, not written as a dense Llama without its experts", async () => {
+  const dir = scratch();
+  const gguf = join(dir, "mixtral.gguf");
+  const made = await run("convert", join(ROOT, "test/fixtures/hf-gguf/mixtral"), "--to", "bf16", "-o", gguf, "-q");
+  assert.equal(made.code, 0, made.err);
+  const r = await run("convert", gguf, "--to", "bfloat16", "-o", join(dir, "out"));
+  assert.notEqual(r.code, 0);
+  assert.match(r.err, /with 4 experts \(llama\.expert_count\) cannot be converted to a Hugging Face folder.*\(code UNSUPPORTED_TYPE\)/);
+  assert.equal(existsSync(join(dir, "out")), false);
+});

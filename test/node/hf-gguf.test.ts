@@ -12,7 +12,7 @@ import { convertHfToGguf } from "../../src/node/convert/hf-gguf.js";
 import { rejectsCode } from "./helpers.js";
 
 const DIR = join(ROOT, "test", "fixtures", "hf-gguf");
-const CASES = ["llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"].filter((c) => existsSync(join(DIR, c, "config.json")));
+const CASES = ["llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "llama3rope", "mixtral", "qwen3_moe"].filter((c) => existsSync(join(DIR, c, "config.json")));
 const OUT = scratch();
 
 function goldenSum(c: string, t: string): { sha256: string; size: number } {
@@ -32,15 +32,18 @@ for (const c of CASES) {
   });
 }
 
-test("convert of a sharded folder: the same file as from one file (shards by name, each one's tensors by name)", async () => {
-  const src = join(DIR, "llama");
-  const dir = join(OUT, "llama");
+/** A copy of a case's folder in two shards, the sorted names split in half (or before `at`), each shard's header in reverse. */
+function sharded(c: string, at?: string): string {
+  const src = join(DIR, c);
+  // the folder keeps its name: general.name is made from it
+  const dir = join(OUT, `shards-${c}`, c);
   cpSync(src, dir, { recursive: true });
   const buf = readFileSync(join(dir, "model.safetensors"));
   const n = Number(buf.readBigUInt64LE(0));
   const header = JSON.parse(buf.subarray(8, 8 + n).toString("utf8")) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
   const names = Object.keys(header).filter((k) => k !== "__metadata__").sort();
-  const half = Math.ceil(names.length / 2);
+  const half = at === undefined ? Math.ceil(names.length / 2) : names.indexOf(at);
+  assert.ok(half > 0, at);
   const shards = [names.slice(0, half), names.slice(half)];
   const weightMap: Record<string, string> = {};
   shards.forEach((list, i) => {
@@ -64,14 +67,35 @@ test("convert of a sharded folder: the same file as from one file (shards by nam
   });
   rmSync(join(dir, "model.safetensors"));
   writeFileSync(join(dir, "model.safetensors.index.json"), JSON.stringify({ metadata: { total_size: 0 }, weight_map: weightMap }));
+  return dir;
+}
+
+test("convert of a sharded folder: the same file as from one file (shards by name, each one's tensors by name)", async () => {
   const out = join(OUT, "sharded.q8_0.gguf");
-  const r = await cli(["convert", dir, "--to", "q8_0", "-o", out]);
+  const r = await cli(["convert", sharded("llama"), "--to", "q8_0", "-o", out]);
   assert.equal(r.code, 0, r.err);
   assert.ok(readFileSync(out).equals(readFileSync(join(DIR, "llama.q8_0.gguf"))));
 });
 
-test("tensors read and encoded a few rows at a time give the same bytes (Q/K chunks whole heads)", async () => {
-  for (const [c, t, to] of [["llama", "q8_0", "q8_0"], ["llama", "f16", "float16"], ["gemma2", "bf16", "bfloat16"]] as const) {
+test("convert of a sharded mixture of experts, a block's experts in both shards: convert_hf_to_gguf.py's file", async () => {
+  const cases = [
+    ["mixtral", "q8_0", "q8_0", "model.layers.1.block_sparse_moe.experts.2.w1.weight"],
+    ["qwen3_moe", "bf16", "bfloat16", "model.layers.1.mlp.experts.2.down_proj.weight"],
+  ] as const;
+  for (const [c, t, to, at] of cases) {
+    const dir = sharded(c, at);
+    const index = JSON.parse(readFileSync(join(dir, "model.safetensors.index.json"), "utf8")) as { weight_map: Record<string, string> };
+    // block 1's experts are in both shards: its merged tensors wait for the second
+    const files = new Set(Object.entries(index.weight_map).filter(([n]) => n.includes("layers.1.") && n.includes("experts")).map(([, f]) => f));
+    assert.equal(files.size, 2, c);
+    const out = join(OUT, `sharded.${c}.${t}.gguf`);
+    await convertHfToGguf(dir, out, to);
+    assert.equal(sha256(out), goldenSum(c, t).sha256, `${c} ${t}`);
+  }
+});
+
+test("tensors read and encoded a few rows at a time give the same bytes (Q/K chunks whole heads; merged experts one expert's rows at a time)", async () => {
+  for (const [c, t, to] of [["llama", "q8_0", "q8_0"], ["llama", "f16", "float16"], ["gemma2", "bf16", "bfloat16"], ["mixtral", "q8_0", "q8_0"], ["qwen3_moe", "f16", "float16"], ["llama3rope", "f32", "float32"]] as const) {
     const out = join(OUT, `chunked.${c}.${t}.gguf`);
     // 100 values: one row of most tensors, one head's 2 x 8 rows of Q and K
     await convertHfToGguf(join(DIR, c), out, to, { chunkValues: 100 });
@@ -85,7 +109,7 @@ test("convert DIR -o OUT.gguf refuses an unmapped model class, naming it and the
   const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as Record<string, unknown>;
   config.architectures = ["FalconForCausalLM"];
   writeFileSync(join(dir, "config.json"), JSON.stringify(config));
-  await rejectsCode(convertHfToGguf(dir, join(OUT, "falcon.gguf"), "float16"), "UNSUPPORTED_TYPE", /FalconForCausalLM/, /LlamaForCausalLM/, /Qwen2ForCausalLM/);
+  await rejectsCode(convertHfToGguf(dir, join(OUT, "falcon.gguf"), "float16"), "UNSUPPORTED_TYPE", /FalconForCausalLM/, /LlamaForCausalLM/, /Qwen2ForCausalLM/, /MixtralForCausalLM/, /Qwen3MoeForCausalLM/);
   const r = await cli(["convert", dir, "--to", "f16", "-o", join(OUT, "falcon.gguf")]);
   assert.equal(r.code, 1);
   assert.match(r.err, /FalconForCausalLM/);
@@ -94,9 +118,9 @@ test("convert DIR -o OUT.gguf refuses an unmapped model class, naming it and the
 
 test("convert DIR -o OUT.gguf: bad --to, an existing OUT, options that do not apply", async () => {
   const out = join(OUT, "refused.gguf");
-  let r = await cli(["convert", join(DIR, "llama"), "--to", "q4_k", "-o", out]);
+  let r = await cli(["convert", join(DIR, "llama"), "--to", "float8e4m3fn", "-o", out]);
   assert.equal(r.code, 2);
-  assert.match(r.err, /float32, float16, bfloat16, q8_0.*"q4_k"/);
+  assert.match(r.err, /float32, float16, bfloat16, q8_0, tq1_0, tq2_0, auto .*q4_k.*"float8e4m3fn"/);
   r = await cli(["convert", join(DIR, "llama"), "-o", out]);
   assert.equal(r.code, 2);
   copyFileSync(join(DIR, "llama", "config.json"), out);

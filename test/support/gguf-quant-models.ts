@@ -14,9 +14,19 @@
  */
 import { writeFileSync } from "node:fs";
 import { writeGguf, type GgufMetadataEntry, type GgufTensorToWrite } from "../../src/io/gguf/index.js";
+import { layoutGguf } from "../../src/io/gguf/write.js";
+import { splitByGgufSplit, splitMetadata, splitOutputPaths } from "../../src/io/gguf/split-write.js";
 import { Rng } from "./rng.js";
 
 export type QuantModelName = "wide" | "deep";
+
+/**
+ * The models' vocabulary: "llama" (SentencePiece, the one the goldens hold) or "gpt2" (byte-level
+ * BPE with one merge), for running them in llama.cpp: its SPM tokenizer falls back to <0xXX> byte
+ * tokens and throws (an abort through node-llama-cpp, which tokenizes a few texts at load) when a
+ * vocabulary has none, while its BPE tokenizer drops a piece it cannot find.
+ */
+export type QuantModelVocab = "llama" | "gpt2";
 
 interface Shape {
   layers: number;
@@ -76,7 +86,7 @@ function tensorBytes(v: Float32Array, type: "F16" | "F32"): Uint8Array {
 }
 
 /** The metadata and tensors of model `name` (tensors in gguf-py's usual order, not llama.cpp's). */
-export function quantModel(name: QuantModelName): { metadata: GgufMetadataEntry[]; tensors: GgufTensorToWrite[] } {
+export function quantModel(name: QuantModelName, vocab: QuantModelVocab = "llama"): { metadata: GgufMetadataEntry[]; tensors: GgufTensorToWrite[] } {
   const s = SHAPES[name];
   const rng = new Rng(name === "wide" ? 0x5eed1 : 0x5eed2);
   const u32 = (key: string, value: number): GgufMetadataEntry => ({ key, type: "uint32", value });
@@ -90,9 +100,11 @@ export function quantModel(name: QuantModelName): { metadata: GgufMetadataEntry[
     u32("llama.rope.dimension_count", s.embd / s.heads),
     { key: "llama.attention.layer_norm_rms_epsilon", type: "float32", value: 1e-5 },
     u32("llama.vocab_size", s.vocab),
-    { key: "tokenizer.ggml.model", type: "string", value: "llama" },
+    { key: "tokenizer.ggml.model", type: "string", value: vocab },
     { key: "tokenizer.ggml.tokens", type: "array", value: { itemType: "string", items: Array.from({ length: s.vocab }, (_, i) => `t${i}`) } },
-    { key: "tokenizer.ggml.scores", type: "array", value: { itemType: "float32", items: new Float32Array(s.vocab).map((_, i) => -i) } },
+    vocab === "llama"
+      ? { key: "tokenizer.ggml.scores", type: "array", value: { itemType: "float32", items: new Float32Array(s.vocab).map((_, i) => -i) } }
+      : { key: "tokenizer.ggml.merges", type: "array", value: { itemType: "string", items: ["t 1"] } },
   ];
   const tensors: GgufTensorToWrite[] = [];
   const add = (tname: string, shape: number[], type: "F16" | "F32"): void => {
@@ -118,18 +130,38 @@ export function quantModel(name: QuantModelName): { metadata: GgufMetadataEntry[
 }
 
 /** The bytes of model `name` as a GGUF file. */
-export async function quantModelBytes(name: QuantModelName): Promise<Uint8Array> {
+export async function quantModelBytes(name: QuantModelName, vocab: QuantModelVocab = "llama"): Promise<Uint8Array> {
   const parts: { bytes: Uint8Array; at: number }[] = [];
-  const { metadata, tensors } = quantModel(name);
+  const { metadata, tensors } = quantModel(name, vocab);
   const layout = await writeGguf({ write: (bytes, at) => void parts.push({ bytes: bytes.slice(), at }) }, metadata, tensors);
   const out = new Uint8Array(layout.size);
   for (const p of parts) out.set(p.bytes, p.at);
   return out;
 }
 
+/**
+ * Writes model `name` as a split model of parts of at most `maxTensors` tensors (llama-gguf-split's
+ * rule) beside `prefix`: PREFIX-0000k-of-0000n.gguf. Returns the parts' paths.
+ */
+export async function writeSplitQuantModel(name: QuantModelName, prefix: string, maxTensors: number): Promise<string[]> {
+  const { metadata, tensors } = quantModel(name);
+  const lengths = layoutGguf(metadata, tensors).byteLengths;
+  const parts = splitByGgufSplit(lengths, { maxTensors });
+  const paths = splitOutputPaths(`${prefix}.gguf`, parts.length);
+  for (let no = 0; no < parts.length; no++) {
+    const chunks: { bytes: Uint8Array; at: number }[] = [];
+    const layout = await writeGguf({ write: (bytes, at) => void chunks.push({ bytes: bytes.slice(), at }) },
+      splitMetadata(metadata, no, parts.length, tensors.length), parts[no]!.map((i) => tensors[i]!));
+    const out = new Uint8Array(layout.size);
+    for (const c of chunks) out.set(c.bytes, c.at);
+    writeFileSync(paths[no]!, out);
+  }
+  return paths;
+}
+
 /** Writes model `name` to `path`. */
-export async function writeQuantModel(name: QuantModelName, path: string): Promise<void> {
-  writeFileSync(path, await quantModelBytes(name));
+export async function writeQuantModel(name: QuantModelName, path: string, vocab: QuantModelVocab = "llama"): Promise<void> {
+  writeFileSync(path, await quantModelBytes(name, vocab));
 }
 
 /**
@@ -158,4 +190,36 @@ export function legacyImatrix(entries: readonly { name: string; columns: number 
     at += c.length;
   }
   return out;
+}
+
+/**
+ * What llama-quantize hands llama_model_quantize for a legacy .dat (each entry's sums / ncall in
+ * float32), read here apart from tensorcast's reader, and the kv overrides it adds (`path` as given).
+ */
+export function legacyImatrixForPeer(bytes: Uint8Array, path: string): { imatrix: Map<string, Float32Array>; kvOverrides: { key: string; str?: string; int?: number }[] } {
+  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const imatrix = new Map<string, Float32Array>();
+  let at = 4;
+  for (let e = v.getInt32(0, true); e > 0; e--) {
+    const len = v.getInt32(at, true);
+    const name = new TextDecoder().decode(bytes.subarray(at + 4, at + 4 + len));
+    at += 4 + len;
+    const ncall = v.getInt32(at, true);
+    const nval = v.getInt32(at + 4, true);
+    at += 8;
+    const w = new Float32Array(nval);
+    for (let i = 0; i < nval; i++) w[i] = Math.fround(v.getFloat32(at + 4 * i, true) / ncall);
+    at += 4 * nval;
+    imatrix.set(name, w);
+  }
+  const chunks = v.getInt32(at, true);
+  const dsLen = v.getInt32(at + 4, true);
+  const dataset = new TextDecoder().decode(bytes.subarray(at + 8, at + 8 + dsLen));
+  return {
+    imatrix,
+    kvOverrides: [
+      { key: "quantize.imatrix.file", str: path }, { key: "quantize.imatrix.dataset", str: dataset },
+      { key: "quantize.imatrix.entries_count", int: imatrix.size }, { key: "quantize.imatrix.chunks_count", int: chunks },
+    ],
+  };
 }

@@ -25,6 +25,10 @@ export interface LlamaQuantizeOptions {
   imatrix?: ReadonlyMap<string, Float32Array>;
   /** The kv overrides llama-quantize adds with an importance matrix, in order. */
   kvOverrides?: { key: string; str?: string; int?: number }[];
+  /** keep_split: the output path is then a prefix, PREFIX-0000k-of-0000n.gguf the files. */
+  keepSplit?: boolean;
+  /** Threads (default 1: the bytes do not depend on it; benches give more). */
+  nthread?: number;
 }
 
 export interface LlamaQuantPeer {
@@ -67,13 +71,14 @@ export function llamaQuantPeer(): LlamaQuantPeer | string {
   cached = {
     quantize(input, output, opts) {
       const p = defaults();
-      p.nthread = 1;
+      p.nthread = opts.nthread ?? 1;
       p.ftype = opts.ftype;
       if (opts.outputTensorType !== undefined) p.output_tensor_type = typeId(opts.outputTensorType);
       if (opts.tokenEmbeddingType !== undefined) p.token_embedding_type = typeId(opts.tokenEmbeddingType);
       p.allow_requantize = opts.allowRequantize === true;
       p.quantize_output_tensor = opts.leaveOutputTensor !== true;
       p.pure = opts.pure === true;
+      p.keep_split = opts.keepSplit === true;
       if (opts.imatrix) {
         p.imatrix = [...[...opts.imatrix].map(([name, data]) => ({ name, data, size: data.length })), { name: null, data: null, size: 0 }];
       }

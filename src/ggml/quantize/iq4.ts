@@ -18,8 +18,8 @@ const fr = Math.fround;
 const V = Int8Array.from(IQ4_NL_LEVELS);
 const NTRY = 7;
 
-/** best_index_int8 over the sixteen levels. */
-export function bestIndex(x: number): number {
+/** best_index_int8 over the sixteen levels, as ggml writes it: a bisection, a tie to the upper level. */
+export function bestIndexBisect(x: number): number {
   if (x <= V[0]) return 0;
   if (x >= V[15]) return 15;
   let ml = 0, mu = 15;
@@ -28,6 +28,24 @@ export function bestIndex(x: number): number {
     if (x < V[mav]) mu = mav; else ml = mav;
   }
   return fr(x - V[mu - 1]) < fr(V[mu] - x) ? mu - 1 : mu;
+}
+
+/**
+ * MID[k]: the midpoint of levels k and k + 1 (MID[15] past every value). The bisection's float32
+ * differences are exact near a midpoint (both below 256, at the value's own precision) and rounding
+ * is monotonic elsewhere, so it picks the nearest level, a midpoint going up: the level whose
+ * interval [MID[k - 1], MID[k]) holds the value.
+ */
+const MID = Float64Array.from({ length: 16 }, (_, k) => (k < 15 ? (V[k] + V[k + 1]) / 2 : Infinity));
+/** FLOOR[i]: the level of the integer i - 128 (midpoints below or at it), for i in 0..255. */
+const FLOOR = Uint8Array.from({ length: 256 }, (_, i) => MID.filter((m) => m <= i - 128).length);
+
+/** bestIndexBisect's answer by table: the integer part picks a level, one midpoint test moves it up. */
+export function bestIndex(x: number): number {
+  // NaN fails every test of the bisection and ends at the top level, as do values of 128 and up.
+  if (!(x > -128 && x < 128)) return x <= -128 ? 0 : 15;
+  const c = FLOOR[Math.floor(x) + 128];
+  return x >= MID[c] ? c + 1 : c;
 }
 
 const L = new Uint8Array(256);

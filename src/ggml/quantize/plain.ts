@@ -5,7 +5,7 @@
  *
  * Browser-safe: no Node built-ins.
  */
-import { bf16OfBits, fp16Bits } from "../scalars.js";
+import { bf16OfBits } from "../scalars.js";
 import { put16, put32, type RowEncoder } from "./row.js";
 
 /** A view of the input's bits: reading a NaN through a JS number may quiet it. */
@@ -18,8 +18,38 @@ export const f32: RowEncoder = (x, s, n, y, o) => {
   for (let j = 0; j < n; j++, o += 4) put32(y, o, u[j]);
 };
 
+/**
+ * fp16Bits from the binary32 bits `u`, in integers: nearest-even on the rebiased exponent and
+ * mantissa for normal halves, the value times 2^24 rounded to even for subnormal ones, Inf from
+ * 65520 up, NaN to 0x7E00 with its sign (as ggml_fp32_to_fp16 gives).
+ */
+export function fp16OfBits(u: number): number {
+  const sign = (u >>> 16) & 0x8000;
+  const a = u & 0x7fffffff;
+  if (a > 0x7f800000) return sign | 0x7e00;
+  if (a >= 0x477ff000) return sign | 0x7c00;
+  if (a >= 0x38800000) {
+    const r = a - 0x38000000;
+    return sign | ((r + 0xfff + ((r >>> 13) & 1)) >>> 13);
+  }
+  // Below 2^-14: the half's bits are the value in units of 2^-24; both products are exact.
+  SCRATCH[0] = a;
+  const m = SCRATCH_F[0] * 16777216;
+  let h = Math.floor(m);
+  const rem = m - h;
+  if (rem > 0.5 || (rem === 0.5 && (h & 1) === 1)) h++;
+  return sign | h;
+}
+const SCRATCH = new Uint32Array(1);
+const SCRATCH_F = new Float32Array(SCRATCH.buffer);
+
 export const f16: RowEncoder = (x, s, n, y, o) => {
-  for (let j = 0; j < n; j++, o += 2) put16(y, o, fp16Bits(x[s + j]));
+  const u = bitsOf(x, s, n);
+  for (let j = 0; j < n; j++, o += 2) {
+    const h = fp16OfBits(u[j]);
+    y[o] = h & 0xff;
+    y[o + 1] = h >>> 8;
+  }
 };
 
 export const bf16: RowEncoder = (x, s, n, y, o) => {

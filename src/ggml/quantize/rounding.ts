@@ -22,7 +22,7 @@ const MAGIC = 12582912;
 export function nearestInt(fval: number): number {
   const v = fr(fval + MAGIC);
   // Inside [2^23, 2^24) the float's value minus 2^23 is its mantissa field.
-  if (v >= 8388608 && v < 16777216) return v - MAGIC;
+  if (v >= 8388608 && v < 16777216) return (v - MAGIC) | 0;
   return (f32Bits(v) & 0x007fffff) - 0x00400000;
 }
 

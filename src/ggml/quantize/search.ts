@@ -16,6 +16,8 @@ const fr = Math.fround;
 /** GROUP_MAX_EPS: a group whose largest magnitude is below it is all zero. */
 export const GROUP_MAX_EPS = fr(1e-15);
 const TENTH = fr(0.1);
+/** make_qx_quants's codes of the last candidate tried (n is at most 32 in every caller; 256 for room). */
+const QX_LAST = new Int8Array(256);
 
 function clamp(l: number, lo: number, hi: number): number {
   return l < lo ? lo : l > hi ? hi : l;
@@ -74,11 +76,22 @@ export function makeQxQuants(n: number, nmax: number, x: Float32Array, xo: numbe
   for (let is = -9; is <= 9; is++) {
     if (is === 0) continue;
     iscale = fr(-fr(nmax + fr(TENTH * is)) / max);
+    // Codes equal to the last candidate's give its sums again: it was taken (and taking it again
+    // sets the same codes, scale and best) or it was not (and best has not moved since).
+    let same = is > -9;
+    for (let i = 0; i < n; i++) {
+      const l = clamp(nearestInt(fr(iscale * x[xo + i])), -nmax, nmax - 1);
+      if (l !== QX_LAST[i]) {
+        QX_LAST[i] = l;
+        same = false;
+      }
+    }
+    if (same) continue;
     sumlx = 0;
     suml2 = 0;
     for (let i = 0; i < n; i++) {
       const v = x[xo + i];
-      const l = clamp(nearestInt(fr(iscale * v)), -nmax, nmax - 1);
+      const l = QX_LAST[i];
       const w = weight(i);
       sumlx = fr(sumlx + fr(fr(w * v) * l));
       suml2 = fr(suml2 + fr(fr(w * l) * l));
@@ -195,15 +208,36 @@ export function makeQkxQuants(x2: boolean, n: number, nmax: number, x: Float32Ar
   for (let is = 0; is <= nstep; is++) {
     // min is the best so far: a better candidate moves the grid of the next ones.
     iscale = fr(fr(fr(rmin + fr(rdelta * is)) + nmax) / fr(max - min));
-    let sumL = 0, sumL2 = 0, sumXL = 0;
+    // Codes equal to the last candidate's give its sums, scale, minimum and error again, and an
+    // error that is not strictly lower replaces nothing: skipping them changes no byte.
+    let changed = is > 0 ? 0 : 1;
     for (let i = 0; i < n; i++) {
-      const v = x[xo + i];
-      const l = clamp(nearestInt(fr(iscale * fr(v - min))), 0, nmax);
+      const f = fr(iscale * fr(x[xo + i] - min));
+      // nearest_int: inside (-2^22, 2^22) adding 1.5 * 2^23 in float32 rounds to the integer (half to even).
+      const r = f > -4194304 && f < 4194304 ? (fr(f + 12582912) - 12582912) | 0 : nearestInt(f);
+      const l = r < 0 ? 0 : r > nmax ? nmax : r;
+      changed |= l ^ Laux[i];
       Laux[i] = l;
-      const w = wt(i);
-      sumL = fr(sumL + fr(w * l));
-      sumL2 = fr(sumL2 + fr(fr(w * l) * l));
-      sumXL = fr(sumXL + fr(fr(w * l) * v));
+    }
+    if (changed === 0) continue;
+    let sumL = 0, sumL2 = 0, sumXL = 0;
+    if (weights !== undefined) {
+      for (let i = 0; i < n; i++) {
+        const l = Laux[i];
+        const wl = fr(weights[i] * l);
+        sumL = fr(sumL + wl);
+        sumL2 = fr(sumL2 + fr(wl * l));
+        sumXL = fr(sumXL + fr(wl * x[xo + i]));
+      }
+    } else {
+      for (let i = 0; i < n; i++) {
+        const l = Laux[i];
+        const v = x[xo + i];
+        const wl = fr(fr(v * v) * l);
+        sumL = fr(sumL + wl);
+        sumL2 = fr(sumL2 + fr(wl * l));
+        sumXL = fr(sumXL + fr(wl * v));
+      }
     }
     const D = fr(fr(sumW * sumL2) - fr(sumL * sumL));
     if (D > 0) {
@@ -214,10 +248,18 @@ export function makeQkxQuants(x2: boolean, n: number, nmax: number, x: Float32Ar
         thisScale = fr(sumXL / sumL2);
       }
       let err = 0;
-      for (let i = 0; i < n; i++) {
-        let diff = fr(fr(fr(thisScale * Laux[i]) + thisMin) - x[xo + i]);
-        diff = useMad ? Math.abs(diff) : fr(diff * diff);
-        err = fr(err + fr(wt(i) * diff));
+      if (useMad) {
+        for (let i = 0; i < n; i++) err = fr(err + fr(wt(i) * Math.abs(fr(fr(fr(thisScale * Laux[i]) + thisMin) - x[xo + i]))));
+      } else if (weights !== undefined) {
+        for (let i = 0; i < n; i++) {
+          const diff = fr(fr(fr(thisScale * Laux[i]) + thisMin) - x[xo + i]);
+          err = fr(err + fr(weights[i] * fr(diff * diff)));
+        }
+      } else {
+        for (let i = 0; i < n; i++) {
+          const diff = fr(fr(fr(thisScale * Laux[i]) + thisMin) - x[xo + i]);
+          err = fr(err + fr(wt(i) * fr(diff * diff)));
+        }
       }
       if (err < bestError) {
         for (let i = 0; i < n; i++) L[lo + i] = Laux[i];

@@ -4,7 +4,7 @@
  * them as Llama; so do we.
  */
 import { TensorcastError } from "../../errors.js";
-import { getString, type GgufMetadata } from "./metadata.js";
+import { getNumber, getString, type GgufMetadata } from "./metadata.js";
 
 /** GGUF `general.architecture` values we convert. */
 export const GGUF_HF_ARCHITECTURES = ["llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"] as const;
@@ -20,6 +20,15 @@ export function architectureOf(meta: GgufMetadata): GgufHfArchitecture {
     throw new TensorcastError(
       "UNSUPPORTED_TYPE",
       `GGUF architecture "${arch}" cannot be converted to a Hugging Face folder; supported: ${GGUF_HF_ARCHITECTURES.join(", ")} (Mistral files are "llama")`,
+    );
+  }
+  // A mixture of experts (Mixtral is "llama" with experts) would come out as a dense model
+  // without its expert tensors, which transformers would load as a broken Llama.
+  const experts = getNumber(meta, `${arch}.expert_count`);
+  if (experts !== undefined && experts > 0) {
+    throw new TensorcastError(
+      "UNSUPPORTED_TYPE",
+      `GGUF model "${arch}" with ${experts} experts (${arch}.expert_count) cannot be converted to a Hugging Face folder: mixtures of experts are not mapped back; dense ${GGUF_HF_ARCHITECTURES.join(", ")} models are`,
     );
   }
   return arch as GgufHfArchitecture;

@@ -25,6 +25,9 @@ export interface PlanInputTensor {
   readonly ggmlType: GgmlType;
   /** GGML's order, fastest first (as the tensor info lists them). */
   readonly dims: readonly number[];
+  /** The part of a split model holding it (0 when absent), and its offset there: keepSplit's order. */
+  readonly split?: number;
+  readonly offset?: number;
 }
 
 /** A --tensor-type NAME=TYPE override: a regular expression searched in each tensor's name. */
@@ -50,6 +53,12 @@ export interface GgufQuantizeOptions {
   readonly tensorTypes?: readonly TensorTypeOverride[];
   /** Whether an importance matrix is given (it changes the mix of IQ3_XXS, IQ4_NL, IQ4_XS, Q4_0, Q5_0). */
   readonly imatrix?: boolean;
+  /**
+   * --keep-split: the tensors visited and written in the input's order (by part, then by offset)
+   * as llama_model_quantize re-sorts them for keep_split, rather than by weights_map's; the
+   * per-layer mixes count tensors in that order.
+   */
+  readonly keepSplit?: boolean;
 }
 
 /** The hyperparameters llama_tensor_get_type looks at, as llama.cpp's loader reads them. */
@@ -211,6 +220,11 @@ export function weightOrder<T extends { readonly name: string }>(tensors: readon
   const keyed = tensors.map((t) => ({ t, layer: layerOf(t.name) ?? -1 }));
   keyed.sort((a, b) => (a.layer !== b.layer ? a.layer - b.layer : byteLess(a.t.name, b.t.name)));
   return keyed.map((k) => k.t);
+}
+
+/** keep_split's order: by the part holding the tensor, then by its offset there (stable otherwise). */
+function fileOrder<T extends PlanInputTensor>(tensors: readonly T[]): T[] {
+  return tensors.map((t, i) => ({ t, i })).sort((a, b) => (a.t.split ?? 0) - (b.t.split ?? 0) || (a.t.offset ?? 0) - (b.t.offset ?? 0) || a.i - b.i).map((k) => k.t);
 }
 
 /** ggml_n_dims: the dimensions without trailing 1s (at least one). */
@@ -467,7 +481,7 @@ export function planGgufQuantization(metadata: ReadonlyMap<string, GgufMetadataE
   const overrides = compileOverrides(opts.tensorTypes ?? []);
   const ftype = preset.ftype;
   const defaultType = preset.defaultType;
-  const ordered = weightOrder(tensors);
+  const ordered = opts.keepSplit ? fileOrder(tensors) : weightOrder(tensors);
   const state: State = {
     facts, ftype, imatrix: opts.imatrix === true, outputTensorType,
     tiedEmbeddings: !ordered.some((t) => categoryOf(t.name) === "OUTPUT"),

@@ -125,13 +125,13 @@ export function splitMetadata(metadata: readonly GgufMetadataEntry[], no: number
 }
 
 /**
- * The file names of a model written in `count` parts: OUT itself for one part, else
- * `PREFIX-0000K-of-0000N.gguf` with PREFIX OUT without its .gguf (as llama-quantize and gguf-py
- * name them).
+ * The file names of a model written in `count` parts: OUT itself for one part (unless `always`:
+ * llama-quantize --keep-split names even one part so), else `PREFIX-0000K-of-0000N.gguf` with
+ * PREFIX OUT without its .gguf (as llama-quantize and gguf-py name them).
  * @example splitOutputPaths("m.gguf", 2) // ["m-00001-of-00002.gguf", "m-00002-of-00002.gguf"]
  */
-export function splitOutputPaths(output: string, count: number): string[] {
-  if (count === 1) return [output];
+export function splitOutputPaths(output: string, count: number, always = false): string[] {
+  if (count === 1 && !always) return [output];
   const prefix = output.toLowerCase().endsWith(".gguf") ? output.slice(0, -5) : output;
   return splitPaths(prefix, count);
 }

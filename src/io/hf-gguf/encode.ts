@@ -3,7 +3,8 @@
  * them: the source decoded to float32 (float16 and bfloat16 exactly), the transform applied in
  * float32, then numpy's astype(float16) for F16 (nearest-even; a NaN keeps its top payload bits,
  * unlike ggml's, which makes every NaN 0x7E00), gguf-py's BF16 (ggml's rule) or Q8_0 (gguf-py's
- * numpy quantizer, whose bytes are ggml's quantize_row_q8_0_ref's: quantizeRows).
+ * numpy quantizer, whose bytes are ggml's quantize_row_q8_0_ref's: quantizeRows), and the same
+ * for TQ1_0 and TQ2_0 (gguf-py's float32 steps are quantize_row_tq1_0_ref's and tq2_0's).
  */
 import { TensorcastError } from "../../errors.js";
 import { quantizeRows } from "../../ggml/quantize/index.js";
@@ -94,9 +95,19 @@ export function rowGroup(t: HfGgufTensor): number {
   return t.transform.kind === "permute-rotary" ? (t.shape[0] ?? 1) / t.transform.heads : 1;
 }
 
-/** Values per row of `t` (a 1-D tensor is one row). */
+// the shape of one part: merged experts' without the expert dimension
+const partShape = (t: HfGgufTensor): readonly number[] => (t.parts.length > 1 ? t.shape.slice(1) : t.shape);
+
+/** Values per row of `t` (a 1-D tensor is one row; merged experts' rows are each expert's). */
 export function rowLength(t: HfGgufTensor): number {
-  return t.shape.length <= 1 ? (t.shape[0] ?? 1) : t.shape.slice(1).reduce((a, b) => a * b, 1);
+  const s = partShape(t);
+  return s.length <= 1 ? (s[0] ?? 1) : s.slice(1).reduce((a, b) => a * b, 1);
+}
+
+/** The rows stored of each of `t`'s parts (the rows a plan keeps: Gemma 3's embedding past its vocabulary is not). */
+export function partRows(t: HfGgufTensor): number {
+  const s = partShape(t);
+  return s.length <= 1 ? 1 : (s[0] ?? 0);
 }
 
 /**
@@ -130,28 +141,47 @@ export function transformValues(t: HfGgufTensor, values: Float32Array): Float32A
 }
 
 /**
- * The bytes the GGUF stores for `t`, from its source tensor's raw little-endian bytes: all of it,
- * or whole leading rows (a plan may keep only those: Gemma 3's embedding past its vocabulary).
+ * The bytes the GGUF stores for `t`, from its parts' raw little-endian bytes (`bytesOf` gives a
+ * folder tensor's by name): all of each, or whole leading rows (a plan may keep only those: Gemma
+ * 3's embedding past its vocabulary). Merged experts are stored one expert after another.
  */
-export function encodeTensor(t: HfGgufTensor, sourceBytes: Uint8Array): Uint8Array {
-  const all = sourceValues(t.sourceDtype, sourceBytes);
-  const n = t.shape.reduce((a, b) => a * b, 1);
-  if (all.length < n) throw new TensorcastError("SHAPE_MISMATCH", `tensor ${t.source}: ${all.length} values for a shape of [${t.shape.join(", ")}]`);
-  return encodeRows(t, all.length === n ? all : all.subarray(0, n));
+export function encodeTensor(t: HfGgufTensor, bytesOf: (name: string) => Uint8Array): Uint8Array {
+  if (t.generated !== undefined) return encodeRows(t, t.generated);
+  const n = partRows(t) * rowLength(t);
+  const chunks = t.parts.map((p) => {
+    const all = sourceValues(p.dtype, bytesOf(p.name));
+    if (all.length < n) throw new TensorcastError("SHAPE_MISMATCH", `tensor ${p.name}: ${all.length} values for a shape of [${partShape(t).join(", ")}]`);
+    return encodeRows(t, all.length === n ? all : all.subarray(0, n));
+  });
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(chunks.reduce((a, c) => a + c.length, 0));
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
 }
 
 /**
- * The stored bytes of whole rows of `t` (a multiple of rowGroup(t) of them, in order), from their
- * source bytes: the same bytes, chunk by chunk, as encodeTensor gives for the whole tensor.
+ * The stored bytes of whole rows of one of `t`'s parts (a multiple of rowGroup(t) of them, in
+ * order), from their source bytes in `dtype`: the same bytes, chunk by chunk, part by part, as
+ * encodeTensor gives for the whole tensor.
  */
-export function encodeRowChunk(t: HfGgufTensor, sourceBytes: Uint8Array): Uint8Array {
-  const values = sourceValues(t.sourceDtype, sourceBytes);
+export function encodeRowChunk(t: HfGgufTensor, sourceBytes: Uint8Array, dtype: string): Uint8Array {
+  const values = sourceValues(dtype, sourceBytes);
   const len = rowLength(t);
   const group = rowGroup(t) * len;
   if (group > 0 && values.length % group !== 0) {
     throw new TensorcastError("SHAPE_MISMATCH", `tensor ${t.source}: a chunk of ${values.length} values is not whole groups of ${group}`);
   }
   return encodeRows(t, values);
+}
+
+/** The stored bytes of a generated tensor (plan.ts: rope_freqs). */
+export function encodeGenerated(t: HfGgufTensor): Uint8Array {
+  if (t.generated === undefined) throw new TensorcastError("INTERNAL", `tensor ${t.name} is not a generated one`);
+  return encodeRows(t, t.generated);
 }
 
 function encodeRows(t: HfGgufTensor, raw: Float32Array): Uint8Array {
@@ -173,6 +203,8 @@ function encodeRows(t: HfGgufTensor, raw: Float32Array): Uint8Array {
       return out;
     }
     case "Q8_0":
-      return quantizeRows("Q8_0", values, t.shape[t.shape.length - 1] ?? 1);
+    case "TQ1_0":
+    case "TQ2_0":
+      return quantizeRows(t.type, values, t.shape[t.shape.length - 1] ?? 1);
   }
 }

@@ -72,6 +72,8 @@ export function hyperparameterEntries(h: Hparams, arch: HfArchitecture, fileType
   switch (arch.params) {
     case "text":
       return textEntries(h, arch, fileType);
+    case "qwen2moe":
+      return qwen2MoeEntries(h, arch, fileType);
     case "phi3":
       return phi3Entries(h, arch, fileType);
     case "gemma2":
@@ -79,6 +81,15 @@ export function hyperparameterEntries(h: Hparams, arch: HfArchitecture, fileType
     case "gemma3":
       return gemma3Entries(h, arch, fileType);
   }
+}
+
+/** Qwen2MoeModel.set_gguf_parameters: TextModel's, then the experts' feed-forward sizes. */
+function qwen2MoeEntries(h: Hparams, arch: HfArchitecture, fileType: number): GgufMetadataEntry[] {
+  const out = textEntries(h, arch, fileType);
+  const { u32 } = writers(out);
+  if (present(h.moe_intermediate_size)) u32(`${arch.gguf}.expert_feed_forward_length`, h.moe_intermediate_size, "moe_intermediate_size");
+  if (present(h.shared_expert_intermediate_size)) u32(`${arch.gguf}.expert_shared_feed_forward_length`, h.shared_expert_intermediate_size, "shared_expert_intermediate_size");
+  return out;
 }
 
 /** Phi3MiniModel.set_gguf_parameters (not TextModel's). */
@@ -192,10 +203,8 @@ function textEntries(h: Hparams, arch: HfArchitecture, fileType: number): GgufMe
       if (present(rp.beta_slow)) f32(`${a}.rope.scaling.yarn_beta_slow`, rp.beta_slow, "beta_slow");
     } else if (ropeType === "su" || ropeType === "longrope") {
       out.push({ key: `${a}.rope.scaling.type`, type: "string", value: "longrope" });
-    } else if (typeof ropeType === "string" && ropeType.toLowerCase() === "llama3") {
-      // convert_hf_to_gguf writes rope_freqs.weight instead, which is not done here
-      throw new TensorcastError("UNSUPPORTED_TYPE", `config.json: rope_type "llama3" (a rope_freqs tensor) is not converted; convertible rope types: default, linear, yarn, longrope`);
     }
+    // "llama3" writes no key: LlamaModel adds a rope_freqs tensor instead (plan.ts), other models nothing
   }
   if ("mrope_section" in rpAll) throw new TensorcastError("UNSUPPORTED_TYPE", "config.json: multimodal rope (mrope_section) is not converted");
   if (present(rp.rope_theta)) f32(`${a}.rope.freq_base`, rp.rope_theta, "rope_theta");
@@ -206,7 +215,22 @@ function textEntries(h: Hparams, arch: HfArchitecture, fileType: number): GgufMe
   const ln = findHparam(h, ["layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"]);
   if (present(ln)) f32(`${a}.attention.layer_norm_epsilon`, ln, "layer_norm_eps");
   const experts = findHparam(h, ["num_local_experts", "num_experts", "n_routed_experts"]);
-  if (present(experts)) throw new TensorcastError("UNSUPPORTED_TYPE", "config.json: mixture-of-experts models are not converted");
+  if (present(experts) && arch.experts === undefined) {
+    throw new TensorcastError("UNSUPPORTED_TYPE", `config.json: a mixture-of-experts ${arch.gguf} is not converted; mixture-of-experts classes converted: MixtralForCausalLM, Qwen3MoeForCausalLM`);
+  }
+  if (present(experts)) u32(`${a}.expert_count`, experts, "num_local_experts");
+  const used = findHparam(h, ["num_experts_per_tok", "num_experts_per_token", "top_k_experts"]);
+  if (present(used)) u32(`${a}.expert_used_count`, used, "num_experts_per_tok");
+  if (present(h.n_group)) u32(`${a}.expert_group_count`, h.n_group, "n_group");
+  if (present(h.topk_group)) u32(`${a}.expert_group_used_count`, h.topk_group, "topk_group");
+  const score = findHparam(h, ["score_function", "scoring_func", "score_func", "moe_router_activation", "moe_router_activation_func", "expert_selection_fn"]);
+  if (present(score)) {
+    // ExpertGatingFuncType
+    const gating: Record<string, number> = { softmax: 1, sigmoid: 2, sqrtsoftplus: 4 };
+    const v = typeof score === "string" && Object.prototype.hasOwnProperty.call(gating, score) ? gating[score] : undefined;
+    if (v === undefined) throw new TensorcastError("INVALID_DATA", `config.json: expert scoring function ${JSON.stringify(score)}; known: ${Object.keys(gating).join(", ")}`);
+    out.push({ key: `${a}.expert_gating_func`, type: "uint32", value: v });
+  }
   if (present(h.head_dim)) {
     u32(`${a}.attention.key_length`, h.head_dim, "head_dim");
     u32(`${a}.attention.value_length`, h.head_dim, "head_dim");

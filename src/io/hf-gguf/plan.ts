@@ -7,28 +7,48 @@
  * Metadata order, as ModelBase.prepare_metadata and TextModel write it: general.architecture,
  * general.type, general.name (and the parts gguf-py finds in the folder's name), size label, the
  * hyperparameters with general.file_type among them (hparams.ts), general.quantization_version,
- * then the vocabulary. Tensor order: the shards by name, each shard's tensors by name (gguf-py's
- * SafetensorsLocal sorts them), which the caller gives.
+ * then the vocabulary. Tensor order: generated tensors first (Llama 3's rope_freqs), then the
+ * shards by name, each shard's tensors by name (gguf-py's SafetensorsLocal sorts them), which the
+ * caller gives; a mixture-of-experts block's merged expert tensors stand where its last expert
+ * tensor arrived.
  */
 import { TensorcastError } from "../../errors.js";
 import { ggufTensorName } from "../gguf-hf/names.js";
 import type { GgufMetadataEntry } from "../gguf/values.js";
-import { hfArchitectureOf, type HfArchitecture } from "./architectures.js";
+import { hfArchitectureOf, type HfArchitecture, type HfExperts } from "./architectures.js";
 import { modelIdParts, idToTitle, sizeLabel } from "./general.js";
-import { hyperparameterEntries, textHparams, type Hparams } from "./hparams.js";
+import { findHparam, hyperparameterEntries, ropeParameters, textHparams, type Hparams } from "./hparams.js";
+import { llama3Rope, llama3RopeFactors } from "./rope.js";
 import { isObject, type Json } from "./json.js";
 import { bpeVocabEntries } from "./vocab-bpe.js";
 import { phi3VocabEntries, readSentencePieceModel, spmVocabEntries } from "./vocab-spm.js";
 
 /** convert_hf_to_gguf.py's --outtype values we write, by our dtype names. */
-export const HF_GGUF_OUTTYPES = ["float32", "float16", "bfloat16", "q8_0"] as const;
+export const HF_GGUF_OUTTYPES = ["float32", "float16", "bfloat16", "q8_0", "tq1_0", "tq2_0"] as const;
 export type HfGgufOuttype = (typeof HF_GGUF_OUTTYPES)[number];
 
-// LlamaFileType: ALL_F32, MOSTLY_F16, MOSTLY_BF16, MOSTLY_Q8_0
-const FILE_TYPE: Record<HfGgufOuttype, number> = { float32: 0, float16: 1, bfloat16: 32, q8_0: 7 };
-const GGML: Record<HfGgufOuttype, GgufTensorType> = { float32: "F32", float16: "F16", bfloat16: "BF16", q8_0: "Q8_0" };
+// LlamaFileType: ALL_F32, MOSTLY_F16, MOSTLY_BF16, MOSTLY_Q8_0, MOSTLY_TQ1_0, MOSTLY_TQ2_0
+const FILE_TYPE: Record<HfGgufOuttype, number> = { float32: 0, float16: 1, bfloat16: 32, q8_0: 7, tq1_0: 36, tq2_0: 37 };
+const GGML: Record<HfGgufOuttype, GgufTensorType> = { float32: "F32", float16: "F16", bfloat16: "BF16", q8_0: "Q8_0", tq1_0: "TQ1_0", tq2_0: "TQ2_0" };
+/** Values per block of the block types gguf-py quantizes: a row that is not whole blocks is stored F16 instead. */
+const BLOCK: Partial<Record<GgufTensorType, number>> = { Q8_0: 32, TQ1_0: 256, TQ2_0: 256 };
 
-export type GgufTensorType = "F32" | "F16" | "BF16" | "Q8_0";
+export type GgufTensorType = "F32" | "F16" | "BF16" | "Q8_0" | "TQ1_0" | "TQ2_0";
+
+/**
+ * convert_hf_to_gguf's `--outtype auto` (its default): the type of the first tensor of two or more
+ * dimensions that is bfloat16 (bfloat16) or float16 (float16), in the order it reads them;
+ * float32 tensors are passed over, and a folder with neither gets float16.
+ * @example autoOuttype([{ name: "w", dtype: "float32", shape: [4, 4] }]) // "float16"
+ */
+export function autoOuttype(tensors: readonly HfTensorHeader[]): "bfloat16" | "float16" {
+  for (const t of tensors) {
+    if (t.shape.length < 2) continue;
+    if (t.dtype === "bfloat16") return "bfloat16";
+    if (t.dtype === "float16") return "float16";
+  }
+  return "float16";
+}
 
 /** A folder's tensor as its header describes it. */
 export interface HfTensorHeader {
@@ -47,14 +67,30 @@ export type HfTensorTransform =
   /** Gemma's norms: float32 w + 1. */
   | { readonly kind: "plus-one" };
 
+/** A folder tensor a GGUF tensor is read from. */
+export interface HfTensorPart {
+  readonly name: string;
+  /** safetensors dtype in our names. */
+  readonly dtype: string;
+}
+
 export interface HfGgufTensor {
   /** The GGUF name. */
   readonly name: string;
-  /** The folder's tensor it is made from. */
+  /**
+   * The folder's tensor it is made from; for merged experts the experts' names with `*` for the
+   * expert number; for a generated tensor what it is made from, in brackets.
+   */
   readonly source: string;
-  readonly sourceDtype: string;
+  /**
+   * The folder's tensors read, in the order their values are stored: one; a block's experts, in
+   * expert order, each one a slice of the leading dimension (torch.stack); none for a generated one.
+   */
+  readonly parts: readonly HfTensorPart[];
+  /** A generated tensor's float32 values (`parts` is empty). */
+  readonly generated?: Float32Array;
   readonly type: GgufTensorType;
-  /** Row-major, as the folder has it. */
+  /** Row-major, as the folder has it (merged experts: the expert count first). */
   readonly shape: readonly number[];
   /** GGML order (fastest first): every dimension of the shape, reversed, as gguf-py writes them. */
   readonly dims: readonly number[];
@@ -89,13 +125,33 @@ export interface HfGgufPlanOptions {
 const SKIPPED_SUFFIXES = [".attention.masked_bias", ".attention.bias", ".rotary_emb.inv_freq"];
 const SOURCE_DTYPES = ["float32", "float16", "bfloat16"];
 
-function tensorPlan(arch: HfArchitecture, h: Hparams, outtype: HfGgufOuttype, t: HfTensorHeader, vocabRows: number | undefined): HfGgufTensor | undefined {
-  if (SKIPPED_SUFFIXES.some((s) => t.name.endsWith(s)) || arch.skip?.includes(t.name)) return undefined;
+function checkDtype(t: HfTensorHeader): void {
   if (!SOURCE_DTYPES.includes(t.dtype)) {
     throw new TensorcastError("UNSUPPORTED_TYPE", `tensor ${JSON.stringify(t.name)} is ${t.dtype}; convertible: ${SOURCE_DTYPES.join(", ")}`);
   }
+}
+
+/** The stored type of a GGUF tensor, by TextModel.prepare_tensors' rules. */
+function storedType(name: string, shape: readonly number[], outtype: HfGgufOuttype): GgufTensorType {
+  let type: GgufTensorType = GGML[outtype];
+  // 1-D tensors, norms, the MoE router and anything not a .weight stay float32
+  if (shape.length <= 1 || name.endsWith("_norm.weight") || /^blk\.\d+\.ffn_gate_inp\.weight$/.test(name) || !name.endsWith(".weight")) type = "F32";
+  // ... and the ternary types keep the token embedding and the output in F16
+  else if ((type === "TQ1_0" || type === "TQ2_0") && (name === "token_embd.weight" || name === "output.weight")) type = "F16";
+  // gguf-py refuses rows that are not whole blocks and convert_hf_to_gguf falls back to F16
+  const block = BLOCK[type];
+  if (block !== undefined && (shape[shape.length - 1] ?? 0) % block !== 0) type = "F16";
+  return type;
+}
+
+const dimsOf = (shape: readonly number[]): number[] => (shape.length === 0 ? [1] : [...shape].reverse());
+
+function tensorPlan(arch: HfArchitecture, h: Hparams, outtype: HfGgufOuttype, t: HfTensorHeader, vocabRows: number | undefined): HfGgufTensor | undefined {
+  if (SKIPPED_SUFFIXES.some((s) => t.name.endsWith(s)) || arch.skip?.includes(t.name)) return undefined;
+  checkDtype(t);
   const hfName = t.name.replace("language_model.", "");
-  const name = ggufTensorName(arch.names, hfName);
+  let name = routerName(arch.experts, hfName) ?? ggufTensorName(arch.names, hfName);
+  if (arch.noDenseFfn === true && name !== undefined && /^blk\.\d+\.ffn_(gate|up|down)\./.test(name)) name = undefined;
   if (name === undefined) throw new TensorcastError("INVALID_DATA", `tensor ${JSON.stringify(t.name)} has no GGUF name for ${arch.gguf} (convert_hf_to_gguf: "Can not map tensor")`);
   let transform: HfTensorTransform = { kind: "identity" };
   if (arch.permuteQK) {
@@ -113,15 +169,126 @@ function tensorPlan(arch: HfArchitecture, h: Hparams, outtype: HfGgufOuttype, t:
   if (arch.gguf === "gemma3" && hfName.includes("embed_tokens.weight") && vocabRows !== undefined && (shape[0] ?? 0) > vocabRows) {
     shape = [vocabRows, ...shape.slice(1)];
   }
-  let type: GgufTensorType = GGML[outtype];
-  // TextModel.prepare_tensors: 1-D tensors, norms and anything not a .weight stay float32
-  if (t.shape.length <= 1 || name.endsWith("_norm.weight") || !name.endsWith(".weight")) type = "F32";
-  // gguf-py refuses rows that are not whole blocks and convert_hf_to_gguf falls back to F16
-  if (type === "Q8_0" && (t.shape[t.shape.length - 1] ?? 0) % 32 !== 0) type = "F16";
-  return { name, source: t.name, sourceDtype: t.dtype, type, shape, dims: shape.length === 0 ? [1] : [...shape].reverse(), transform };
+  const type = storedType(name, t.shape, outtype);
+  return { name, source: t.name, parts: [{ name: t.name, dtype: t.dtype }], type, shape, dims: dimsOf(shape), transform };
 }
 
-function generalEntries(folderName: string, h: Hparams, totalParams: number): GgufMetadataEntry[] {
+/** The router's GGUF name when `hfName` is a mixture-of-experts block's router. */
+function routerName(experts: HfExperts | undefined, hfName: string): string | undefined {
+  if (experts === undefined) return undefined;
+  const m = /^model\.layers\.(0|[1-9][0-9]{0,8})\.(.+)\.weight$/.exec(hfName);
+  return m !== null && m[2] === experts.router ? `blk.${m[1]}.ffn_gate_inp.weight` : undefined;
+}
+
+/** The block number convert_hf_to_gguf reads from a name: its first all-digit part. */
+function blockOf(name: string): number | undefined {
+  const part = name.split(".").find((p) => p !== "" && /^[0-9]+$/.test(p));
+  return part === undefined ? undefined : Number(part);
+}
+
+/**
+ * The tensors in convert_hf_to_gguf's order, a block's expert tensors held back until the block
+ * has all 3 x experts of them, then merged into one tensor per weight, stacked in expert order.
+ */
+function planTensors(arch: HfArchitecture, h: Hparams, outtype: HfGgufOuttype, tensors: readonly HfTensorHeader[], vocabRows: number | undefined): HfGgufTensor[] {
+  const out: HfGgufTensor[] = [];
+  const ex = arch.experts;
+  const held = new Map<number, Map<string, HfTensorHeader>>();
+  let count: number | undefined;
+  const expertCount = (): number => {
+    if (count !== undefined) return count;
+    const v = findHparam(h, ex!.countKeys);
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v <= 0) {
+      throw new TensorcastError("INVALID_DATA", `config.json: ${ex!.countKeys.join(" / ")} is ${JSON.stringify(v)}, not an expert count (the folder has expert tensors)`);
+    }
+    return (count = v);
+  };
+  for (const t of tensors) {
+    if (SKIPPED_SUFFIXES.some((s) => t.name.endsWith(s)) || arch.skip?.includes(t.name)) continue;
+    const hfName = t.name.replace("language_model.", "");
+    if (ex === undefined || !hfName.includes(ex.marker)) {
+      const p = tensorPlan(arch, h, outtype, t, vocabRows);
+      if (p !== undefined) out.push(p);
+      continue;
+    }
+    checkDtype(t);
+    const bid = blockOf(hfName);
+    if (bid === undefined) throw new TensorcastError("INVALID_DATA", `expert tensor ${JSON.stringify(t.name)} names no block (convert_hf_to_gguf asserts one)`);
+    if (/\.experts\.(gate_up_proj|down_proj)(\.weight)?$/.test(hfName)) {
+      throw new TensorcastError("UNSUPPORTED_TYPE", `tensor ${JSON.stringify(t.name)}: experts already fused into one tensor are not converted; convertible: one tensor per expert (model.layers.N.${ex.prefix}.E.${ex.weights[0]![0]}.weight)`);
+    }
+    const block = held.get(bid) ?? new Map<string, HfTensorHeader>();
+    held.set(bid, block);
+    block.set(hfName, t);
+    const n = expertCount();
+    if (block.size < 3 * n) continue;
+    for (const [w, gguf] of ex.weights) {
+      const parts: HfTensorHeader[] = [];
+      for (let x = 0; x < n; x++) {
+        const want = `model.layers.${bid}.${ex.prefix}.${x}.${w}.weight`;
+        const p = block.get(want);
+        if (p === undefined) throw new TensorcastError("INVALID_DATA", `block ${bid} has ${block.size} expert tensors but not ${want} (${n} experts of ${ex.weights.map((x) => x[0]).join(", ")})`);
+        block.delete(want);
+        parts.push(p);
+      }
+      const shape0 = parts[0]!.shape;
+      const odd = parts.find((p) => p.shape.length !== shape0.length || p.shape.some((d, i) => d !== shape0[i]));
+      if (odd !== undefined) throw new TensorcastError("INVALID_DATA", `expert tensors ${parts[0]!.name} [${shape0.join(", ")}] and ${odd.name} [${odd.shape.join(", ")}] cannot be stacked`);
+      const shape = [n, ...shape0];
+      const name = `blk.${bid}.${gguf}.weight`;
+      out.push({
+        name, source: `model.layers.${bid}.${ex.prefix}.*.${w}.weight`, parts: parts.map((p) => ({ name: p.name, dtype: p.dtype })),
+        type: storedType(name, shape, outtype), shape, dims: dimsOf(shape), transform: { kind: "identity" },
+      });
+    }
+  }
+  const left = [...held.values()].flatMap((b) => [...b.keys()]);
+  if (left.length > 0) {
+    throw new TensorcastError("INVALID_DATA", `expert tensors not merged (convert_hf_to_gguf: "Unprocessed experts"): ${left.slice(0, 4).join(", ")}${left.length > 4 ? `, ... (${left.length})` : ""}; each block needs ${count ?? "?"} experts of ${ex!.weights.map((x) => x[0]).join(", ")}`);
+  }
+  return out;
+}
+
+/** LlamaModel.generate_extra_tensors: Llama 3's rope factors as rope_freqs.weight, for llama only. */
+function generatedTensors(arch: HfArchitecture, h: Hparams): HfGgufTensor[] {
+  if (arch.gguf !== "llama") return [];
+  const r = llama3Rope(ropeParameters(h), h);
+  if (r === undefined) return [];
+  const values = llama3RopeFactors(r);
+  const shape = [values.length];
+  return [{ name: "rope_freqs.weight", source: "(rope_parameters, llama3)", parts: [], generated: values, type: "F32", shape, dims: dimsOf(shape), transform: { kind: "identity" } }];
+}
+
+/** gguf-py's get_total_parameter_count: a tensor named *_exps.* of 3 or more dimensions counts as experts. */
+function parameterCounts(tensors: readonly HfGgufTensor[]): ParamCounts {
+  let total = 0;
+  let shared = 0;
+  let expert = 0;
+  let expertSum = 0;
+  let expertTensors = 0;
+  for (const t of tensors) {
+    const size = t.shape.reduce((a, b) => a * b, 1);
+    if (t.name.includes("_exps.") && t.shape.length >= 3) {
+      const n = t.shape[t.shape.length - (t.name.includes(".bias") ? 2 : 3)]!;
+      expert += Math.floor(size / n);
+      expertSum += n;
+      expertTensors++;
+    } else shared += size;
+    total += size;
+  }
+  return { total, shared, expert, experts: expertTensors > 0 ? Math.floor(expertSum / expertTensors) : 0 };
+}
+
+interface ParamCounts {
+  readonly total: number;
+  readonly shared: number;
+  readonly expert: number;
+  /** The mean expert count of the expert tensors, 0 without them. */
+  readonly experts: number;
+}
+
+function generalEntries(folderName: string, h: Hparams, counts: ParamCounts): GgufMetadataEntry[] {
+  const totalParams = counts.total;
   const str = (key: string, value: string): GgufMetadataEntry => ({ key, type: "string", value });
   let name: string | undefined;
   let org: string | undefined;
@@ -141,7 +308,8 @@ function generalEntries(folderName: string, h: Hparams, totalParams: number): Gg
   const nameOrPath = h._name_or_path;
   if (typeof nameOrPath === "string" && (nameOrPath.match(/\//g) ?? []).length <= 1) take(nameOrPath);
   take(folderName);
-  size ??= totalParams > 0 ? sizeLabel(totalParams) : undefined;
+  // gguf-py's size_label: "8x7B" (experts x shared plus one expert's parameters) for a mixture of experts
+  size ??= totalParams > 0 ? (counts.experts > 0 ? `${counts.experts}x${sizeLabel(counts.shared + counts.expert)}` : sizeLabel(totalParams)) : undefined;
   const out = [str("general.type", "model"), str("general.name", name ?? folderName)];
   if (version !== undefined) out.push(str("general.version", version));
   if (org !== undefined) out.push(str("general.organization", org));
@@ -163,17 +331,16 @@ export function planHfToGguf(files: HfFolderFiles, tensors: readonly HfTensorHea
   const { arch } = hfArchitectureOf(files.config);
   const h = textHparams(files.config);
   const vocabRows = arch.gguf === "gemma3" ? gemma3VocabRows(files, h) : undefined;
-  const planned = tensors.map((t) => tensorPlan(arch, h, outtype, t, vocabRows)).filter((t): t is HfGgufTensor => t !== undefined);
+  const planned = [...generatedTensors(arch, h), ...planTensors(arch, h, outtype, tensors, vocabRows)];
   const seen = new Set<string>();
   for (const t of planned) {
     if (seen.has(t.name)) throw new TensorcastError("INVALID_DATA", `two tensors of the folder map to ${t.name}`);
     seen.add(t.name);
   }
   const notes: string[] = [];
-  const total = planned.reduce((n, t) => n + t.shape.reduce((a, b) => a * b, 1), 0);
   const metadata: GgufMetadataEntry[] = [
     { key: "general.architecture", type: "string", value: arch.gguf },
-    ...generalEntries(files.folderName, h, total),
+    ...generalEntries(files.folderName, h, parameterCounts(planned)),
     ...hyperparameterEntries(h, arch, FILE_TYPE[outtype]),
     { key: "general.quantization_version", type: "uint32", value: 2 },
     ...vocabEntries(files, arch, h, { given: opts.tokenizerPre, notes }),
@@ -230,6 +397,8 @@ function vocabEntries(files: HfFolderFiles, arch: HfArchitecture, h: Hparams, pr
       if (arch.gguf === "llama" && vocabSize === 49152) out.push({ key: "tokenizer.ggml.add_bos_token", type: "bool", value: false });
       return out;
     }
+    case "bpe":
+      return bpe();
     case "gemma":
       needSpm();
       return [...spmVocabEntries(files, vocabSize), spaceless];

@@ -1,10 +1,18 @@
 /**
- * `tensorcast convert DIR --to float32|float16|bfloat16|q8_0 -o OUT.gguf`: a Hugging Face folder
- * written as the GGUF file llama.cpp's convert_hf_to_gguf.py writes for it (see docs/convert.md).
+ * `tensorcast convert DIR --to TYPE -o OUT.gguf`: a Hugging Face folder written as GGUF (see
+ * docs/hf-to-gguf.md). TYPE float32, float16, bfloat16, q8_0, tq1_0, tq2_0 or auto (f32, f16,
+ * bf16 too) is convert_hf_to_gguf.py's --outtype: its file, byte for byte. Any other GGML type
+ * tensorcast writes (q4_k, q6_k, ...) is `convert IN.gguf --to TYPE`'s output for the file
+ * convert_hf_to_gguf.py --outtype auto makes, in one pass (src/node/quantize/hf-gguf.ts).
  */
 import { TensorcastError } from "../../errors.js";
-import { HF_GGUF_OUTTYPES, type HfGgufOuttype } from "../../io/hf-gguf/plan.js";
-import { convertHfToGguf } from "../convert/hf-gguf.js";
+import { canQuantize } from "../../ggml/quantize/index.js";
+import { GGML_TYPES, ggmlType, type GgmlType } from "../../ggml/types.js";
+import { HF_GGUF_OUTTYPES } from "../../io/hf-gguf/plan.js";
+import { convertHfToGguf, type HfGgufOuttypeOrAuto } from "../convert/hf-gguf.js";
+import { convertHfFolderToGgml } from "../quantize/hf-gguf.js";
+import { renderQuantizeGgufReport } from "./commands/quantize-gguf.js";
+import { runFileCommand } from "./fileJob.js";
 import { parseShardSlice } from "../convert/sharded.js";
 import { parseSplitSize, type GgufSplitLimits } from "../../io/gguf/split-write.js";
 import { jsonText, writeText } from "./format.js";
@@ -12,7 +20,19 @@ import type { CliIO } from "./io.js";
 import { EXIT_OK, UsageError } from "./usage.js";
 
 // convert_hf_to_gguf's --outtype spellings are taken too
-const OUTTYPE_ALIASES: Readonly<Record<string, HfGgufOuttype>> = { f32: "float32", f16: "float16", bf16: "bfloat16" };
+const OUTTYPE_ALIASES: Readonly<Record<string, HfGgufOuttypeOrAuto>> = { f32: "float32", f16: "float16", bf16: "bfloat16" };
+
+/** Types that need an importance matrix (llama.cpp's tensor_requires_imatrix): not made by convert. */
+const NEEDS_IMATRIX = ["IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M", "IQ3_XXS"];
+
+/** The GGML types written through convert IN.gguf --to TYPE's rules. */
+function ggmlTargets(): GgmlType[] {
+  return GGML_TYPES.filter((t) => t.stored && t.quantized && canQuantize(t, true) && !NEEDS_IMATRIX.includes(t.name) && !["Q8_0", "TQ1_0", "TQ2_0"].includes(t.name));
+}
+
+function accepted(): string {
+  return `${[...HF_GGUF_OUTTYPES, "auto"].join(", ")} (convert_hf_to_gguf.py's --outtype), or ${ggmlTargets().map((t) => t.name.toLowerCase()).join(", ")}`;
+}
 
 /** Whether a convert goes folder -> GGUF: IN a folder (already known) and OUT named .gguf. */
 export function wantsGguf(output: string | undefined): boolean {
@@ -56,9 +76,29 @@ function splitLimits(opts: HfToGgufCliOptions): GgufSplitLimits | undefined {
 export async function runHfToGguf(input: string, output: string, opts: HfToGgufCliOptions, io: CliIO): Promise<number> {
   if (opts.others.length > 0) throw new UsageError(`--${opts.others[0]} does not apply to a folder written as GGUF`, "convert");
   const given = opts.to?.toLowerCase();
-  const to = given === undefined ? undefined : (OUTTYPE_ALIASES[given] ?? given);
-  if (to === undefined || !(HF_GGUF_OUTTYPES as readonly string[]).includes(to)) {
-    throw new UsageError(`a folder written as GGUF needs --to ${HF_GGUF_OUTTYPES.join(", ")}${given === undefined ? "" : `; got ${JSON.stringify(opts.to)}`}`, "convert");
+  if (given === undefined) throw new UsageError(`a folder written as GGUF needs --to ${accepted()}`, "convert");
+  const to = OUTTYPE_ALIASES[given] ?? given;
+  if (!(HF_GGUF_OUTTYPES as readonly string[]).includes(to) && to !== "auto") {
+    let t: GgmlType | undefined;
+    try {
+      t = ggmlType(given);
+    } catch {
+      t = undefined;
+    }
+    if (t === undefined || !ggmlTargets().includes(t)) {
+      const why = t !== undefined && NEEDS_IMATRIX.includes(t.name) ? ` (${t.name} needs an importance matrix: tensorcast quantize DIR --mode PRESET --imatrix FILE -o OUT.gguf)` : "";
+      throw new UsageError(`a folder written as GGUF needs --to ${accepted()}; got ${JSON.stringify(opts.to)}${why}`, "convert");
+    }
+    const target = t;
+    if (splitLimits(opts) !== undefined || opts.shard !== undefined) throw new UsageError(`--split-max-size, --split-max-tensors, --no-tensor-first-split and --shard split convert_hf_to_gguf's outtypes (${[...HF_GGUF_OUTTYPES, "auto"].join(", ")}); --to ${given} writes one file`, "convert");
+    return runFileCommand(io, { json: opts.json, quiet: opts.quiet }, "converting", async ({ signal, onProgress }) => {
+      try {
+        return await convertHfFolderToGgml(input, output, { to: target, force: opts.force === true, signal, onProgress });
+      } catch (e) {
+        if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE") throw new UsageError(`-o: ${e.message}`, "convert");
+        throw e;
+      }
+    }, (r) => (opts.quiet ? "" : renderQuantizeGgufReport(r)));
   }
   const split = splitLimits(opts);
   let shard: { index: number; count: number } | undefined;
@@ -72,7 +112,7 @@ export async function runHfToGguf(input: string, output: string, opts: HfToGgufC
   }
   let report;
   try {
-    report = await convertHfToGguf(input, output, to as HfGgufOuttype, { force: opts.force, split, shard, tokenizerPre: opts.tokenizerPre });
+    report = await convertHfToGguf(input, output, to as HfGgufOuttypeOrAuto, { force: opts.force, split, shard, tokenizerPre: opts.tokenizerPre });
   } catch (e) {
     if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE") throw new UsageError(`-o: ${e.message}`, "convert");
     throw e;
@@ -81,7 +121,7 @@ export async function runHfToGguf(input: string, output: string, opts: HfToGgufC
   else if (!opts.quiet) {
     for (const n of report.notes) io.stdout.write(`note: ${n}\n`);
     if (report.files.length === 1 && report.files[0]!.path === output) {
-      io.stdout.write(`${output}: ${report.architecture}, ${report.tensors.length} tensors, ${report.metadataKeys} metadata keys, ${report.bytes} bytes\n`);
+      io.stdout.write(`${output}: ${report.architecture}, ${report.outtype}, ${report.tensors.length} tensors, ${report.metadataKeys} metadata keys, ${report.bytes} bytes\n`);
     } else {
       for (const f of report.files) io.stdout.write(`${f.path}: ${f.tensors} tensors, ${f.bytes} bytes\n`);
       io.stdout.write(`${report.architecture}, ${report.metadataKeys} metadata keys in the first part\n`);

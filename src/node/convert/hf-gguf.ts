@@ -8,9 +8,10 @@
 import { promises as fsp } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { TensorcastError } from "../../errors.js";
-import { planHfToGguf, type HfGgufPlanOptions, type HfFolderFiles, type HfGgufOuttype, type HfGgufPlan, type HfGgufTensor, type HfTensorHeader } from "../../io/hf-gguf/plan.js";
-import { encodeRowChunk, rowGroup, rowLength } from "../../io/hf-gguf/encode.js";
-import type { FileTensor } from "../io/tensors.js";
+import { autoOuttype, planHfToGguf, type HfGgufPlanOptions, type HfFolderFiles, type HfGgufOuttype, type HfGgufPlan, type HfGgufTensor, type HfTensorHeader } from "../../io/hf-gguf/plan.js";
+import { encodeGenerated, encodeRowChunk, partRows, rowGroup, rowLength } from "../../io/hf-gguf/encode.js";
+import type { FileTensor, TensorFile } from "../io/tensors.js";
+import { isPytorchFolder, openPytorchFolder } from "../io/pytorch-folder.js";
 import type { Json } from "../../io/hf-gguf/json.js";
 import { layoutGguf, writeGguf } from "../../io/gguf/write.js";
 import { splitByGgufPy, splitMetadata, splitOutputPaths, type GgufSplitLimits } from "../../io/gguf/split-write.js";
@@ -22,6 +23,8 @@ import { readGguf } from "../../io/gguf/header.js";
 export interface HfGgufReport {
   readonly output: string;
   readonly architecture: string;
+  /** The outtype written ("auto" resolved to bfloat16 or float16). */
+  readonly outtype: HfGgufOuttype;
   readonly bytes: number;
   readonly metadataKeys: number;
   readonly tensors: readonly { readonly name: string; readonly source: string; readonly type: string; readonly dims: readonly number[] }[];
@@ -70,17 +73,51 @@ export async function readHfFolderFiles(folder: string): Promise<HfFolderFiles> 
   };
 }
 
-/** The plan for a folder: its tensors in convert_hf_to_gguf's order (shards by name, each shard's tensors by name). */
-export async function planFolder(folder: string, outtype: HfGgufOuttype, opts: HfGgufPlanOptions = {}): Promise<HfGgufPlan> {
-  const files = await readHfFolderFiles(folder);
+/** An outtype, or convert_hf_to_gguf's default "auto" (autoOuttype: the 16-bit type of the folder's first 2-D tensor). */
+export type HfGgufOuttypeOrAuto = HfGgufOuttype | "auto";
+
+/** A folder's plan and a way to open its tensors (by their names in the folder) for reading. */
+export interface PreparedFolder {
+  readonly plan: HfGgufPlan;
+  /** The outtype planned: "auto" resolved. */
+  readonly outtype: HfGgufOuttype;
+  open(): Promise<TensorFile>;
+}
+
+/**
+ * The folder's tensor headers in convert_hf_to_gguf's order: safetensors shards by name, each
+ * shard's tensors by name (gguf-py's SafetensorsLocal sorts them); PyTorch .bin shards by name,
+ * each one's tensors in its state dict's order (torch.load's keys, tied names included).
+ */
+async function folderTensors(folder: string): Promise<{ headers: HfTensorHeader[]; open: () => Promise<TensorFile> }> {
+  if (await isPytorchFolder(folder)) {
+    const f = await openPytorchFolder(folder);
+    try {
+      return { headers: f.tensors.map((t) => ({ name: t.name, dtype: t.dtype.name, shape: t.shape })), open: () => openPytorchFolder(folder) };
+    } finally {
+      await f.close();
+    }
+  }
   const c = await readCheckpoint(folder);
-  if (c.pytorch !== undefined) throw new TensorcastError("UNSUPPORTED_TYPE", `${folder}: a folder of PyTorch .bin shards; GGUF is written from safetensors folders`);
   const headers: HfTensorHeader[] = [];
   for (const list of c.tensors) {
     const sorted = [...list].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const t of sorted) headers.push({ name: t.name, dtype: t.dtype, shape: t.shape });
   }
-  return planHfToGguf(files, headers, outtype, opts);
+  return { headers, open: () => openCheckpoint(folder) };
+}
+
+/** The plan for a folder (safetensors, one file or sharded, or PyTorch .bin shards) and how to read its tensors. */
+export async function prepareFolder(folder: string, outtype: HfGgufOuttypeOrAuto, opts: HfGgufPlanOptions = {}): Promise<PreparedFolder> {
+  const files = await readHfFolderFiles(folder);
+  const { headers, open } = await folderTensors(folder);
+  const resolved = outtype === "auto" ? autoOuttype(headers) : outtype;
+  return { plan: planHfToGguf(files, headers, resolved, opts), outtype: resolved, open };
+}
+
+/** The plan for a folder: its tensors in convert_hf_to_gguf's order (folderTensors). */
+export async function planFolder(folder: string, outtype: HfGgufOuttypeOrAuto, opts: HfGgufPlanOptions = {}): Promise<HfGgufPlan> {
+  return (await prepareFolder(folder, outtype, opts)).plan;
 }
 
 export interface HfGgufOptions {
@@ -107,8 +144,9 @@ export interface HfGgufOptions {
  * @throws TensorcastError as planHfToGguf, readCheckpoint and the writer do; IO_ERROR when an
  *         output exists without `force`; INVALID_ATTRIBUTE when `shard` is not one of the parts.
  */
-export async function convertHfToGguf(folder: string, output: string, outtype: HfGgufOuttype, opts: HfGgufOptions = {}): Promise<HfGgufReport> {
-  const plan = await planFolder(folder, outtype, { tokenizerPre: opts.tokenizerPre });
+export async function convertHfToGguf(folder: string, output: string, outtype: HfGgufOuttypeOrAuto, opts: HfGgufOptions = {}): Promise<HfGgufReport> {
+  const prepared = await prepareFolder(folder, outtype, { tokenizerPre: opts.tokenizerPre });
+  const plan = prepared.plan;
   const specs = plan.tensors.map((t) => ({ name: t.name, ggmlType: t.type, dims: t.dims }));
   const whole = layoutGguf(plan.metadata, specs);
   const groups = opts.split === undefined ? [specs.map((_, i) => i)] : splitByGgufPy(whole.byteLengths, opts.split);
@@ -129,7 +167,7 @@ export async function convertHfToGguf(folder: string, output: string, outtype: H
   }
   for (const part of chosen) await checkOutput(part.path, { force: opts.force });
   for (const part of chosen) await removeStaleTemporaries(part.path);
-  const source = await openCheckpoint(folder);
+  const source = await prepared.open();
   const outs: AtomicOutput[] = [];
   try {
     const byName = new Map(source.tensors.map((t) => [t.name, t]));
@@ -138,7 +176,7 @@ export async function convertHfToGguf(folder: string, output: string, outtype: H
       outs.push(out);
       const tensors = part.tensors.map((t) => ({
         name: t.name, ggmlType: t.type, dims: t.dims,
-        data: chunks(t, byName.get(t.source)!, opts.chunkValues ?? CHUNK_VALUES),
+        data: chunks(t, byName, opts.chunkValues ?? CHUNK_VALUES),
       }));
       await writeGguf(out, part.metadata, tensors);
       await out.finish(part.layout.size);
@@ -155,7 +193,7 @@ export async function convertHfToGguf(folder: string, output: string, outtype: H
     await source.close();
   }
   return {
-    output, architecture: plan.architecture, bytes: chosen.reduce((a, p) => a + p.layout.size, 0), metadataKeys: plan.metadata.length,
+    output, architecture: plan.architecture, outtype: prepared.outtype, bytes: chosen.reduce((a, p) => a + p.layout.size, 0), metadataKeys: plan.metadata.length,
     tensors: chosen.flatMap((p) => p.tensors).map((t) => ({ name: t.name, source: t.source, type: t.type, dims: t.dims })),
     files: chosen.map((p) => ({ path: p.path, bytes: p.layout.size, tensors: p.tensors.length })),
     notes: plan.notes,
@@ -163,17 +201,29 @@ export async function convertHfToGguf(folder: string, output: string, outtype: H
 }
 
 /** About 16 MiB of float32 values per chunk (`chunkValues` in tests), whole row groups (a row group alone when bigger). */
-const CHUNK_VALUES = 4 * 1024 * 1024;
+export const CHUNK_VALUES = 4 * 1024 * 1024;
 
-/** A tensor's stored bytes, read and encoded a chunk of rows at a time: memory stays a few chunks whatever the tensor's size. */
-async function* chunks(t: HfGgufTensor, s: FileTensor, chunkValues: number): AsyncGenerator<Uint8Array> {
+/**
+ * A tensor's stored bytes, read and encoded a chunk of rows at a time, part after part (merged
+ * experts: one expert's rows, then the next's): memory stays a few chunks whatever the tensor's
+ * size or its number of experts.
+ */
+async function* chunks(t: HfGgufTensor, byName: ReadonlyMap<string, FileTensor>, chunkValues: number): AsyncGenerator<Uint8Array> {
+  if (t.generated !== undefined) {
+    yield encodeGenerated(t);
+    return;
+  }
   const len = rowLength(t);
-  const rows = t.shape.length <= 1 ? 1 : (t.shape[0] ?? 0);
+  const rows = partRows(t);
   const group = rowGroup(t);
   const per = Math.max(group, Math.floor(chunkValues / Math.max(1, len * group)) * group);
-  for (let r = 0; r < rows; r += per) {
-    const n = Math.min(per, rows - r);
-    yield encodeRowChunk(t, await s.read(r * len, n * len));
+  for (const part of t.parts) {
+    const s = byName.get(part.name);
+    if (s === undefined) throw new TensorcastError("INTERNAL", `tensor ${part.name} of the plan is not in the folder`);
+    for (let r = 0; r < rows; r += per) {
+      const n = Math.min(per, rows - r);
+      yield encodeRowChunk(t, await s.read(r * len, n * len), part.dtype);
+    }
   }
 }
 

@@ -169,7 +169,7 @@ function runHere(task: Task): Promise<TaskResult> {
 
 /** The input buffers of a task that can be moved to a worker rather than copied. */
 function transferList(task: Task): ArrayBuffer[] {
-  const views = task.op === "diff" ? [task.a, task.b] : task.op === "convert" && task.into ? [task.raw, task.into] : [task.raw];
+  const views = task.op === "diff" ? [task.a, task.b] : task.op === "convert" && task.into ? [task.raw, task.into] : task.op === "quantize" && task.imatrix ? [task.raw, task.imatrix] : [task.raw];
   const out: ArrayBuffer[] = [];
   for (const v of views) {
     const whole = v.byteOffset === 0 && v.byteLength === v.buffer.byteLength && !(v.buffer instanceof SharedArrayBuffer);

@@ -4,6 +4,7 @@
  * the main thread can read the next chunk into it.
  */
 import type { DTypeName } from "../../index.js";
+import type { GgmlTypeName } from "../../ggml/types.js";
 import type { GgmlBlocks } from "../io/gguf.js";
 import type { ConvertStats, DiffStats, ValueStats } from "./kernel.js";
 
@@ -21,12 +22,21 @@ export type Task =
       readonly ggml?: GgmlBlocks;
     }
   | { readonly op: "values"; readonly raw: Uint8Array; readonly dtype: DTypeName; readonly count: number; readonly ggml?: GgmlBlocks }
-  | { readonly op: "diff"; readonly a: Uint8Array; readonly aType: DTypeName; readonly b: Uint8Array; readonly bType: DTypeName; readonly count: number };
+  | { readonly op: "diff"; readonly a: Uint8Array; readonly aType: DTypeName; readonly b: Uint8Array; readonly bType: DTypeName; readonly count: number }
+  | {
+      /** A band of whole rows of one GGUF tensor, checked, made float32 and quantized (src/node/quantize/gguf.ts quantizeBand). */
+      readonly op: "quantize"; readonly raw: Uint8Array; readonly from: GgmlTypeName; readonly to: GgmlTypeName; readonly ncols: number;
+      /** The band's first block in the tensor's `from` data, and the tensor's name: for the errors. */
+      readonly firstBlock: number; readonly tensor: string;
+      /** The importance weights of the band's expert (ncols of them). */
+      readonly imatrix?: Float32Array;
+    };
 
 export type TaskResult =
   | { readonly op: "convert"; readonly bytes: Uint8Array; readonly stats: ConvertStats; /** The task's input, handed back for reuse. */ readonly raw: Uint8Array }
   | { readonly op: "values"; readonly stats: ValueStats }
-  | { readonly op: "diff"; readonly stats: DiffStats };
+  | { readonly op: "diff"; readonly stats: DiffStats }
+  | { readonly op: "quantize"; readonly bytes: Uint8Array };
 
 export interface Request {
   readonly id: number;

@@ -1,6 +1,7 @@
 /** Runs one task: the same code in a worker and, without workers, in the main thread. */
 import { dequantizeGgml } from "../../ggml/dequantize.js";
 import { ggmlType } from "../../ggml/types.js";
+import { quantizeBand } from "../quantize/band.js";
 import { convertChunk, diffChunk, valueChunk } from "./kernel.js";
 import type { GgmlBlocks, Task, TaskResult } from "./protocol.js";
 
@@ -22,5 +23,7 @@ export function runTask(task: Task): TaskResult {
       return { op: "values", stats: valueChunk(chunkBytes(task.raw, task.count, task.ggml), task.dtype, task.count) };
     case "diff":
       return { op: "diff", stats: diffChunk(task.a, task.aType, task.b, task.bType, task.count) };
+    case "quantize":
+      return { op: "quantize", bytes: quantizeBand(task.tensor, ggmlType(task.from), ggmlType(task.to), task.raw, task.ncols, task.firstBlock, task.imatrix) };
   }
 }

@@ -12,8 +12,8 @@ port.on("message", (request: Request) => {
   const transfer: ArrayBuffer[] = [];
   try {
     const result = runTask(request.task);
-    if (result.op === "convert") {
-      for (const b of [result.bytes, result.raw]) if (isWhole(b) && !transfer.includes(b.buffer as ArrayBuffer)) transfer.push(b.buffer as ArrayBuffer);
+    if (result.op === "convert" || result.op === "quantize") {
+      for (const b of result.op === "convert" ? [result.bytes, result.raw] : [result.bytes]) if (isWhole(b) && !transfer.includes(b.buffer as ArrayBuffer)) transfer.push(b.buffer as ArrayBuffer);
     }
     response = { id: request.id, result };
   } catch (e) {

@@ -22,9 +22,9 @@ import { checkOutput } from "../io/file.js";
 import { openGguf } from "../io/gguf.js";
 import { openTensorFile, type OpenOptions } from "../io/reader.js";
 import type { TensorFile } from "../io/tensors.js";
-import { writePlannedGguf, type QuantizeGgufReport, type RowSource } from "./gguf.js";
+import { writePlannedGguf, type GgufJobOptions, type QuantizeGgufReport, type RowSource } from "./gguf.js";
 
-export interface ConvertToGgufOptions extends OpenOptions {
+export interface ConvertToGgufOptions extends OpenOptions, GgufJobOptions {
   /** The GGML type of the 2-D and larger float tensors (a name in any case). */
   readonly to: GgmlType | string;
   /** Quantize tensors that are block-quantized already (a GGUF input's), dequantized first. */
@@ -44,6 +44,16 @@ export function fileTypeOf(t: GgmlType): number | undefined {
   return LLAMA_PRESETS.find((p) => p.aliasOf === undefined && p.defaultType === t)?.ftype;
 }
 
+/**
+ * A GGUF input's metadata as the output keeps it: split.* dropped, general.quantization_version
+ * and general.file_type (fileTypeOf `to`; none when no preset is that type) set last.
+ */
+export function convertedMetadata(input: Iterable<GgufMetadataEntry>, to: GgmlType): GgufMetadataEntry[] {
+  const fileType = fileTypeOf(to);
+  const metadata = quantizedMetadata(input, fileType ?? 0);
+  return fileType === undefined ? metadata.filter((m) => m.key !== "general.file_type") : metadata;
+}
+
 function dimsOf(shape: readonly number[]): number[] {
   const d = shape.length === 0 ? [1] : shape.slice().reverse();
   while (d.length > 1 && d[d.length - 1] === 1) d.pop();
@@ -51,7 +61,7 @@ function dimsOf(shape: readonly number[]): number[] {
 }
 
 /** One tensor's place in the output: its type, and the fallback when rows do not fit. */
-function planTensor(name: string, from: GgmlType, shape: readonly number[], to: GgmlType, allowRequantize: boolean): PlannedTensor {
+export function planTensor(name: string, from: GgmlType, shape: readonly number[], to: GgmlType, allowRequantize: boolean): PlannedTensor {
   const dims = dimsOf(shape);
   const float = from.quantized || from.name === "F32" || from.name === "F16" || from.name === "BF16" || from.name === "F64";
   let target = from;
@@ -128,13 +138,12 @@ export async function convertToGgufFile(input: string, output: string, opts: Con
     }
   }
   try {
-    let metadata = quantizedMetadata(metadataIn, fileType ?? 0);
-    if (fileType === undefined) metadata = metadata.filter((m) => m.key !== "general.file_type");
+    let metadata = convertedMetadata(metadataIn, to);
     if (!gguf) metadata = metadata.filter((m) => m.key === "general.quantization_version" || m.key === "general.file_type");
     const size = await writePlannedGguf(output, metadata, planned, sources, opts);
     const lengths = layoutGguf([], planned.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }))).byteLengths;
     return {
-      input, output, preset: `--to ${to.name}`, fileType: fileType ?? -1, fallbacks: planned.filter((p) => p.fallbackFrom).length,
+      input, output, files: [output], preset: `--to ${to.name}`, fileType: fileType ?? -1, fallbacks: planned.filter((p) => p.fallbackFrom).length,
       tensors: planned.map((p, i) => ({
         name: p.name, shape: p.dims.slice().reverse(), from: p.from.name, to: p.to.name, bytes: lengths[i],
         ...(p.fallbackFrom ? { fallbackFrom: p.fallbackFrom.name } : {}),

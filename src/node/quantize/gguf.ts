@@ -11,24 +11,41 @@
  * tensor of any file convert reads in TYPE).
  */
 import { TensorcastError } from "../../index.js";
-import { dequantizeBlocks } from "../../ggml/dequantize.js";
-import { quantizeRows } from "../../ggml/quantize/index.js";
-import { validateRowData } from "../../ggml/validate.js";
-import type { GgmlType } from "../../ggml/types.js";
+import { availableParallelism } from "node:os";
+import { ggmlRowBytes, type GgmlType } from "../../ggml/types.js";
 import { readGguf } from "../../io/gguf/header.js";
 import type { GgufModel, GgufModelTensor } from "../../io/gguf/split.js";
 import { readGgufBlocks } from "../../io/gguf/records.js";
 import { planGgufQuantization, type GgufQuantizeOptions, type GgufQuantizePlan, type PlannedTensor } from "../../io/gguf/quantize-plan.js";
 import type { GgufMetadataEntry } from "../../io/gguf/values.js";
 import { layoutGguf, writeGguf, type GgufTensorToWrite } from "../../io/gguf/write.js";
+import { TaskPool } from "../convert/pool.js";
+import { splitByGgufSplit, splitMetadata, splitOutputPaths, type GgufSplitLimits } from "../../io/gguf/split-write.js";
 import { Interrupted } from "../convert/schedule.js";
 import { AtomicOutput, checkOutput, fileError, RandomAccessFile, removeStaleTemporaries } from "../io/file.js";
 import { openGguf } from "../io/gguf.js";
+import { checkRows, quantizeBand } from "./band.js";
 
-/** Float32 values per band: 4 MiB of them (16 MiB as float32), whole rows, at least one row. */
-const BAND_VALUES = 4 * 1024 * 1024;
+/**
+ * Float32 values per band: 1 Mi of them (4 MiB as float32), whole rows, at least one row. Small
+ * enough that a tensor of a 7B model is a dozen bands or more, to keep every worker busy; the
+ * bands in flight (twice the workers, each its read bytes, float32 values and output) stay a few
+ * tens of MiB.
+ */
+const BAND_VALUES = 1024 * 1024;
 
-export interface QuantizeGgufFileOptions extends GgufQuantizeOptions {
+/** Options of the band pipeline: how it is run, not what it writes (the bytes are the same). */
+export interface GgufJobOptions {
+  /**
+   * Worker threads quantizing bands (0: the calling thread; default: one per core for more than a
+   * band of values to quantize, else none).
+   */
+  readonly jobs?: number;
+  /** Float32 values per band (whole rows, at least one; default 1 Mi): tests split tensors with small ones. */
+  readonly bandValues?: number;
+}
+
+export interface QuantizeGgufFileOptions extends GgufQuantizeOptions, GgufJobOptions {
   /** Replace an existing OUT. */
   readonly force?: boolean;
   /** Stops the job between bands (Interrupted). */
@@ -39,11 +56,15 @@ export interface QuantizeGgufFileOptions extends GgufQuantizeOptions {
   readonly imatrixData?: ReadonlyMap<string, Float32Array>;
   /** More key-value pairs set after general.file_type (llama-quantize's quantize.imatrix.*). */
   readonly extraMetadata?: readonly GgufMetadataEntry[];
+  /** The output split by llama-gguf-split's rule (--split-max-size / --split-max-tensors). */
+  readonly split?: GgufSplitLimits;
 }
 
 export interface QuantizeGgufReport {
   readonly input: string;
   readonly output: string;
+  /** The files written: OUT, or the parts of a split model. */
+  readonly files: readonly string[];
   readonly preset: string;
   readonly fileType: number;
   readonly tensors: readonly {
@@ -67,50 +88,103 @@ export interface RowSource {
   read(firstRow: number, rows: number): Promise<Uint8Array>;
 }
 
-function invalid(what: string, t: GgmlType, bytes: Uint8Array, firstBlock: number): void {
-  const bad = validateRowData(t, bytes);
-  if (bad) throw new TensorcastError("INVALID_DATA", `${what} has invalid data: ${bad.reason} at ${t.blockSize === 1 ? "element" : "block"} ${firstBlock + bad.index} of its ${t.name} data (llama.cpp's ggml_validate_row_data refuses it too)`);
+/** One band of a tensor: its rows [first, first + rows), and the expert it belongs to. */
+interface Band {
+  readonly p: PlannedTensor;
+  readonly src: RowSource;
+  readonly first: number;
+  readonly rows: number;
+  readonly imatrix?: Float32Array;
 }
 
-/** A band's bytes as float32 values (F32 as they are; F16, BF16 and block types decoded). */
-function toFloat32(t: GgmlType, bytes: Uint8Array, values: number): Float32Array {
-  if (t.name === "F32") {
-    const aligned = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice();
-    return new Float32Array(aligned.buffer, aligned.byteOffset, values);
+/** The bands of `p`, in order: `bandValues` values or fewer, whole rows, never two experts in one (each has its own importance weights). */
+function* bandsOf(p: PlannedTensor, src: RowSource, imatrix: Float32Array | undefined, bandValues: number): Generator<Band> {
+  const ncols = p.dims[0];
+  const rowsPerExpert = p.dims[1] ?? 1;
+  const rows = p.dims.slice(1).reduce((a, b) => a * b, 1);
+  const band = Math.max(1, Math.floor(bandValues / Math.max(1, ncols)));
+  for (let r = 0; r < rows; ) {
+    let n = Math.min(band, rows - r);
+    if (p.quantize) n = Math.min(n, rowsPerExpert - (r % rowsPerExpert));
+    const expert = Math.floor(r / rowsPerExpert);
+    yield { p, src, first: r, rows: n, imatrix: p.quantize ? imatrix?.subarray(expert * ncols, (expert + 1) * ncols) : undefined };
+    r += n;
   }
-  const out = new Float32Array(values);
-  dequantizeBlocks(t, bytes, 0, out, 0, values / t.blockSize);
-  return out;
+}
+
+/** Bytes a worker can take by transfer: the view's own buffer, whole (a copy otherwise). */
+function owned(b: Uint8Array): Uint8Array {
+  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && !(b.buffer instanceof SharedArrayBuffer) ? b : b.slice();
+}
+
+/** A band's output bytes: copied (checked) when its tensor keeps its type, else quantized by `pool`. */
+async function bandBytes(b: Band, pool: TaskPool): Promise<Uint8Array> {
+  const { p } = b;
+  const ncols = p.dims[0];
+  const bytes = await b.src.read(b.first, b.rows);
+  const firstBlock = (b.first * ncols) / p.from.blockSize;
+  if (!p.quantize) {
+    checkRows(`tensor ${JSON.stringify(p.name)}`, p.from, bytes, firstBlock);
+    return bytes;
+  }
+  if (pool.size === 0) return quantizeBand(p.name, p.from, p.to, bytes, ncols, firstBlock, b.imatrix);
+  const result = await pool.run({ op: "quantize", raw: owned(bytes), from: p.from.name, to: p.to.name, ncols, firstBlock, tensor: p.name, imatrix: b.imatrix?.slice() });
+  if (result.op !== "quantize") throw new TensorcastError("INTERNAL", `a quantize task came back as ${result.op}`);
+  return result.bytes;
+}
+
+/**
+ * Every band of a job in order, `inFlight` of them read and quantizing ahead of the one the writer
+ * waits for, across tensor boundaries, so workers do not idle at the end of each tensor. Memory:
+ * those bands, never a tensor.
+ */
+class BandStream {
+  private readonly ahead: Promise<Uint8Array>[] = [];
+  constructor(private readonly bands: Iterator<Band>, private readonly pool: TaskPool, private readonly inFlight: number, private readonly signal: AbortSignal | undefined) {}
+
+  /** The next band's bytes. */
+  async next(): Promise<Uint8Array> {
+    if (this.signal?.aborted) throw new Interrupted();
+    this.fill();
+    const next = this.ahead.shift();
+    if (!next) throw new TensorcastError("INTERNAL", "the GGUF quantization job ran out of bands");
+    const bytes = await next;
+    this.fill();
+    return bytes;
+  }
+
+  private fill(): void {
+    while (this.ahead.length < this.inFlight) {
+      const b = this.bands.next();
+      if (b.done) return;
+      const bytes = bandBytes(b.value, this.pool);
+      // Awaited in order by next(); a band that fails while earlier ones are awaited is no unhandled rejection.
+      bytes.catch(() => undefined);
+      this.ahead.push(bytes);
+    }
+  }
 }
 
 /**
  * One planned tensor's output bytes, band by band: copied (checked) when its type stays, else
- * read, checked, made float32, quantized (with its expert's importance weights) and checked.
+ * read, checked, made float32, quantized (with its expert's importance weights) and checked, on
+ * `opts.pool`'s workers when it has any (in the calling thread otherwise).
  */
-export async function* plannedTensorData(p: PlannedTensor, src: RowSource, opts: { signal?: AbortSignal; imatrix?: Float32Array; done?: (values: number) => void }): AsyncGenerator<Uint8Array> {
+export async function* plannedTensorData(p: PlannedTensor, src: RowSource, opts: { signal?: AbortSignal; imatrix?: Float32Array; done?: (values: number) => void; pool?: TaskPool; bandValues?: number }): AsyncGenerator<Uint8Array> {
+  const pool = opts.pool ?? new TaskPool(0);
+  const stream = new BandStream(bandsOf(p, src, opts.imatrix, opts.bandValues ?? BAND_VALUES), pool, Math.max(1, 2 * pool.size), opts.signal);
+  yield* tensorBands(p, stream, opts.done);
+}
+
+/** The bands of `p` from the job's stream. */
+async function* tensorBands(p: PlannedTensor, stream: BandStream, done: ((values: number) => void) | undefined): AsyncGenerator<Uint8Array> {
   const ncols = p.dims[0];
-  const rowsPerExpert = p.dims[1] ?? 1;
   const rows = p.dims.slice(1).reduce((a, b) => a * b, 1);
-  const band = Math.max(1, Math.floor(BAND_VALUES / Math.max(1, ncols)));
-  const what = `tensor ${JSON.stringify(p.name)}`;
   for (let r = 0; r < rows; ) {
-    if (opts.signal?.aborted) throw new Interrupted();
-    let n = Math.min(band, rows - r);
-    // A band never spans two experts: each has its own importance weights.
-    if (p.quantize) n = Math.min(n, rowsPerExpert - (r % rowsPerExpert));
-    const bytes = await src.read(r, n);
-    invalid(what, p.from, bytes, (r * ncols) / p.from.blockSize);
-    if (!p.quantize) {
-      yield bytes;
-    } else {
-      const values = toFloat32(p.from, bytes, n * ncols);
-      const expert = Math.floor(r / rowsPerExpert);
-      const weights = opts.imatrix?.subarray(expert * ncols, (expert + 1) * ncols);
-      const out = quantizeRows(p.to, values, ncols, weights);
-      invalid(`${what} quantized to ${p.to.name}`, p.to, out, (r * ncols) / p.to.blockSize);
-      yield out;
-    }
-    opts.done?.(n * ncols);
+    const bytes = await stream.next();
+    const n = (bytes.length / ggmlRowBytes(p.quantize ? p.to : p.from, ncols)!);
+    yield bytes;
+    done?.(n * ncols);
     r += n;
   }
 }
@@ -123,39 +197,71 @@ function ggufRows(model: GgufModel, t: GgufModelTensor): RowSource {
 
 /**
  * Writes the output of `plan` to `output` (temporary name, read back, renamed): the tensors'
- * bytes from `sources` (by name).
+ * bytes from `sources` (by name). With `parts` (the tensors of each part, as indices) of more than
+ * one, a split model instead: OUT-0000K-of-0000N.gguf (OUT without .gguf), the metadata and the
+ * split.* keys in the first part, the split.* keys alone in the others (split-write.ts), every part
+ * read back before any is renamed. Returns the bytes written.
  */
 export async function writePlannedGguf(
   output: string, metadata: readonly GgufMetadataEntry[], tensors: readonly PlannedTensor[], sources: ReadonlyMap<string, RowSource>,
-  opts: { force?: boolean; signal?: AbortSignal; onProgress?: (done: number, total: number) => void; imatrixData?: ReadonlyMap<string, Float32Array> },
+  opts: GgufJobOptions & { force?: boolean; signal?: AbortSignal; onProgress?: (done: number, total: number) => void; imatrixData?: ReadonlyMap<string, Float32Array> },
+  parts: readonly (readonly number[])[] = [tensors.map((_, i) => i)],
+  splitNames = parts.length > 1,
 ): Promise<number> {
-  const specs = tensors.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }));
-  const layout = layoutGguf(metadata, specs);
   const total = tensors.reduce((n, p) => n + p.dims.reduce((a, b) => a * b, 1), 0);
   let done = 0;
   const progress = (values: number): void => {
     done += values;
     opts.onProgress?.(done, total);
   };
-  const out = await AtomicOutput.create(output, { digests: true });
+  const quantized = tensors.reduce((n, p) => n + (p.quantize ? p.dims.reduce((a, b) => a * b, 1) : 0), 0);
+  const bandValues = opts.bandValues ?? BAND_VALUES;
+  const imatrixOf = (p: PlannedTensor): Float32Array | undefined => {
+    // A token embedding's entry of the wrong size is ignored, as llama.cpp ignores it.
+    const w = opts.imatrixData?.get(p.name);
+    return w !== undefined && w.length === p.dims[0] * (p.dims[2] ?? 1) ? w : undefined;
+  };
+  const paths = splitNames ? splitOutputPaths(output, parts.length, true) : [output];
+  if (splitNames) for (const path of paths) await checkOutput(path, { force: opts.force === true });
+  const outs: AtomicOutput[] = [];
+  let bytes = 0;
+  const pool = new TaskPool(opts.jobs ?? (quantized > bandValues ? availableParallelism() : 0));
   try {
-    const toWrite: GgufTensorToWrite[] = tensors.map((p, i) => {
-      const src = sources.get(p.name);
-      if (!src) throw fileError("INTERNAL", output, `no source for tensor ${p.name}`);
-      // A token embedding's entry of the wrong size is ignored, as llama.cpp ignores it.
-      const w = opts.imatrixData?.get(p.name);
-      const imatrix = w !== undefined && w.length === p.dims[0] * (p.dims[2] ?? 1) ? w : undefined;
-      return { ...specs[i], data: plannedTensorData(p, src, { signal: opts.signal, imatrix, done: progress }) };
-    });
-    await writeGguf(out, metadata, toWrite);
-    await out.finish(layout.size);
-    await verifyGguf(out, output, metadata, specs, layout.offsets, layout.size);
-    await out.commit(opts.force === true);
-  } catch (e) {
-    await out.abort();
-    throw e;
+    // Every band of every part in the order they are written: the stream reads and quantizes ahead across tensors and parts.
+    const order: Band[] = [];
+    for (const part of parts) {
+      for (const i of part) {
+        const p = tensors[i]!;
+        const src = sources.get(p.name);
+        if (!src) throw fileError("INTERNAL", output, `no source for tensor ${p.name}`);
+        order.push(...bandsOf(p, src, imatrixOf(p), bandValues));
+      }
+    }
+    const stream = new BandStream(order.values(), pool, Math.max(1, 2 * pool.size), opts.signal);
+    for (let no = 0; no < parts.length; no++) {
+      const path = paths[no]!;
+      const mine = parts[no]!.map((i) => tensors[i]!);
+      const partMetadata = splitMetadata(metadata, no, parts.length, tensors.length);
+      const specs = mine.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }));
+      const layout = layoutGguf(partMetadata, specs);
+      if (splitNames) await removeStaleTemporaries(path);
+      const out = await AtomicOutput.create(path, { digests: true });
+      outs.push(out);
+      const toWrite: GgufTensorToWrite[] = mine.map((p, i) => ({ ...specs[i], data: tensorBands(p, stream, progress) }));
+      await writeGguf(out, partMetadata, toWrite);
+      await out.finish(layout.size);
+      await verifyGguf(out, path, partMetadata, specs, layout.offsets, layout.size);
+      bytes += layout.size;
+    }
+    while (outs.length > 0) {
+      await outs[0]!.commit(opts.force === true);
+      outs.shift();
+    }
+  } finally {
+    for (const out of outs) await out.abort();
+    await pool.close();
   }
-  return layout.size;
+  return bytes;
 }
 
 /** The temporary read back: the reader's view of its header is the plan's, and every byte is what was written. */
@@ -207,11 +313,14 @@ export async function quantizeGgufFile(input: string, output: string, opts: Quan
     const byName = new Map(model.tensors.map((t) => [t.name, t]));
     const sources = new Map(plan.tensors.map((p) => [p.name, ggufRows(model, byName.get(p.name)!)]));
     await removeStaleTemporaries(output);
-    const size = await writePlannedGguf(output, metadata, plan.tensors, sources, opts);
+    const parts = outputParts(plan.tensors, byName, opts);
+    // llama_model_quantize names the output by parts whenever keep_split is set, one part too.
+    const splitNames = opts.keepSplit === true || parts.length > 1;
+    const size = await writePlannedGguf(output, metadata, plan.tensors, sources, opts, parts, splitNames);
     const specs = plan.tensors.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }));
     const lengths = layoutGguf([], specs).byteLengths;
     return {
-      input, output, preset: plan.preset.name, fileType: plan.fileType, fallbacks: plan.fallbacks,
+      input, output, files: splitNames ? splitOutputPaths(output, parts.length, true) : [output], preset: plan.preset.name, fileType: plan.fileType, fallbacks: plan.fallbacks,
       tensors: plan.tensors.map((p, i) => ({
         name: p.name, shape: p.dims.slice().reverse(), from: p.from.name, to: p.to.name, bytes: lengths[i],
         ...(p.fallbackFrom ? { fallbackFrom: p.fallbackFrom.name } : {}),
@@ -224,11 +333,26 @@ export async function quantizeGgufFile(input: string, output: string, opts: Quan
 }
 
 /**
+ * The tensors of each output part: one file; with keepSplit, the input's parts (llama_model_quantize's
+ * keep_split: a tensor goes in the part its input part has, the count the highest one); with split,
+ * llama-gguf-split's rule over the output sizes.
+ */
+function outputParts(tensors: readonly PlannedTensor[], input: ReadonlyMap<string, GgufModelTensor>, opts: QuantizeGgufFileOptions): number[][] {
+  if (opts.keepSplit && opts.split) throw new TensorcastError("INVALID_ATTRIBUTE", "--keep-split keeps the input's parts; it does not go with --split-max-size or --split-max-tensors");
+  if (opts.split) return splitByGgufSplit(layoutGguf([], tensors.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }))).byteLengths, opts.split);
+  if (!opts.keepSplit) return [tensors.map((_, i) => i)];
+  const of = tensors.map((p) => input.get(p.name)!.split);
+  const parts: number[][] = Array.from({ length: Math.max(0, ...of) + 1 }, () => []);
+  of.forEach((k, i) => parts[k]!.push(i));
+  return parts;
+}
+
+/**
  * The importance weights of the tensors quantized, as llama_model_quantize_impl checks them:
  * finite, and ne[0] * ne[2] of them where a tensor has an entry (the token embedding's wrong
  * size is only ignored); a tensor that needs them (IQ1, IQ2, IQ3_XXS, a Q2_K_S Q2_K) must have an entry.
  */
-function checkImatrix(plan: GgufQuantizePlan, data: ReadonlyMap<string, Float32Array> | undefined): void {
+export function checkImatrix(plan: GgufQuantizePlan, data: ReadonlyMap<string, Float32Array> | undefined): void {
   if (data === undefined) return;
   for (const [name, w] of data) {
     const i = w.findIndex((v) => !Number.isFinite(v));

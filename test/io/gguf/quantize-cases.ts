@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { llamaPreset } from "../../../src/ggml/presets.js";
-import { legacyImatrix, writeQuantModel, type QuantModelName } from "../../support/gguf-quant-models.js";
+import { legacyImatrix, legacyImatrixForPeer, writeQuantModel, type QuantModelName, type QuantModelVocab } from "../../support/gguf-quant-models.js";
 import type { LlamaQuantizeOptions } from "../../support/llama-quant-peer.js";
 
 export interface QuantCase {
@@ -79,29 +79,7 @@ export function imatrixEntries(model: QuantModelName): { name: string; columns: 
  * float32), computed here from the entries, apart from tensorcast's reader, and its kv overrides.
  */
 export function peerImatrix(model: QuantModelName, path: string): { imatrix: Map<string, Float32Array>; kvOverrides: NonNullable<LlamaQuantizeOptions["kvOverrides"]> } {
-  const bytes = legacyImatrix(imatrixEntries(model));
-  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const imatrix = new Map<string, Float32Array>();
-  let at = 4;
-  for (let e = v.getInt32(0, true); e > 0; e--) {
-    const len = v.getInt32(at, true);
-    const name = new TextDecoder().decode(bytes.subarray(at + 4, at + 4 + len));
-    at += 4 + len;
-    const ncall = v.getInt32(at, true);
-    const nval = v.getInt32(at + 4, true);
-    at += 8;
-    const w = new Float32Array(nval);
-    for (let i = 0; i < nval; i++) w[i] = Math.fround(v.getFloat32(at + 4 * i, true) / ncall);
-    at += 4 * nval;
-    imatrix.set(name, w);
-  }
-  return {
-    imatrix,
-    kvOverrides: [
-      { key: "quantize.imatrix.file", str: path }, { key: "quantize.imatrix.dataset", str: "tensorcast-test-data.txt" },
-      { key: "quantize.imatrix.entries_count", int: imatrix.size }, { key: "quantize.imatrix.chunks_count", int: 10 },
-    ],
-  };
+  return legacyImatrixForPeer(legacyImatrix(imatrixEntries(model)), path);
 }
 
 /**
@@ -109,10 +87,10 @@ export function peerImatrix(model: QuantModelName, path: string): { imatrix: Map
  * made the working directory: the output stores the imatrix path as given (quantize.imatrix.file),
  * so it is given relative, the same on every machine. `restore()` goes back.
  */
-export async function caseFolder(makeQ8: (input: string, output: string) => Promise<void>): Promise<{ dir: string; input(c: QuantCase): string; imatrixPath(c: QuantCase): string; restore(): void }> {
+export async function caseFolder(makeQ8: (input: string, output: string) => Promise<void>, vocab: QuantModelVocab = "llama"): Promise<{ dir: string; input(c: QuantCase): string; imatrixPath(c: QuantCase): string; restore(): void }> {
   const dir = mkdtempSync(join(tmpdir(), "tensorcast-gguf-quant-"));
   for (const m of ["wide", "deep"] as const) {
-    await writeQuantModel(m, join(dir, `${m}.gguf`));
+    await writeQuantModel(m, join(dir, `${m}.gguf`), vocab);
     writeFileSync(join(dir, `${m}.imatrix.dat`), legacyImatrix(imatrixEntries(m)));
   }
   await makeQ8(join(dir, "wide.gguf"), join(dir, "wide-q8_0.gguf"));

@@ -7,7 +7,7 @@ import { writeGguf } from "../../../src/io/gguf/index.js";
 
 // tests run from build/test/io/hf-gguf/
 export const HF_GGUF_DIR = fileURLToPath(new URL("../../../../test/fixtures/hf-gguf/", import.meta.url));
-export const HF_GGUF_CASES = ["llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"].filter((c) => existsSync(`${HF_GGUF_DIR}${c}/config.json`));
+export const HF_GGUF_CASES = ["llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "llama3rope", "mixtral", "qwen3_moe"].filter((c) => existsSync(`${HF_GGUF_DIR}${c}/config.json`));
 export const OUTTYPES: Record<string, HfGgufOuttype> = { f32: "float32", f16: "float16", bf16: "bfloat16", q8_0: "q8_0" };
 
 const DTYPES: Record<string, string> = { F32: "float32", F16: "float16", BF16: "bfloat16" };
@@ -63,7 +63,7 @@ export async function convertInMemory(c: string, outtype: HfGgufOuttype, files =
   const layout = await writeGguf(
     { write: (b, at) => void parts.push({ at, b: b.slice() }) },
     plan.metadata,
-    plan.tensors.map((t) => ({ name: t.name, ggmlType: t.type, dims: t.dims, data: encodeTensor(t, bytes.get(t.source)!) })),
+    plan.tensors.map((t) => ({ name: t.name, ggmlType: t.type, dims: t.dims, data: encodeTensor(t, (n) => bytes.get(n)!) })),
   );
   const out = new Uint8Array(layout.size);
   for (const p of parts) out.set(p.b, p.at);

@@ -111,9 +111,12 @@ bfloat16 -o OUT.safetensors' dequantizes each block type (Q4_K, IQ2_XS, MXFP4, .
 for bit as ggml does, then casts it (one rounding); F16, BF16 and F64 tensors are cast from their
 own values, integer tensors kept.
 
-A Hugging Face model folder with -o OUT.gguf and --to float32, float16, bfloat16 or q8_0 (or f32,
-f16, bf16) becomes the GGUF file llama.cpp's convert_hf_to_gguf.py writes for it, byte for byte
-(Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2, Gemma 3; see docs/hf-to-gguf.md).
+A Hugging Face model folder (safetensors or PyTorch .bin shards, or a Hub cache snapshot) with
+-o OUT.gguf and --to float32, float16, bfloat16, q8_0, tq1_0, tq2_0 or auto (or f32, f16, bf16)
+becomes the GGUF file llama.cpp's convert_hf_to_gguf.py --outtype writes for it, byte for byte
+(Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2, Gemma 3; see docs/hf-to-gguf.md). Another GGML
+type (--to q4_k, q6_k, iq4_xs, ...) gives what 'convert AUTO.gguf --to TYPE' writes from its auto
+file, in one pass; llama-quantize's mixes are 'tensorcast quantize DIR --mode Q4_K_M -o OUT.gguf'.
 
 A GGUF model with an -o that names no file format (a folder: no .safetensors or other extension,
 as for a model folder's OUTDIR) becomes the Hugging Face folder transformers writes with
@@ -203,6 +206,7 @@ Examples:
   tensorcast convert checkpoint.pt --key model -o model.safetensors
   tensorcast convert model-Q4_K_M.gguf --to bfloat16 -o model.bf16.safetensors
   tensorcast convert Llama-3.2-1B/ --to q8_0 -o llama-3.2-1b.q8_0.gguf
+  tensorcast quantize Llama-3.2-1B/ --mode Q4_K_M -o llama-3.2-1b.Q4_K_M.gguf   (llama-quantize's mix)
   tensorcast convert Llama-3-70B/ --to bf16 -o l70.gguf --split-max-size 40G   (l70-00001-of-0000n.gguf ...)
   tensorcast convert model-Q4_K_M.gguf --to bfloat16 -o Model-bf16/     (a Hugging Face folder)
   tensorcast convert model.safetensors --to q8_0 -o model-q8_0.gguf

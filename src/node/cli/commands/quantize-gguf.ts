@@ -10,12 +10,15 @@ import { canQuantize } from "../../../ggml/quantize/index.js";
 import type { TensorTypeOverride } from "../../../io/gguf/quantize-plan.js";
 import { formatBytes } from "../../io/tensors.js";
 import { quantizeGgufFile, type QuantizeGgufReport } from "../../quantize/gguf.js";
+import { quantizeHfFolder } from "../../quantize/hf-gguf.js";
+import { stat } from "node:fs/promises";
 import { readImatrixFile, type Imatrix } from "../../quantize/imatrix.js";
 import { parseCommandArgs, type OptionSpecs } from "../args.js";
 import { jsonText, tableText, writeText, joinText } from "../format.js";
 import type { CliIO } from "../io.js";
 import { runFileCommand } from "../fileJob.js";
 import { EXIT_OK, UsageError } from "../usage.js";
+import { parseSplitSize, type GgufSplitLimits } from "../../../io/gguf/split-write.js";
 
 export const QUANTIZE_GGUF_OPTIONS = {
   mode: { type: "string", expects: "a llama-quantize preset such as Q4_K_M" },
@@ -27,6 +30,10 @@ export const QUANTIZE_GGUF_OPTIONS = {
   pure: { type: "boolean" },
   "tensor-type": { type: "string", expects: "NAME=TYPE (NAME a regular expression over tensor names), comma-separated for several" },
   imatrix: { type: "string", expects: "an importance matrix file (llama-imatrix's .gguf or legacy .dat)" },
+  "keep-split": { type: "boolean" },
+  "split-max-size": { type: "string", expects: "a size such as 2G or 500M (1000s) or a number of bytes" },
+  "split-max-tensors": { type: "string", expects: "a number of tensors" },
+  "no-tensor-first-split": { type: "boolean" },
   force: { type: "boolean", short: "f" },
   quiet: { type: "boolean", short: "q" },
   json: { type: "boolean" },
@@ -36,6 +43,13 @@ export const QUANTIZE_GGUF_OPTIONS = {
 const writable = (): string => GGML_TYPES.filter((t) => t.stored && canQuantize(t, true)).map((t) => t.name.toLowerCase()).join(", ");
 
 export const QUANTIZE_GGUF_HELP = `Usage: tensorcast quantize IN.gguf --mode PRESET -o OUT.gguf [options]
+       tensorcast quantize DIR --mode PRESET -o OUT.gguf [options]
+
+DIR, a Hugging Face model folder (safetensors, one file or sharded; PyTorch .bin shards; a Hub
+cache snapshot), is read as the GGUF file convert_hf_to_gguf.py writes for it with its default
+--outtype auto (BF16 for a bfloat16 model, F16 for float16 and float32 ones), which is never
+written: its tensors go straight to the preset, in one pass, and OUT is byte for byte
+llama_model_quantize's output for that file (docs/hf-to-gguf.md).
 
 Quantizes a GGUF model (llama.cpp's; a split model's parts as one) as llama-quantize does:
 OUT is byte for byte the file llama_model_quantize writes for the same preset and options (the
@@ -63,6 +77,12 @@ Options:
                                 searched as std::regex_search does) get TYPE; repeat the option or
                                 separate pairs with commas; the first match wins
   --imatrix FILE                importance weights: llama-imatrix's GGUF file or its legacy .dat
+  --keep-split                  a split input written as the same parts, OUT-0000k-of-0000n.gguf (OUT
+                                without .gguf; one part too), as llama-quantize --keep-split
+  --split-max-size SIZE         OUT split as llama-gguf-split splits: a new part when the tensors
+                                (padded to 32 bytes) would pass SIZE (2G, 500M: powers of 10)
+  --split-max-tensors N         ... or every N tensors
+  --no-tensor-first-split       ... with the first part holding the metadata only
   -f, --force                   replace an existing OUT
   -q, --quiet                   print nothing but errors
   --json                        print the report as JSON
@@ -72,13 +92,24 @@ TYPE is a GGML type tensorcast writes: ${writable()}.
 
 Examples:
   tensorcast quantize model-f16.gguf --mode Q4_K_M -o model-Q4_K_M.gguf
+  tensorcast quantize Llama-3.2-1B/ --mode Q4_K_M -o llama-3.2-1b.Q4_K_M.gguf
   tensorcast quantize model-f16.gguf --mode q8_0 --output-tensor-type f16 -o model-Q8_0.gguf
   tensorcast quantize model-f16.gguf --mode IQ2_XS --imatrix imatrix.gguf -o model-IQ2_XS.gguf
+  tensorcast quantize big-f16.gguf --mode Q4_K_M --split-max-size 40G -o big-Q4_K_M.gguf
 `;
 
 /** Whether `quantize`'s input is a GGUF model (by its name). */
 export function isGgufQuantizeInput(input: string): boolean {
   return input.toLowerCase().endsWith(".gguf");
+}
+
+/** Whether `path` is a folder (a Hugging Face model folder, for `quantize DIR --mode PRESET -o OUT.gguf`). */
+export async function isFolder(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 function typeArg(value: string | undefined, option: string): string | undefined {
@@ -110,6 +141,27 @@ function tensorTypes(args: readonly string[]): TensorTypeOverride[] {
   return pairs;
 }
 
+/** llama-gguf-split's limits from the options, or undefined for one file. */
+function splitOptions(size: string | undefined, tensors: string | undefined, firstWithoutTensors: boolean): GgufSplitLimits | undefined {
+  if (size !== undefined && tensors !== undefined) throw new UsageError("--split-max-size and --split-max-tensors: llama-gguf-split splits by one of them; give one", "quantize");
+  let maxBytes: number | undefined;
+  let maxTensors: number | undefined;
+  if (size !== undefined) {
+    try {
+      maxBytes = parseSplitSize(size);
+    } catch (e) {
+      throw new UsageError(`--split-max-size: ${(e as Error).message}`, "quantize");
+    }
+    if (maxBytes === 0) throw new UsageError("--split-max-size must be at least 1 byte", "quantize");
+  }
+  if (tensors !== undefined) {
+    if (!/^\d{1,9}$/.test(tensors) || Number(tensors) === 0) throw new UsageError(`--split-max-tensors takes a number of tensors (1 or more), got ${JSON.stringify(tensors)}`, "quantize");
+    maxTensors = Number(tensors);
+  }
+  if (maxBytes === undefined && maxTensors === undefined && !firstWithoutTensors) return undefined;
+  return { maxBytes, maxTensors, firstWithoutTensors };
+}
+
 /** `quantize IN.gguf --mode PRESET -o OUT.gguf ...`. */
 export async function runQuantizeGguf(args: readonly string[], io: CliIO): Promise<number> {
   const { options: o, positionals } = parseCommandArgs("quantize", args, QUANTIZE_GGUF_OPTIONS);
@@ -132,12 +184,18 @@ export async function runQuantizeGguf(args: readonly string[], io: CliIO): Promi
     preset, allowRequantize: o["allow-requantize"] === true, leaveOutputTensor: o["leave-output-tensor"] === true,
     outputTensorType: typeArg(o["output-tensor-type"], "--output-tensor-type"), tokenEmbeddingType: typeArg(o["token-embedding-type"], "--token-embedding-type"),
     pure: o.pure === true, tensorTypes: tensorTypes(args), force: o.force === true,
+    keepSplit: o["keep-split"] === true, split: splitOptions(o["split-max-size"], o["split-max-tensors"], o["no-tensor-first-split"] === true),
   };
+  if (options.keepSplit && options.split) throw new UsageError("--keep-split keeps the input's parts; it does not go with --split-max-size, --split-max-tensors or --no-tensor-first-split", "quantize");
   let imatrix: Imatrix | undefined;
   if (o.imatrix !== undefined) imatrix = await readImatrixFile(o.imatrix);
+  // A model folder: convert_hf_to_gguf's --outtype auto file, quantized, with no file in between.
+  const folder = await isFolder(input);
+  if (folder && !o.output.toLowerCase().endsWith(".gguf")) throw new UsageError(`-o ${JSON.stringify(o.output)}: a folder quantized with a llama-quantize preset is written as one GGUF file; name it OUT.gguf`, "quantize");
+  const job = folder ? quantizeHfFolder : quantizeGgufFile;
   return runFileCommand(io, { json: o.json, quiet: o.quiet }, "quantizing", async ({ signal, onProgress }) => {
     try {
-      return await quantizeGgufFile(input, o.output!, {
+      return await job(input, o.output!, {
         ...options, signal, onProgress, imatrix: imatrix !== undefined,
         imatrixData: imatrix?.weights, extraMetadata: imatrix?.metadata(o.imatrix!),
       });
@@ -160,7 +218,7 @@ export function renderQuantizeGgufReport(r: QuantizeGgufReport) {
   );
   const fell = r.fallbacks > 0 ? `${r.fallbacks} of ${r.tensors.length} tensors fell back to another type: their rows are not whole blocks of the preset's type\n` : "";
   return joinText(
-    `${r.input} -> ${r.output}  (${r.preset}, ${r.fileType >= 0 ? `general.file_type ${r.fileType}` : "no general.file_type: no llama-quantize preset is that type"})\n`, table,
+    `${r.input} -> ${r.files.length === 1 ? r.files[0] : `${r.files[0]} ... (${r.files.length} parts)`}  (${r.preset}, ${r.fileType >= 0 ? `general.file_type ${r.fileType}` : "no general.file_type: no llama-quantize preset is that type"})\n`, table,
     `\n${r.tensors.filter((t) => t.from !== t.to).length} of ${r.tensors.length} tensors quantized; ${formatBytes(r.bytesIn)} -> ${formatBytes(r.bytesOut)} in ${r.seconds.toFixed(2)} s\n${fell}`,
   );
 }

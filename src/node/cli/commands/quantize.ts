@@ -12,7 +12,8 @@ import { formatBytes } from "../../io/tensors.js";
 import { parseCommandArgs, type OptionSpecs } from "../args.js";
 import type { Command } from "../command.js";
 import { isOnnxQuantizeInput, QUANTIZE_MODEL_OPTIONS, runQuantizeModel } from "./quantize-model.js";
-import { isGgufQuantizeInput, QUANTIZE_GGUF_OPTIONS, runQuantizeGguf } from "./quantize-gguf.js";
+import { isFolder, isGgufQuantizeInput, QUANTIZE_GGUF_OPTIONS, runQuantizeGguf } from "./quantize-gguf.js";
+import { llamaPreset } from "../../../ggml/presets.js";
 import { jsonText, writeText } from "../format.js";
 import type { CliIO } from "../io.js";
 import { EXIT_OK, UsageError } from "../usage.js";
@@ -32,11 +33,14 @@ const OPTIONS = {
 } as const satisfies OptionSpecs;
 
 const HELP = `Usage: tensorcast quantize IN.gguf --mode PRESET -o OUT.gguf [options]       (GGUF models)
+       tensorcast quantize DIR --mode PRESET -o OUT.gguf [options]           (Hugging Face folders)
        tensorcast quantize IN.onnx --mode MODE -o OUT.onnx | DIR [--modes ...]   (ONNX models)
        tensorcast quantize IN --mode fp8|fp8-ue8m0|mxfp4|nvfp4 -o OUT [options] (checkpoints)
 
 A .gguf model gets llama-quantize's presets (Q4_K_M, Q8_0, IQ4_XS, ...), byte for byte as
 llama_model_quantize writes them: \`tensorcast quantize model.gguf --help\` lists its options.
+A Hugging Face model folder with -o OUT.gguf gets them too, in one pass: the file is what
+llama_model_quantize writes from convert_hf_to_gguf.py's default (--outtype auto) file.
 
 An .onnx model, or a model folder with onnx/, gets transformers.js' variants (q4, q8, int8, uint8,
 bnb4, fp16, q4f16): \`tensorcast quantize model.onnx --help\` lists their options.
@@ -105,11 +109,41 @@ function firstPositional(args: readonly string[]): string | undefined {
   return undefined;
 }
 
+/** The last value of a string option (--name V, --name=V, or -s V) in `args`. */
+function optionValue(args: readonly string[], name: string, short?: string): string | undefined {
+  let v: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a === "--") break;
+    if (a === `--${name}` || (short !== undefined && a === `-${short}`)) v = args[++i];
+    else if (a.startsWith(`--${name}=`)) v = a.slice(name.length + 3);
+  }
+  return v;
+}
+
+/**
+ * Whether a folder's quantize is llama-quantize's: -o names a .gguf file, or --mode is a
+ * llama-quantize preset and none of the checkpoint modes (fp8, mxfp4, ...).
+ */
+function wantsGgufFromFolder(args: readonly string[]): boolean {
+  if (optionValue(args, "output", "o")?.toLowerCase().endsWith(".gguf")) return true;
+  const mode = optionValue(args, "mode");
+  if (mode === undefined || (QUANTIZE_MODES as readonly string[]).includes(mode)) return false;
+  try {
+    llamaPreset(mode);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function run(args: readonly string[], io: CliIO): Promise<number> {
   // An .onnx model or a model folder with onnx/ is the other form: transformers.js' variants.
   const input = firstPositional(args);
   // A GGUF model is the third form: llama-quantize's presets.
   if (input !== undefined && isGgufQuantizeInput(input)) return runQuantizeGguf(args, io);
+  // So is a model folder written as OUT.gguf: convert_hf_to_gguf's file, quantized in the same pass.
+  if (input !== undefined && wantsGgufFromFolder(args) && (await isFolder(input))) return runQuantizeGguf(args, io);
   // A Hub folder often holds both model.safetensors and onnx/: a checkpoint mode (fp8, mxfp4, ...)
   // is about the former, whatever the folder also holds.
   const checkpointMode = args.some((a, i) => (a === "--mode" && (QUANTIZE_MODES as readonly string[]).includes(args[i + 1] ?? "")) ||
