@@ -19,3 +19,21 @@ export function utf8Lead(b: number): number {
   if (b >= 0xf0 && b <= 0xf4) return 3 | ((b === 0xf0 ? 0x90 : 0x80) << 8) | ((b === 0xf4 ? 0x8f : 0xbf) << 16);
   return UTF8_BAD_LEAD;
 }
+
+/**
+ * UTF-8 bytes of a string, a lone surrogate as U+FFFD (as TextEncoder, which the core's lib types
+ * lack; the protobuf writer's utf8Bytes refuses one instead).
+ * @example utf8Encode("\ud800a") // [0xef, 0xbf, 0xbd, 0x61]
+ */
+export function utf8Encode(s: string): Uint8Array {
+  const out: number[] = [];
+  for (const ch of s) {
+    let c = ch.codePointAt(0)!;
+    if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
+    if (c < 0x80) out.push(c);
+    else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
+    else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+    else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+  }
+  return Uint8Array.from(out);
+}

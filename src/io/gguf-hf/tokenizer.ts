@@ -15,6 +15,8 @@ import type { GgufHfArchitecture } from "./architectures.js";
 import { mergesFromScores } from "./merges.js";
 import { getCount, getNumbers, getString, getStrings, type GgufMetadata } from "./metadata.js";
 import { toJsonText, type OrderedJson } from "./json.js";
+import { BYTE_CHARS } from "../tokenizer/bpe.js";
+import { utf8Encode } from "../utf8.js";
 
 /** llama.cpp's token types. */
 const CONTROL = 3;
@@ -38,20 +40,6 @@ const PRE_SPLITS: Readonly<Record<string, string>> = {
   qwen2: QWEN2_SPLIT, "deepseek-r1-qwen": QWEN2_SPLIT, kormo: QWEN2_SPLIT, f2llmv2: QWEN2_SPLIT, megrez: QWEN2_SPLIT,
   "gpt-4o": GPT4O_SPLIT, llama4: GPT4O_SPLIT, kanana2: GPT4O_SPLIT, talkie: GPT4O_SPLIT, "minimax-m2": GPT4O_SPLIT,
 };
-
-/** GPT-2's printable spelling of each byte. */
-function byteAlphabet(): string[] {
-  const bs: number[] = [];
-  for (let b = 0x21; b <= 0x7e; b++) bs.push(b);
-  for (let b = 0xa1; b <= 0xac; b++) bs.push(b);
-  for (let b = 0xae; b <= 0xff; b++) bs.push(b);
-  const out = new Array<string>(256);
-  let n = 0;
-  for (let b = 0; b < 256; b++) {
-    out[b] = String.fromCodePoint(bs.includes(b) ? b : 256 + n++);
-  }
-  return out;
-}
 
 type Builder = "sentencepiece" | "gemma" | "phi3" | "byte-level";
 
@@ -121,10 +109,10 @@ export function hfTokenizerFiles(arch: GgufHfArchitecture, meta: GgufMetadata): 
   // the vocabulary as the tokenizer sees it
   let spelled: string[];
   if (builder === "byte-level") {
-    const alphabet = byteAlphabet();
+    const alphabet = BYTE_CHARS;
     const inAlphabet = new Set(alphabet);
     spelled = tokens.map((t) => {
-      for (const ch of t) if (!inAlphabet.has(ch)) return utf8Bytes(t).map((b) => alphabet[b]!).join("");
+      for (const ch of t) if (!inAlphabet.has(ch)) return Array.from(utf8Encode(t), (b) => alphabet[b]!).join("");
       return t;
     });
   } else if (builder === "gemma") {
@@ -173,7 +161,7 @@ export function hfTokenizerFiles(arch: GgufHfArchitecture, meta: GgufMetadata): 
     if (t !== undefined) addToken(t, true, false);
   }
   if (types !== undefined) {
-    const alphabet = builder === "byte-level" ? new Set(byteAlphabet()) : undefined;
+    const alphabet = builder === "byte-level" ? new Set(BYTE_CHARS) : undefined;
     tokens.forEach((t, i) => {
       if (types[i] !== CONTROL) return;
       // a byte-level "control" token spelled outside the byte alphabet is a llama.cpp mislabel
@@ -297,20 +285,6 @@ export function hfTokenizerFiles(arch: GgufHfArchitecture, meta: GgufMetadata): 
 
 /** transformers' "no limit", int(1e30), written as the integer Python prints. */
 const MODEL_MAX_LENGTH: OrderedJson = { rawNumber: "1000000000000000019884624838656" };
-
-/** UTF-8 bytes of a string (a lone surrogate as U+FFFD, as TextEncoder does). */
-function utf8Bytes(s: string): number[] {
-  const out: number[] = [];
-  for (const ch of s) {
-    let c = ch.codePointAt(0)!;
-    if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
-    if (c < 0x80) out.push(c);
-    else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
-    else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
-    else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
-  }
-  return out;
-}
 
 function orderedVocab(vocab: Map<string, number>): OrderedJson {
   const entries = [...vocab].sort((a, b) => a[1] - b[1]);

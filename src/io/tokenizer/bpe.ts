@@ -14,7 +14,7 @@ import { TensorcastError } from "../../errors.js";
 import type { Json } from "../hf-gguf/json.js";
 import { isObject } from "../hf-gguf/json.js";
 import { literalRegExp, onigurumaRegExp } from "./regex.js";
-import { utf8Encode } from "./sha256.js";
+import { utf8Encode } from "../utf8.js";
 
 type Obj = { [k: string]: Json };
 
@@ -91,19 +91,16 @@ function splitPiece(p: Piece, found: [number, number][], behavior: Behavior, inv
       for (const [a, b] of segs) spans.push([a, b]);
       break;
     case "Contiguous":
+    case "MergedWithPrevious": {
+      // a match joins the span before it when that one is a match too (Contiguous) or is not (MergedWithPrevious)
+      const joinsMatch = behavior === "Contiguous";
       segs.forEach(([a, b, m], i) => {
         const prev = spans[spans.length - 1];
-        if (prev !== undefined && m && segs[i - 1]?.[2] === true) prev[1] = b;
+        if (prev !== undefined && m && segs[i - 1]?.[2] === joinsMatch) prev[1] = b;
         else spans.push([a, b]);
       });
       break;
-    case "MergedWithPrevious":
-      segs.forEach(([a, b, m], i) => {
-        const prev = spans[spans.length - 1];
-        if (prev !== undefined && m && segs[i - 1]?.[2] === false) prev[1] = b;
-        else spans.push([a, b]);
-      });
-      break;
+    }
     case "MergedWithNext": {
       let pending: number | undefined;
       for (const [a, b, m] of segs) {
@@ -197,11 +194,9 @@ export const BYTE_CHARS: readonly string[] = (() => {
   return out;
 })();
 
-const utf8 = { encode: utf8Encode };
-
 function byteLevelChars(s: string): string {
   let out = "";
-  for (const b of utf8.encode(s)) out += BYTE_CHARS[b]!;
+  for (const b of utf8Encode(s)) out += BYTE_CHARS[b]!;
   return out;
 }
 
@@ -323,7 +318,7 @@ function bpeModelOf(m: Json | undefined): BpeModel {
           return;
         }
         if (byteFallback) {
-          const ids = [...utf8.encode(ch)].map((b) => byteIds[b]);
+          const ids = [...utf8Encode(ch)].map((b) => byteIds[b]);
           if (ids.every((x) => x !== undefined)) {
             syms.push(...(ids as number[]));
             lastUnk = false;

@@ -1,7 +1,8 @@
 import type { Json } from "../hf-gguf/json.js";
 import { bpeTokenizerFromJson } from "./bpe.js";
 import { CHECK_TEXT } from "./pre-hashes.js";
-import { sha256Hex, utf8Encode } from "./sha256.js";
+import { sha256Hex } from "./sha256.js";
+import { utf8Encode } from "../utf8.js";
 
 /**
  * convert_hf_to_gguf.py's chkhsh for a tokenizer.json: the SHA-256 of Python's str() of the id

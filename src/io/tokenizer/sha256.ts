@@ -47,17 +47,3 @@ export function sha256Hex(data: Uint8Array): string {
   }
   return [...h].map((x) => x.toString(16).padStart(8, "0")).join("");
 }
-
-/** UTF-8 bytes of a string, a lone surrogate as U+FFFD (as TextEncoder, which the core's lib types lack). */
-export function utf8Encode(s: string): Uint8Array {
-  const out: number[] = [];
-  for (const ch of s) {
-    let c = ch.codePointAt(0)!;
-    if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
-    if (c < 0x80) out.push(c);
-    else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
-    else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
-    else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
-  }
-  return Uint8Array.from(out);
-}
