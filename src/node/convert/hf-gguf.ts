@@ -15,10 +15,10 @@ import { isPytorchFolder, openPytorchFolder } from "../io/pytorch-folder.js";
 import type { Json } from "../../io/hf-gguf/json.js";
 import { layoutGguf, writeGguf } from "../../io/gguf/write.js";
 import { splitByGgufPy, splitMetadata, splitOutputPaths, type GgufSplitLimits } from "../../io/gguf/split-write.js";
-import type { GgufMetadataEntry } from "../../io/gguf/values.js";
 import { openCheckpoint, readCheckpoint } from "../io/checkpoint.js";
-import { AtomicOutput, checkOutput, RandomAccessFile, removeStaleTemporaries } from "../io/file.js";
-import { readGguf } from "../../io/gguf/header.js";
+import { AtomicOutput, checkOutput, removeStaleTemporaries } from "../io/file.js";
+import { commitAll, verifyWrittenGguf } from "../io/gguf-output.js";
+import { ggmlType } from "../../ggml/types.js";
 
 export interface HfGgufReport {
   readonly output: string;
@@ -180,14 +180,9 @@ export async function convertHfToGguf(folder: string, output: string, outtype: H
       }));
       await writeGguf(out, part.metadata, tensors);
       await out.finish(part.layout.size);
-      const differs = await out.checkWritten();
-      if (differs !== undefined) throw new TensorcastError("IO_ERROR", `${part.path}: ${differs}`);
-      await verifyGguf(out.temporary, part.metadata, part.tensors, part.layout.size);
+      await verifyWrittenGguf(out, part.path, part.metadata, part.tensors.map((t) => ({ name: t.name, ggmlType: ggmlType(t.type), dims: t.dims })), part.layout.offsets, part.layout.size);
     }
-    while (outs.length > 0) {
-      await outs[0]!.commit(opts.force === true);
-      outs.shift();
-    }
+    await commitAll(outs, opts.force === true);
   } finally {
     for (const out of outs) await out.abort();
     await source.close();
@@ -227,31 +222,3 @@ async function* chunks(t: HfGgufTensor, byName: ReadonlyMap<string, FileTensor>,
   }
 }
 
-/**
- * Reads a written file (one part of a split model too, under its temporary name) back with our
- * reader: the size, the keys in order with their types, and the tensor table.
- */
-async function verifyGguf(path: string, metadata: readonly GgufMetadataEntry[], tensors: readonly HfGgufTensor[], size: number): Promise<void> {
-  const file = await RandomAccessFile.open(path);
-  try {
-    const bad = (what: string): TensorcastError => new TensorcastError("INTERNAL", `${path}: read back, ${what}`);
-    if (file.size !== size) throw bad(`it has ${file.size} bytes, not ${size}`);
-    const g = await readGguf(file, { name: path });
-    const keys = [...g.metadata.values()];
-    if (keys.length !== metadata.length) throw bad(`it has ${keys.length} keys, not ${metadata.length}`);
-    keys.forEach((e, i) => {
-      const want = metadata[i]!;
-      if (e.key !== want.key || e.type !== want.type) throw bad(`key ${i} is ${e.key} (${e.type}), not ${want.key} (${want.type})`);
-    });
-    const ts = g.tensors;
-    if (ts.length !== tensors.length) throw bad(`it has ${ts.length} tensors, not ${tensors.length}`);
-    ts.forEach((t, i) => {
-      const want = tensors[i]!;
-      if (t.name !== want.name || t.ggmlType.name !== want.type || t.dims.join(",") !== want.dims.join(",")) {
-        throw bad(`tensor ${i} is ${t.name} ${t.ggmlType.name} [${t.dims.join(", ")}], not ${want.name} ${want.type} [${want.dims.join(", ")}]`);
-      }
-    });
-  } finally {
-    await file.close();
-  }
-}

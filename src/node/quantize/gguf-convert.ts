@@ -17,12 +17,11 @@ import { ggmlType, type GgmlType } from "../../ggml/types.js";
 import { fallbackType, quantizedMetadata, requiresImatrix, type PlannedTensor } from "../../io/gguf/quantize-plan.js";
 import { readGgufBlocks } from "../../io/gguf/records.js";
 import type { GgufMetadataEntry } from "../../io/gguf/values.js";
-import { layoutGguf } from "../../io/gguf/write.js";
 import { checkOutput } from "../io/file.js";
 import { openGguf } from "../io/gguf.js";
 import { openTensorFile, type OpenOptions } from "../io/reader.js";
 import type { TensorFile } from "../io/tensors.js";
-import { writePlannedGguf, type GgufJobOptions, type QuantizeGgufReport, type RowSource } from "./gguf.js";
+import { quantizeReport, writePlannedGguf, type GgufJobOptions, type QuantizeGgufReport, type RowSource } from "./gguf.js";
 
 export interface ConvertToGgufOptions extends OpenOptions, GgufJobOptions {
   /** The GGML type of the 2-D and larger float tensors (a name in any case). */
@@ -140,16 +139,8 @@ export async function convertToGgufFile(input: string, output: string, opts: Con
   try {
     let metadata = convertedMetadata(metadataIn, to);
     if (!gguf) metadata = metadata.filter((m) => m.key === "general.quantization_version" || m.key === "general.file_type");
-    const size = await writePlannedGguf(output, metadata, planned, sources, opts);
-    const lengths = layoutGguf([], planned.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }))).byteLengths;
-    return {
-      input, output, files: [output], preset: `--to ${to.name}`, fileType: fileType ?? -1, fallbacks: planned.filter((p) => p.fallbackFrom).length,
-      tensors: planned.map((p, i) => ({
-        name: p.name, shape: p.dims.slice().reverse(), from: p.from.name, to: p.to.name, bytes: lengths[i],
-        ...(p.fallbackFrom ? { fallbackFrom: p.fallbackFrom.name } : {}),
-      })),
-      bytesIn: file.size, bytesOut: size, seconds: (performance.now() - started) / 1000,
-    };
+    const written = await writePlannedGguf(output, metadata, planned, sources, opts);
+    return quantizeReport(input, output, `--to ${to.name}`, fileType ?? -1, planned, file.size, written, started);
   } finally {
     await file.close();
   }

@@ -13,7 +13,6 @@
 import { TensorcastError } from "../../index.js";
 import { availableParallelism } from "node:os";
 import { ggmlRowBytes, type GgmlType } from "../../ggml/types.js";
-import { readGguf } from "../../io/gguf/header.js";
 import type { GgufModel, GgufModelTensor } from "../../io/gguf/split.js";
 import { readGgufBlocks } from "../../io/gguf/records.js";
 import { planGgufQuantization, type GgufQuantizeOptions, type GgufQuantizePlan, type PlannedTensor } from "../../io/gguf/quantize-plan.js";
@@ -22,8 +21,9 @@ import { layoutGguf, writeGguf, type GgufTensorToWrite } from "../../io/gguf/wri
 import { TaskPool } from "../convert/pool.js";
 import { splitByGgufSplit, splitMetadata, splitOutputPaths, type GgufSplitLimits } from "../../io/gguf/split-write.js";
 import { Interrupted } from "../convert/schedule.js";
-import { AtomicOutput, checkOutput, fileError, RandomAccessFile, removeStaleTemporaries } from "../io/file.js";
+import { AtomicOutput, checkOutput, fileError, removeStaleTemporaries } from "../io/file.js";
 import { openGguf } from "../io/gguf.js";
+import { commitAll, verifyWrittenGguf } from "../io/gguf-output.js";
 import { checkRows, quantizeBand } from "./band.js";
 
 /**
@@ -165,17 +165,6 @@ class BandStream {
   }
 }
 
-/**
- * One planned tensor's output bytes, band by band: copied (checked) when its type stays, else
- * read, checked, made float32, quantized (with its expert's importance weights) and checked, on
- * `opts.pool`'s workers when it has any (in the calling thread otherwise).
- */
-export async function* plannedTensorData(p: PlannedTensor, src: RowSource, opts: { signal?: AbortSignal; imatrix?: Float32Array; done?: (values: number) => void; pool?: TaskPool; bandValues?: number }): AsyncGenerator<Uint8Array> {
-  const pool = opts.pool ?? new TaskPool(0);
-  const stream = new BandStream(bandsOf(p, src, opts.imatrix, opts.bandValues ?? BAND_VALUES), pool, Math.max(1, 2 * pool.size), opts.signal);
-  yield* tensorBands(p, stream, opts.done);
-}
-
 /** The bands of `p` from the job's stream. */
 async function* tensorBands(p: PlannedTensor, stream: BandStream, done: ((values: number) => void) | undefined): AsyncGenerator<Uint8Array> {
   const ncols = p.dims[0];
@@ -195,19 +184,28 @@ function ggufRows(model: GgufModel, t: GgufModelTensor): RowSource {
   return { type: t.ggmlType, read: (first, rows) => readGgufBlocks(model, t, first * blocksPerRow, rows * blocksPerRow) };
 }
 
+/** What writePlannedGguf wrote: the bytes, and the files (OUT, or a split model's parts). */
+export interface PlannedOutput {
+  readonly bytes: number;
+  readonly files: readonly string[];
+}
+
 /**
  * Writes the output of `plan` to `output` (temporary name, read back, renamed): the tensors'
- * bytes from `sources` (by name). With `parts` (the tensors of each part, as indices) of more than
- * one, a split model instead: OUT-0000K-of-0000N.gguf (OUT without .gguf), the metadata and the
- * split.* keys in the first part, the split.* keys alone in the others (split-write.ts), every part
- * read back before any is renamed. Returns the bytes written.
+ * bytes from `sources` (by name). A split model instead when `opts.split` cuts it in more than one
+ * part (llama-gguf-split's rule over the output sizes) or `inputParts` gives the tensors of each part
+ * (as indices: --keep-split, whose output is named by parts even when there is one):
+ * OUT-0000K-of-0000N.gguf (OUT without .gguf), the metadata and the split.* keys in the first part,
+ * the split.* keys alone in the others (split-write.ts), every part read back before any is renamed.
  */
 export async function writePlannedGguf(
   output: string, metadata: readonly GgufMetadataEntry[], tensors: readonly PlannedTensor[], sources: ReadonlyMap<string, RowSource>,
-  opts: GgufJobOptions & { force?: boolean; signal?: AbortSignal; onProgress?: (done: number, total: number) => void; imatrixData?: ReadonlyMap<string, Float32Array> },
-  parts: readonly (readonly number[])[] = [tensors.map((_, i) => i)],
-  splitNames = parts.length > 1,
-): Promise<number> {
+  opts: GgufJobOptions & { force?: boolean; signal?: AbortSignal; onProgress?: (done: number, total: number) => void; imatrixData?: ReadonlyMap<string, Float32Array>; split?: GgufSplitLimits },
+  inputParts?: readonly (readonly number[])[],
+): Promise<PlannedOutput> {
+  const parts = inputParts
+    ?? (opts.split ? splitByGgufSplit(layoutGguf([], tensors.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }))).byteLengths, opts.split) : [tensors.map((_, i) => i)]);
+  const splitNames = inputParts !== undefined || parts.length > 1;
   const total = tensors.reduce((n, p) => n + p.dims.reduce((a, b) => a * b, 1), 0);
   let done = 0;
   const progress = (values: number): void => {
@@ -250,46 +248,30 @@ export async function writePlannedGguf(
       const toWrite: GgufTensorToWrite[] = mine.map((p, i) => ({ ...specs[i], data: tensorBands(p, stream, progress) }));
       await writeGguf(out, partMetadata, toWrite);
       await out.finish(layout.size);
-      await verifyGguf(out, path, partMetadata, specs, layout.offsets, layout.size);
+      await verifyWrittenGguf(out, path, partMetadata, specs, layout.offsets, layout.size);
       bytes += layout.size;
     }
-    while (outs.length > 0) {
-      await outs[0]!.commit(opts.force === true);
-      outs.shift();
-    }
+    await commitAll(outs, opts.force === true);
   } finally {
     for (const out of outs) await out.abort();
     await pool.close();
   }
-  return bytes;
+  return { bytes, files: paths };
 }
 
-/** The temporary read back: the reader's view of its header is the plan's, and every byte is what was written. */
-async function verifyGguf(out: AtomicOutput, output: string, metadata: readonly GgufMetadataEntry[], specs: readonly { name: string; ggmlType: GgmlType; dims: readonly number[] }[], offsets: readonly number[], size: number): Promise<void> {
-  let problem: string | undefined;
-  const file = await RandomAccessFile.open(out.temporary);
-  try {
-    const g = await readGguf(file, { name: output });
-    const keys = [...g.metadata.keys()];
-    if (file.size !== size) problem = `it has ${file.size} bytes, not ${size}`;
-    else if (keys.join("\n") !== metadata.map((m) => m.key).join("\n")) problem = "its keys are not those planned";
-    else if (metadata.some((m) => g.metadata.get(m.key)?.type !== m.type)) problem = "a key's type is not the one planned";
-    else if (g.tensors.length !== specs.length) problem = `it lists ${g.tensors.length} tensors, not ${specs.length}`;
-    else {
-      const i = specs.findIndex((s, k) => {
-        const t = g.tensors[k];
-        return t.name !== s.name || t.ggmlType !== s.ggmlType || t.dims.join(",") !== s.dims.join(",") || t.offset !== offsets[k];
-      });
-      if (i >= 0) problem = `tensor ${i} (${specs[i].name}) is not listed as planned`;
-    }
-  } catch (e) {
-    if (!(e instanceof TensorcastError)) throw e;
-    problem = e.message;
-  } finally {
-    await file.close();
-  }
-  problem ??= await out.checkWritten();
-  if (problem !== undefined) throw fileError("INTERNAL", output, `the GGUF file written does not read back as planned (${problem}), so it was removed and nothing was written`);
+/** What a quantization job reports: each tensor's types and bytes, the totals, the files written. */
+export function quantizeReport(
+  input: string, output: string, preset: string, fileType: number, planned: readonly PlannedTensor[], bytesIn: number, written: PlannedOutput, started: number,
+): QuantizeGgufReport {
+  const lengths = layoutGguf([], planned.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }))).byteLengths;
+  return {
+    input, output, files: written.files, preset, fileType, fallbacks: planned.filter((p) => p.fallbackFrom).length,
+    tensors: planned.map((p, i) => ({
+      name: p.name, shape: p.dims.slice().reverse(), from: p.from.name, to: p.to.name, bytes: lengths[i]!,
+      ...(p.fallbackFrom ? { fallbackFrom: p.fallbackFrom.name } : {}),
+    })),
+    bytesIn, bytesOut: written.bytes, seconds: (performance.now() - started) / 1000,
+  };
 }
 
 /**
@@ -313,34 +295,20 @@ export async function quantizeGgufFile(input: string, output: string, opts: Quan
     const byName = new Map(model.tensors.map((t) => [t.name, t]));
     const sources = new Map(plan.tensors.map((p) => [p.name, ggufRows(model, byName.get(p.name)!)]));
     await removeStaleTemporaries(output);
-    const parts = outputParts(plan.tensors, byName, opts);
-    // llama_model_quantize names the output by parts whenever keep_split is set, one part too.
-    const splitNames = opts.keepSplit === true || parts.length > 1;
-    const size = await writePlannedGguf(output, metadata, plan.tensors, sources, opts, parts, splitNames);
-    const specs = plan.tensors.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }));
-    const lengths = layoutGguf([], specs).byteLengths;
-    return {
-      input, output, files: splitNames ? splitOutputPaths(output, parts.length, true) : [output], preset: plan.preset.name, fileType: plan.fileType, fallbacks: plan.fallbacks,
-      tensors: plan.tensors.map((p, i) => ({
-        name: p.name, shape: p.dims.slice().reverse(), from: p.from.name, to: p.to.name, bytes: lengths[i],
-        ...(p.fallbackFrom ? { fallbackFrom: p.fallbackFrom.name } : {}),
-      })),
-      bytesIn: file.size, bytesOut: size, seconds: (performance.now() - started) / 1000,
-    };
+    const written = await writePlannedGguf(output, metadata, plan.tensors, sources, opts, inputParts(plan.tensors, byName, opts));
+    return quantizeReport(input, output, plan.preset.name, plan.fileType, plan.tensors, file.size, written, started);
   } finally {
     await file.close();
   }
 }
 
 /**
- * The tensors of each output part: one file; with keepSplit, the input's parts (llama_model_quantize's
- * keep_split: a tensor goes in the part its input part has, the count the highest one); with split,
- * llama-gguf-split's rule over the output sizes.
+ * With keepSplit, the input's parts (llama_model_quantize's keep_split: a tensor goes in the part
+ * its input part has, the count the highest one); undefined otherwise.
  */
-function outputParts(tensors: readonly PlannedTensor[], input: ReadonlyMap<string, GgufModelTensor>, opts: QuantizeGgufFileOptions): number[][] {
+function inputParts(tensors: readonly PlannedTensor[], input: ReadonlyMap<string, GgufModelTensor>, opts: QuantizeGgufFileOptions): number[][] | undefined {
   if (opts.keepSplit && opts.split) throw new TensorcastError("INVALID_ATTRIBUTE", "--keep-split keeps the input's parts; it does not go with --split-max-size or --split-max-tensors");
-  if (opts.split) return splitByGgufSplit(layoutGguf([], tensors.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }))).byteLengths, opts.split);
-  if (!opts.keepSplit) return [tensors.map((_, i) => i)];
+  if (!opts.keepSplit) return undefined;
   const of = tensors.map((p) => input.get(p.name)!.split);
   const parts: number[][] = Array.from({ length: Math.max(0, ...of) + 1 }, () => []);
   of.forEach((k, i) => parts[k]!.push(i));

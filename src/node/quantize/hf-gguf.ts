@@ -16,15 +16,13 @@ import { canQuantize } from "../../ggml/quantize/index.js";
 import { ggmlType, type GgmlType } from "../../ggml/types.js";
 import { encodeGenerated, encodeRowChunk, partRows, rowGroup, rowLength } from "../../io/hf-gguf/encode.js";
 import type { HfGgufTensor } from "../../io/hf-gguf/plan.js";
-import { planGgufQuantization, quantizedMetadata, type PlannedTensor } from "../../io/gguf/quantize-plan.js";
-import { splitByGgufSplit, splitOutputPaths } from "../../io/gguf/split-write.js";
+import { planGgufQuantization, quantizedMetadata } from "../../io/gguf/quantize-plan.js";
 import type { GgufMetadataEntry } from "../../io/gguf/values.js";
-import { layoutGguf } from "../../io/gguf/write.js";
 import { CHUNK_VALUES, prepareFolder } from "../convert/hf-gguf.js";
 import { checkOutput, removeStaleTemporaries } from "../io/file.js";
 import type { FileTensor, TensorFile } from "../io/tensors.js";
 import { convertedMetadata, fileTypeOf, planTensor, type ConvertToGgufOptions } from "./gguf-convert.js";
-import { checkImatrix, writePlannedGguf, type QuantizeGgufFileOptions, type QuantizeGgufReport, type RowSource } from "./gguf.js";
+import { checkImatrix, quantizeReport, writePlannedGguf, type QuantizeGgufFileOptions, type QuantizeGgufReport, type RowSource } from "./gguf.js";
 
 /** Bytes per value of the types convert_hf_to_gguf's auto output stores. */
 const VALUE_BYTES: Readonly<Record<string, number>> = { F32: 4, F16: 2, BF16: 2 };
@@ -103,18 +101,6 @@ async function openAuto(folder: string, chunkValues?: number): Promise<Opened> {
   return { file, tensors: prepared.plan.tensors, metadata: prepared.plan.metadata, sources };
 }
 
-function report(input: string, output: string, preset: string, fileType: number, planned: readonly PlannedTensor[], bytesIn: number, bytesOut: number, started: number): QuantizeGgufReport {
-  const lengths = layoutGguf([], planned.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }))).byteLengths;
-  return {
-    input, output, files: [output], preset, fileType, fallbacks: planned.filter((p) => p.fallbackFrom).length,
-    tensors: planned.map((p, i) => ({
-      name: p.name, shape: p.dims.slice().reverse(), from: p.from.name, to: p.to.name, bytes: lengths[i],
-      ...(p.fallbackFrom ? { fallbackFrom: p.fallbackFrom.name } : {}),
-    })),
-    bytesIn, bytesOut, seconds: (performance.now() - started) / 1000,
-  };
-}
-
 /**
  * Quantizes the Hugging Face folder `folder` (safetensors, one file or sharded; PyTorch .bin
  * shards; a Hub cache snapshot) into `output` with a llama-quantize preset: byte for byte
@@ -134,11 +120,8 @@ export async function quantizeHfFolder(folder: string, output: string, opts: Qua
     checkImatrix(plan, opts.imatrixData);
     const metadata = quantizedMetadata(src.metadata, plan.fileType, opts.extraMetadata ?? []);
     await removeStaleTemporaries(output);
-    // llama-gguf-split's rule over the output sizes, as for a GGUF input
-    const parts = opts.split ? splitByGgufSplit(layoutGguf([], plan.tensors.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }))).byteLengths, opts.split) : [plan.tensors.map((_, i) => i)];
-    const size = await writePlannedGguf(output, metadata, plan.tensors, src.sources, opts, parts, parts.length > 1);
-    const r = report(folder, output, plan.preset.name, plan.fileType, plan.tensors, src.file.size, size, started);
-    return parts.length > 1 ? { ...r, files: splitOutputPaths(output, parts.length, true) } : r;
+    const written = await writePlannedGguf(output, metadata, plan.tensors, src.sources, opts);
+    return quantizeReport(folder, output, plan.preset.name, plan.fileType, plan.tensors, src.file.size, written, started);
   } finally {
     await src.file.close();
   }
@@ -161,8 +144,8 @@ export async function convertHfFolderToGgml(folder: string, output: string, opts
     const planned = src.tensors.map((t) => planTensor(t.name, ggmlType(t.type), t.shape, to, false));
     const metadata = convertedMetadata(src.metadata, to);
     await removeStaleTemporaries(output);
-    const size = await writePlannedGguf(output, metadata, planned, src.sources, opts);
-    return report(folder, output, `--to ${to.name}`, fileTypeOf(to) ?? -1, planned, src.file.size, size, started);
+    const written = await writePlannedGguf(output, metadata, planned, src.sources, opts);
+    return quantizeReport(folder, output, `--to ${to.name}`, fileTypeOf(to) ?? -1, planned, src.file.size, written, started);
   } finally {
     await src.file.close();
   }
