@@ -212,10 +212,7 @@ export function makeQkxQuants(x2: boolean, n: number, nmax: number, x: Float32Ar
     // error that is not strictly lower replaces nothing: skipping them changes no byte.
     let changed = is > 0 ? 0 : 1;
     for (let i = 0; i < n; i++) {
-      const f = fr(iscale * fr(x[xo + i] - min));
-      // nearest_int: inside (-2^22, 2^22) adding 1.5 * 2^23 in float32 rounds to the integer (half to even).
-      const r = f > -4194304 && f < 4194304 ? (fr(f + 12582912) - 12582912) | 0 : nearestInt(f);
-      const l = r < 0 ? 0 : r > nmax ? nmax : r;
+      const l = clamp(nearestInt(fr(iscale * fr(x[xo + i] - min))), 0, nmax);
       changed |= l ^ Laux[i];
       Laux[i] = l;
     }

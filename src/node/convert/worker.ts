@@ -12,9 +12,8 @@ port.on("message", (request: Request) => {
   const transfer: ArrayBuffer[] = [];
   try {
     const result = runTask(request.task);
-    if (result.op === "convert" || result.op === "quantize") {
-      for (const b of result.op === "convert" ? [result.bytes, result.raw] : [result.bytes]) if (isWhole(b) && !transfer.includes(b.buffer as ArrayBuffer)) transfer.push(b.buffer as ArrayBuffer);
-    }
+    const owned = result.op === "convert" ? [result.bytes, result.raw] : result.op === "quantize" ? [result.bytes] : [];
+    for (const b of owned) if (isWhole(b) && !transfer.includes(b.buffer as ArrayBuffer)) transfer.push(b.buffer as ArrayBuffer);
     response = { id: request.id, result };
   } catch (e) {
     const err = e as Error;
