@@ -425,9 +425,12 @@ function fallback(t: GgmlType, ncols: number): GgmlType {
 }
 
 /** tensor_requires_imatrix. */
+/** The types llama.cpp's tensor_requires_imatrix names: never made without an importance matrix. */
+export const IMATRIX_TYPES: readonly string[] = ["IQ3_XXS", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_M", "IQ1_S"];
+
 export function requiresImatrix(name: string, t: GgmlType, ftype: number): boolean {
   if (isTokenEmbedding(name) || name === "output.weight") return false;
-  if (["IQ3_XXS", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_M", "IQ1_S"].includes(t.name)) return true;
+  if (IMATRIX_TYPES.includes(t.name)) return true;
   return t.name === "Q2_K" && ftype === FTYPE.Q2_K_S;
 }
 

@@ -22,7 +22,7 @@ export type VocabKind =
 
 /**
  * How convert_hf_to_gguf stacks a block's per-expert weights into one 3-D tensor each: it holds
- * back every tensor of a block whose name contains `marker` until the block has 3 x experts of
+ * back every tensor of a block whose name contains `marker` until the block has every weight of every expert of
  * them, then writes the merged tensors, in `weights` order, where the last one arrived.
  */
 export interface HfExperts {

@@ -146,7 +146,7 @@ export function transformValues(t: HfGgufTensor, values: Float32Array): Float32A
  * 3's embedding past its vocabulary). Merged experts are stored one expert after another.
  */
 export function encodeTensor(t: HfGgufTensor, bytesOf: (name: string) => Uint8Array): Uint8Array {
-  if (t.generated !== undefined) return encodeRows(t, t.generated);
+  if (t.generated !== undefined) return encodeGenerated(t);
   const n = partRows(t) * rowLength(t);
   const chunks = t.parts.map((p) => {
     const all = sourceValues(p.dtype, bytesOf(p.name));

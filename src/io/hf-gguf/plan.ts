@@ -146,8 +146,8 @@ function storedType(name: string, shape: readonly number[], outtype: HfGgufOutty
 
 const dimsOf = (shape: readonly number[]): number[] => (shape.length === 0 ? [1] : [...shape].reverse());
 
-function tensorPlan(arch: HfArchitecture, h: Hparams, outtype: HfGgufOuttype, t: HfTensorHeader, vocabRows: number | undefined): HfGgufTensor | undefined {
-  if (SKIPPED_SUFFIXES.some((s) => t.name.endsWith(s)) || arch.skip?.includes(t.name)) return undefined;
+/** A folder tensor that is not an expert's (planTensors has passed over the skipped ones). */
+function tensorPlan(arch: HfArchitecture, h: Hparams, outtype: HfGgufOuttype, t: HfTensorHeader, vocabRows: number | undefined): HfGgufTensor {
   checkDtype(t);
   const hfName = t.name.replace("language_model.", "");
   let name = routerName(arch.experts, hfName) ?? ggufTensorName(arch.names, hfName);
@@ -188,7 +188,7 @@ function blockOf(name: string): number | undefined {
 
 /**
  * The tensors in convert_hf_to_gguf's order, a block's expert tensors held back until the block
- * has all 3 x experts of them, then merged into one tensor per weight, stacked in expert order.
+ * has all of them (each weight's, for every expert), then merged into one tensor per weight, stacked in expert order.
  */
 function planTensors(arch: HfArchitecture, h: Hparams, outtype: HfGgufOuttype, tensors: readonly HfTensorHeader[], vocabRows: number | undefined): HfGgufTensor[] {
   const out: HfGgufTensor[] = [];
@@ -207,8 +207,7 @@ function planTensors(arch: HfArchitecture, h: Hparams, outtype: HfGgufOuttype, t
     if (SKIPPED_SUFFIXES.some((s) => t.name.endsWith(s)) || arch.skip?.includes(t.name)) continue;
     const hfName = t.name.replace("language_model.", "");
     if (ex === undefined || !hfName.includes(ex.marker)) {
-      const p = tensorPlan(arch, h, outtype, t, vocabRows);
-      if (p !== undefined) out.push(p);
+      out.push(tensorPlan(arch, h, outtype, t, vocabRows));
       continue;
     }
     checkDtype(t);
@@ -221,7 +220,7 @@ function planTensors(arch: HfArchitecture, h: Hparams, outtype: HfGgufOuttype, t
     held.set(bid, block);
     block.set(hfName, t);
     const n = expertCount();
-    if (block.size < 3 * n) continue;
+    if (block.size < ex.weights.length * n) continue;
     for (const [w, gguf] of ex.weights) {
       const parts: HfTensorHeader[] = [];
       for (let x = 0; x < n; x++) {

@@ -14,7 +14,9 @@ import { convertHfFolderToGgml } from "../quantize/hf-gguf.js";
 import { renderQuantizeGgufReport } from "./commands/quantize-gguf.js";
 import { runFileCommand } from "./fileJob.js";
 import { parseShardSlice } from "../convert/sharded.js";
-import { parseSplitSize, type GgufSplitLimits } from "../../io/gguf/split-write.js";
+import type { GgufSplitLimits } from "../../io/gguf/split-write.js";
+import { splitLimitsOption } from "./split-options.js";
+import { IMATRIX_TYPES } from "../../io/gguf/quantize-plan.js";
 import { jsonText, writeText } from "./format.js";
 import type { CliIO } from "./io.js";
 import { EXIT_OK, UsageError } from "./usage.js";
@@ -22,12 +24,9 @@ import { EXIT_OK, UsageError } from "./usage.js";
 // convert_hf_to_gguf's --outtype spellings are taken too
 const OUTTYPE_ALIASES: Readonly<Record<string, HfGgufOuttypeOrAuto>> = { f32: "float32", f16: "float16", bf16: "bfloat16" };
 
-/** Types that need an importance matrix (llama.cpp's tensor_requires_imatrix): not made by convert. */
-const NEEDS_IMATRIX = ["IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M", "IQ3_XXS"];
-
 /** The GGML types written through convert IN.gguf --to TYPE's rules. */
 function ggmlTargets(): GgmlType[] {
-  return GGML_TYPES.filter((t) => t.stored && t.quantized && canQuantize(t, true) && !NEEDS_IMATRIX.includes(t.name) && !["Q8_0", "TQ1_0", "TQ2_0"].includes(t.name));
+  return GGML_TYPES.filter((t) => t.stored && t.quantized && canQuantize(t, true) && !IMATRIX_TYPES.includes(t.name) && !["Q8_0", "TQ1_0", "TQ2_0"].includes(t.name));
 }
 
 function accepted(): string {
@@ -54,24 +53,8 @@ export interface HfToGgufCliOptions {
 }
 
 /** The split limits convert_hf_to_gguf.py's options give, or undefined for one file. */
-function splitLimits(opts: HfToGgufCliOptions): GgufSplitLimits | undefined {
-  let maxBytes: number | undefined;
-  let maxTensors: number | undefined;
-  if (opts.splitMaxSize !== undefined) {
-    try {
-      maxBytes = parseSplitSize(opts.splitMaxSize);
-    } catch (e) {
-      throw new UsageError(`--split-max-size: ${(e as Error).message}`, "convert");
-    }
-  }
-  if (opts.splitMaxTensors !== undefined) {
-    if (!/^\d{1,9}$/.test(opts.splitMaxTensors)) throw new UsageError(`--split-max-tensors takes a number of tensors, got ${JSON.stringify(opts.splitMaxTensors)}`, "convert");
-    maxTensors = Number(opts.splitMaxTensors);
-  }
-  // convert_hf_to_gguf.py's 0 means no limit; --no-tensor-first-split alone splits off the metadata.
-  if (!maxBytes && !maxTensors && !opts.noTensorFirstSplit) return undefined;
-  return { maxBytes, maxTensors, firstWithoutTensors: opts.noTensorFirstSplit === true };
-}
+const splitLimits = (opts: HfToGgufCliOptions): GgufSplitLimits | undefined =>
+  splitLimitsOption({ size: opts.splitMaxSize, tensors: opts.splitMaxTensors, noTensorFirstSplit: opts.noTensorFirstSplit }, "gguf-py", "convert");
 
 export async function runHfToGguf(input: string, output: string, opts: HfToGgufCliOptions, io: CliIO): Promise<number> {
   if (opts.others.length > 0) throw new UsageError(`--${opts.others[0]} does not apply to a folder written as GGUF`, "convert");
@@ -86,7 +69,7 @@ export async function runHfToGguf(input: string, output: string, opts: HfToGgufC
       t = undefined;
     }
     if (t === undefined || !ggmlTargets().includes(t)) {
-      const why = t !== undefined && NEEDS_IMATRIX.includes(t.name) ? ` (${t.name} needs an importance matrix: tensorcast quantize DIR --mode PRESET --imatrix FILE -o OUT.gguf)` : "";
+      const why = t !== undefined && IMATRIX_TYPES.includes(t.name) ? ` (${t.name} needs an importance matrix: tensorcast quantize DIR --mode PRESET --imatrix FILE -o OUT.gguf)` : "";
       throw new UsageError(`a folder written as GGUF needs --to ${accepted()}; got ${JSON.stringify(opts.to)}${why}`, "convert");
     }
     const target = t;

@@ -148,8 +148,7 @@ export async function convertHfToGguf(folder: string, output: string, outtype: H
   const prepared = await prepareFolder(folder, outtype, { tokenizerPre: opts.tokenizerPre });
   const plan = prepared.plan;
   const specs = plan.tensors.map((t) => ({ name: t.name, ggmlType: t.type, dims: t.dims }));
-  const whole = layoutGguf(plan.metadata, specs);
-  const groups = opts.split === undefined ? [specs.map((_, i) => i)] : splitByGgufPy(whole.byteLengths, opts.split);
+  const groups = opts.split === undefined ? [specs.map((_, i) => i)] : splitByGgufPy(layoutGguf([], specs).byteLengths, opts.split);
   const paths = splitOutputPaths(output, groups.length);
   const parts = groups.map((g, no) => {
     const metadata = splitMetadata(plan.metadata, no, groups.length, specs.length);

@@ -18,7 +18,7 @@ import { jsonText, tableText, writeText, joinText } from "../format.js";
 import type { CliIO } from "../io.js";
 import { runFileCommand } from "../fileJob.js";
 import { EXIT_OK, UsageError } from "../usage.js";
-import { parseSplitSize, type GgufSplitLimits } from "../../../io/gguf/split-write.js";
+import { splitLimitsOption } from "../split-options.js";
 
 export const QUANTIZE_GGUF_OPTIONS = {
   mode: { type: "string", expects: "a llama-quantize preset such as Q4_K_M" },
@@ -141,27 +141,6 @@ function tensorTypes(args: readonly string[]): TensorTypeOverride[] {
   return pairs;
 }
 
-/** llama-gguf-split's limits from the options, or undefined for one file. */
-function splitOptions(size: string | undefined, tensors: string | undefined, firstWithoutTensors: boolean): GgufSplitLimits | undefined {
-  if (size !== undefined && tensors !== undefined) throw new UsageError("--split-max-size and --split-max-tensors: llama-gguf-split splits by one of them; give one", "quantize");
-  let maxBytes: number | undefined;
-  let maxTensors: number | undefined;
-  if (size !== undefined) {
-    try {
-      maxBytes = parseSplitSize(size);
-    } catch (e) {
-      throw new UsageError(`--split-max-size: ${(e as Error).message}`, "quantize");
-    }
-    if (maxBytes === 0) throw new UsageError("--split-max-size must be at least 1 byte", "quantize");
-  }
-  if (tensors !== undefined) {
-    if (!/^\d{1,9}$/.test(tensors) || Number(tensors) === 0) throw new UsageError(`--split-max-tensors takes a number of tensors (1 or more), got ${JSON.stringify(tensors)}`, "quantize");
-    maxTensors = Number(tensors);
-  }
-  if (maxBytes === undefined && maxTensors === undefined && !firstWithoutTensors) return undefined;
-  return { maxBytes, maxTensors, firstWithoutTensors };
-}
-
 /** `quantize IN.gguf --mode PRESET -o OUT.gguf ...`. */
 export async function runQuantizeGguf(args: readonly string[], io: CliIO): Promise<number> {
   const { options: o, positionals } = parseCommandArgs("quantize", args, QUANTIZE_GGUF_OPTIONS);
@@ -184,7 +163,7 @@ export async function runQuantizeGguf(args: readonly string[], io: CliIO): Promi
     preset, allowRequantize: o["allow-requantize"] === true, leaveOutputTensor: o["leave-output-tensor"] === true,
     outputTensorType: typeArg(o["output-tensor-type"], "--output-tensor-type"), tokenEmbeddingType: typeArg(o["token-embedding-type"], "--token-embedding-type"),
     pure: o.pure === true, tensorTypes: tensorTypes(args), force: o.force === true,
-    keepSplit: o["keep-split"] === true, split: splitOptions(o["split-max-size"], o["split-max-tensors"], o["no-tensor-first-split"] === true),
+    keepSplit: o["keep-split"] === true, split: splitLimitsOption({ size: o["split-max-size"], tensors: o["split-max-tensors"], noTensorFirstSplit: o["no-tensor-first-split"] }, "gguf-split", "quantize"),
   };
   if (options.keepSplit && options.split) throw new UsageError("--keep-split keeps the input's parts; it does not go with --split-max-size, --split-max-tensors or --no-tensor-first-split", "quantize");
   let imatrix: Imatrix | undefined;
