@@ -11,10 +11,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { createHash } from "node:crypto";
-import { writeGguf } from "../../src/io/gguf/index.js";
 import { quantizeGgufFile } from "../../src/node/quantize/gguf.js";
 import { convertToGgufFile } from "../../src/node/quantize/gguf-convert.js";
-import { quantModel, writeQuantModel } from "../support/gguf-quant-models.js";
+import { ggufBytes, quantModel, writeQuantModel } from "../support/gguf-quant-models.js";
 import { Rng } from "../support/rng.js";
 
 let dir: string;
@@ -33,14 +32,19 @@ const RUNS = [
   { jobs: 0 }, { jobs: 2 }, { jobs: 0, bandValues: 300 }, { jobs: 2, bandValues: 300 }, { jobs: 2, bandValues: 700 },
 ] as const;
 
-test("quantize --mode Q4_K_M: the same bytes with 0 and 2 workers, whole and small bands", async () => {
+/** Runs `job` in each of RUNS' ways into its own file and asserts every file is the same. */
+async function assertSameEveryRun(what: string, job: (out: string, run: (typeof RUNS)[number]) => Promise<unknown>): Promise<void> {
   const digests = new Set<string>();
   for (const [i, run] of RUNS.entries()) {
-    const out = join(dir, `q4km-${i}.gguf`);
-    await quantizeGgufFile(wide, out, { preset: "Q4_K_M", ...run });
+    const out = join(dir, `${what}-${i}.gguf`);
+    await job(out, run);
     digests.add(digest(out));
   }
-  assert.equal(digests.size, 1, "every run writes the same file");
+  assert.equal(digests.size, 1, `every ${what} run writes the same file`);
+}
+
+test("quantize --mode Q4_K_M: the same bytes with 0 and 2 workers, whole and small bands", async () => {
+  await assertSameEveryRun("Q4_K_M", (out, run) => quantizeGgufFile(wide, out, { preset: "Q4_K_M", ...run }));
 });
 
 test("quantize with importance weights (IQ4_XS, Q3_K_M): the same bytes with 0 and 2 workers, whole and small bands", async () => {
@@ -51,24 +55,12 @@ test("quantize with importance weights (IQ4_XS, Q3_K_M): the same bytes with 0 a
     imatrixData.set(t.name, Float32Array.from({ length: t.dims[0] }, () => 0.01 + rng.below(1000) / 100));
   }
   for (const preset of ["IQ4_XS", "Q3_K_M"]) {
-    const digests = new Set<string>();
-    for (const [i, run] of RUNS.entries()) {
-      const out = join(dir, `${preset}-${i}.gguf`);
-      await quantizeGgufFile(wide, out, { preset, imatrix: true, imatrixData, ...run });
-      digests.add(digest(out));
-    }
-    assert.equal(digests.size, 1, `every ${preset} run writes the same file`);
+    await assertSameEveryRun(preset, (out, run) => quantizeGgufFile(wide, out, { preset, imatrix: true, imatrixData, ...run }));
   }
 });
 
 test("convert --to q6_k: the same bytes with 0 and 2 workers, whole and small bands", async () => {
-  const digests = new Set<string>();
-  for (const [i, run] of RUNS.entries()) {
-    const out = join(dir, `conv-${i}.gguf`);
-    await convertToGgufFile(wide, out, { to: "q6_k", ...run });
-    digests.add(digest(out));
-  }
-  assert.equal(digests.size, 1);
+  await assertSameEveryRun("q6_k", (out, run) => convertToGgufFile(wide, out, { to: "q6_k", ...run }));
 });
 
 test("a NaN in a tensor's later band is refused from a worker as in the calling thread, and nothing is written", async () => {
@@ -79,11 +71,7 @@ test("a NaN in a tensor's later band is refused from a worker as in the calling 
   data[2 * (200 * 256 + 7)] = 0x00;
   data[2 * (200 * 256 + 7) + 1] = 0x7e;
   const path = join(dir, "nan.gguf");
-  const parts: { bytes: Uint8Array; at: number }[] = [];
-  const layout = await writeGguf({ write: (bytes, at) => void parts.push({ bytes: bytes.slice(), at }) }, m.metadata, m.tensors);
-  const file = new Uint8Array(layout.size);
-  for (const p of parts) file.set(p.bytes, p.at);
-  writeFileSync(path, file);
+  writeFileSync(path, await ggufBytes(m.metadata, m.tensors));
   const messages = new Set<string>();
   for (const [i, run] of RUNS.entries()) {
     const out = join(dir, `nan-${i}.gguf`);

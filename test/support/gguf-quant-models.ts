@@ -129,14 +129,19 @@ export function quantModel(name: QuantModelName, vocab: QuantModelVocab = "llama
   return { metadata, tensors };
 }
 
-/** The bytes of model `name` as a GGUF file. */
-export async function quantModelBytes(name: QuantModelName, vocab: QuantModelVocab = "llama"): Promise<Uint8Array> {
+/** A GGUF file's bytes, written by writeGguf into memory. */
+export async function ggufBytes(metadata: readonly GgufMetadataEntry[], tensors: readonly GgufTensorToWrite[]): Promise<Uint8Array> {
   const parts: { bytes: Uint8Array; at: number }[] = [];
-  const { metadata, tensors } = quantModel(name, vocab);
   const layout = await writeGguf({ write: (bytes, at) => void parts.push({ bytes: bytes.slice(), at }) }, metadata, tensors);
   const out = new Uint8Array(layout.size);
   for (const p of parts) out.set(p.bytes, p.at);
   return out;
+}
+
+/** The bytes of model `name` as a GGUF file. */
+export async function quantModelBytes(name: QuantModelName, vocab: QuantModelVocab = "llama"): Promise<Uint8Array> {
+  const { metadata, tensors } = quantModel(name, vocab);
+  return ggufBytes(metadata, tensors);
 }
 
 /**
@@ -149,12 +154,7 @@ export async function writeSplitQuantModel(name: QuantModelName, prefix: string,
   const parts = splitByGgufSplit(lengths, { maxTensors });
   const paths = splitOutputPaths(`${prefix}.gguf`, parts.length);
   for (let no = 0; no < parts.length; no++) {
-    const chunks: { bytes: Uint8Array; at: number }[] = [];
-    const layout = await writeGguf({ write: (bytes, at) => void chunks.push({ bytes: bytes.slice(), at }) },
-      splitMetadata(metadata, no, parts.length, tensors.length), parts[no]!.map((i) => tensors[i]!));
-    const out = new Uint8Array(layout.size);
-    for (const c of chunks) out.set(c.bytes, c.at);
-    writeFileSync(paths[no]!, out);
+    writeFileSync(paths[no]!, await ggufBytes(splitMetadata(metadata, no, parts.length, tensors.length), parts[no]!.map((i) => tensors[i]!)));
   }
   return paths;
 }
