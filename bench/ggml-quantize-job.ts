@@ -20,7 +20,7 @@ import { fileURLToPath } from "node:url";
 import { timed, type Timed } from "./timed.js";
 import { fp16Bits } from "../src/ggml/scalars.js";
 import { ggmlDims, writeGguf, type GgufMetadataEntry, type GgufTensorToWrite } from "../src/io/gguf/index.js";
-import { llamaQuantPeer } from "../test/support/llama-quant-peer.js";
+import { llamaQuantizeArgv } from "./llama-quantize-child.js";
 import { Rng } from "../test/support/rng.js";
 
 function arg(name: string, fallback: string): string {
@@ -28,19 +28,7 @@ function arg(name: string, fallback: string): string {
   return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
 }
 
-// A child run: llama_model_quantize alone in this process, for /usr/bin/time.
-if (process.argv[2] === "--llama-child") {
-  const peer = llamaQuantPeer();
-  if (typeof peer === "string") {
-    console.error(peer);
-    process.exit(2);
-  }
-  // LLAMA_FTYPE_MOSTLY_Q4_K_M is 15.
-  process.exit(peer.quantize(process.argv[3], process.argv[4], { ftype: 15, nthread: Number(process.argv[5]) }) === 0 ? 0 : 1);
-}
-
 const CLI = fileURLToPath(new URL("../../bin/tensorcast.js", import.meta.url));
-const SELF = fileURLToPath(import.meta.url);
 const GiB = 2 ** 30;
 const LAYERS = Number(arg("--layers", "9"));
 const HIDDEN = 2048;
@@ -140,7 +128,7 @@ try {
     console.log(`| ${label} | ${t.status === 0 ? "ok" : `exit ${t.status}: ${t.stderr.trim().split("\n").slice(-2).join(" ")}`} | ${t.seconds.toFixed(1)} | ${t.peakMiB.toFixed(0)} |`);
   row("tensorcast quantize --mode Q4_K_M", timed([process.execPath, CLI, "quantize", gguf, "--mode", "Q4_K_M", "-o", ours]));
   if (!process.argv.includes("--skip-llama")) {
-    row(`llama_model_quantize Q4_K_M (nthread ${threads})`, timed([process.execPath, SELF, "--llama-child", gguf, theirs, String(threads)]));
+    row(`llama_model_quantize Q4_K_M (nthread ${threads})`, timed(llamaQuantizeArgv(gguf, theirs, "Q4_K_M", threads)));
     console.log(`\noutputs ${digest(ours) === digest(theirs) ? "byte-identical" : "DIFFER"}; load average after ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
   }
 } finally {

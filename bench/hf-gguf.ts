@@ -27,6 +27,7 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { timed, type Timed } from "./timed.js";
+import { llamaQuantizeArgv } from "./llama-quantize-child.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const CLI = join(ROOT, "bin", "tensorcast.js");
@@ -171,15 +172,6 @@ function convertHfToGguf(dir: string, outtype: string, out: string): Timed {
   return timed(["env", `PYTHONPATH=${join(LLAMA_CPP, "gguf-py")}`, `LLAMA_CPP=${LLAMA_CPP}`, PYTHON!, "-c", script, dir, "--outtype", outtype, "--outfile", out]);
 }
 
-function llamaQuantize(input: string, output: string, preset: string): Timed {
-  const peer = join(ROOT, "build", "test", "support", "llama-quant-peer.js");
-  const presets = join(ROOT, "build", "src", "ggml", "presets.js");
-  const code = `const { llamaQuantPeer } = await import(${JSON.stringify(peer)}); const { llamaPreset } = await import(${JSON.stringify(presets)});
-const p = llamaQuantPeer(); if (typeof p === "string") { console.error(p); process.exit(3); }
-process.exit(p.quantize(${JSON.stringify(input)}, ${JSON.stringify(output)}, { ftype: llamaPreset(${JSON.stringify(preset)}).ftype, nthread: ${THREADS} }));`;
-  return timed([process.execPath, "--input-type=module", "-e", code]);
-}
-
 function row(what: string, t: Timed): string {
   if (t.status !== 0) throw new Error(`${what} failed (${t.status}):\n${t.stderr.slice(-3000)}`);
   return `${what.padEnd(58)} ${t.seconds.toFixed(1).padStart(7)} s ${t.peakMiB.toFixed(0).padStart(7)} MiB`;
@@ -210,7 +202,7 @@ try {
     console.log(row(`tensorcast quantize DIR --mode ${PRESET} (one pass)`, a));
     const b = convertHfToGguf(folder, "auto", auto);
     console.log(row("convert_hf_to_gguf.py --outtype auto", b));
-    const c = llamaQuantize(auto, theirs, PRESET);
+    const c = timed(llamaQuantizeArgv(auto, theirs, PRESET, THREADS));
     console.log(row(`llama_model_quantize ${PRESET} (${THREADS} threads)`, c));
     console.log(`  both steps: ${(b.seconds + c.seconds).toFixed(1)} s, peak ${Math.max(b.peakMiB, c.peakMiB).toFixed(0)} MiB; tensorcast ${((b.seconds + c.seconds) / a.seconds).toFixed(2)}x faster; same bytes: ${sha256(ours) === sha256(theirs)}`);
   }
