@@ -4,7 +4,7 @@
 // file's own process); the runner may start every file's process at once, so timestamps between
 // its events would mostly measure the queue. Loading the module is not counted.
 // Failures keep the file, the test's name path and the first lines of the error, so that the
-// runner can print the one command that reruns just that test.
+// runner can print the one command that reruns just that test. Failing todo tests are not failures.
 export default async function* testTimes(source) {
   const files = {};
   const failures = [];
@@ -27,6 +27,9 @@ export default async function* testTimes(source) {
       const cause = error?.cause ?? error;
       // A parent whose subtests failed fails too; its own error says only that.
       if (error?.failureType === "subtestsFailed") continue;
+      // A todo test that fails does not fail the run; listing it would push the real failures out
+      // of the list's first twenty and out of CI's log tail.
+      if (data.todo !== undefined && data.todo !== false) continue;
       const names = data.name === file ? [] : [...(stack.get(file) ?? []).slice(0, data.nesting), data.name];
       failures.push({ file, names, message: String(cause?.message ?? cause ?? "").slice(0, 4000) });
     }

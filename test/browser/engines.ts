@@ -299,7 +299,14 @@ async function launchFirefox(env: Env, colorScheme: "light" | "dark" | undefined
     return enginePage("firefox", `Firefox ${(await browser.version()).replace(/^firefox\//, "")}`, {
       goto: async (url) => { await page.goto(url, { waitUntil: "load" }); },
       evaluateSource: (src) => page.evaluate(src),
-      setViewport: (width, height) => page.setViewport({ width, height }),
+      async setViewport(width, height) {
+        // puppeteer's setViewport sends emulation.setScreenOrientationOverride with the viewport,
+        // a command Firefox ESR 140.12 answers "unknown command"; the tests need the viewport alone,
+        // which the frame's BiDi browsing context sets.
+        const context = (page.mainFrame() as unknown as { browsingContext?: { setViewport(o: object): Promise<void> } }).browsingContext;
+        if (context === undefined) await page.setViewport({ width, height });
+        else await context.setViewport({ viewport: { width, height }, devicePixelRatio: null });
+      },
       press: (key) => page.keyboard.press(key as never),
       screenshot: async (path) => { await page.screenshot({ path: path as `${string}.png`, fullPage: true }); },
       async setFile(selector, path) {
