@@ -28,6 +28,8 @@ let waiters: (() => void)[] = [];
  */
 export interface SliceStats {
   budget: number;
+  /** Redraws started (a burst of input within the typing pause starts one). */
+  jobs: number;
   slices: number;
   pieces: number;
   longestSlice: number;
@@ -36,7 +38,7 @@ export interface SliceStats {
   breaks: [number, number][];
 }
 
-const NO_STATS: SliceStats = { budget: SLICE, slices: 0, pieces: 0, longestSlice: 0, longestPiece: 0, breaks: [] };
+const NO_STATS: SliceStats = { budget: SLICE, jobs: 0, slices: 0, pieces: 0, longestSlice: 0, longestPiece: 0, breaks: [] };
 let stats: SliceStats = { ...NO_STATS, breaks: [] };
 
 /** The slices and pieces run since the last reset; `reset` starts a new count after reading. */
@@ -108,6 +110,7 @@ export function view(render: (job: Job) => void | Promise<void>, onError: (e: un
     if (current) current.cancelled = true;
     const token = { cancelled: false };
     current = token;
+    stats.jobs++;
     let sliceStart = performance.now();
     let pieceStart = sliceStart;
     const job: Job = {

@@ -540,54 +540,43 @@ for (const engine of ENGINES) {
       assert.deepEqual(await page.evaluate(tensorShown, "t-input-table"), expectedTensor(x));
       assert.deepEqual(await page.evaluate(tensorShown, "t-output-table"), expectedTensor(cast(x, "float8e4m3fn", { saturate: false })));
 
-      // The budgets, measured in the page (the engine's own clock and frames), in frames: each is a
-      // ratio to the median interval between the page's frames in the same run, so a loaded machine,
-      // which stretches frames and keystrokes alike, does not fail them (CI saw a keystroke wait
-      // 102-570 ms for a frame in Firefox under load, against a fixed 100 ms budget). A budget holds
-      // if one of five runs keeps it, and every run is reported. A keystroke's median wait may be 3
-      // frames, its slowest 12 (a stall of the browser, not the page); the saturate toggle 12; a
-      // paste of 100,000 or 1,100,000 values may hold the page 60 frames. A page that redraws
-      // everything on each keystroke, or parses a paste in one task, fails them.
-      const typings: TypingBudget[] = [];
-      for (let run = 0; run < 5; run++) {
-        const typing = await page.evaluate(typingBudget);
-        typings.push(typing);
-        t.diagnostic(`${name}: 64 values, ${typing.keystrokes} keystrokes: next frame within ${ms(typing.maxLatency)} ms of a keystroke ` +
-          `(median ${ms(typing.medianLatency)}), longest gap between frames ${ms(typing.maxGap)} ms, redrawn ${ms(typing.settleMs)} ms after the last key; ` +
-          `saturate toggled: next frame after ${ms(typing.toggleMs)} ms`);
-        if (typingOk(typing) && typing.toggleMs <= 12 * typing.medianFrame) break;
-      }
-      assert.ok(typings.some(typingOk),
-        `a keystroke waited ${typings.map((x) => `${ms(x.maxLatency)} (median ${ms(x.medianLatency)}) with frames of ${ms(x.medianFrame)}`).join(", ")} ms for a frame`);
-      assert.ok(typings.some((x) => x.toggleMs <= 12 * x.medianFrame),
-        `toggling saturate took ${typings.map((x) => `${ms(x.toggleMs)} (frames of ${ms(x.medianFrame)})`).join(", ")} ms to a frame`);
-      const frame = Math.max(...typings.map((x) => x.medianFrame));
-      const pasteOk = (p: PasteBudget): boolean => p.frameMs <= 60 * frame && p.maxGap <= 60 * frame;
+      // Responsiveness, by what the page does rather than by how long it takes (a loaded machine
+      // stretches any time: CI saw a keystroke wait 21 frames for one in Chromium): an input event
+      // changes no content at once (the redraw waits for the typing pause, then runs in slices);
+      // a burst of keystrokes within the pause starts one redraw; a toggle starts one after a
+      // frame; and no slice outruns its budget by more than the piece that crossed it, which the
+      // scheduler's own clock shows however loaded the machine is. The times are reported.
+      const typing = await page.evaluate(typingBudget);
+      t.diagnostic(`${name}: 64 values, ${typing.keystrokes} keystrokes: next frame within ${ms(typing.maxLatency)} ms of a keystroke ` +
+        `(median ${ms(typing.medianLatency)}, frames of ${ms(typing.medianFrame)}), longest gap between frames ${ms(typing.maxGap)} ms, redrawn ${ms(typing.settleMs)} ms after the last key; ` +
+        `saturate toggled: next frame after ${ms(typing.toggleMs)} ms; ${typing.stats.jobs} redraws in ${typing.stats.slices} slices`);
+      assert.deepEqual(typing.syncChanges, new Array(typing.keystrokes).fill(0), "content changed inside a keystroke's input event");
+      assert.equal(typing.toggleSyncChanges, 0, "content changed inside the saturate toggle's click");
+      assert.equal(typing.burstJobs, 1, `a burst of ${typing.keystrokes} keystrokes within the typing pause started ${typing.burstJobs} redraws`);
+      assert.equal(typing.toggleJobs, 1, `the saturate toggle started ${typing.toggleJobs} redraws`);
+      assert.ok(typing.stats.jobs >= 1 && typing.stats.jobs <= typing.keystrokes, JSON.stringify(typing.stats));
+      assert.ok(typing.stats.longestSlice <= typing.stats.budget + typing.stats.longestPiece, `a slice ran ${typing.stats.longestSlice} ms: ${JSON.stringify(typing.stats)}`);
       const paste = await page.evaluate(pasteBudget, { n: 100_000, box: "t-values" });
       t.diagnostic(`${name}: 100,000 values pasted: next frame after ${ms(paste.frameMs)} ms, longest gap ${ms(paste.maxGap)} ms, ` +
         `tables shown after ${ms(paste.settledMs)} ms; ${paste.cells} table cells; page ${paste.pageWidth} px in a ${paste.windowWidth} px window`);
-      assert.ok(pasteOk(paste), `${JSON.stringify(paste)}; frames of ${ms(frame)} ms`);
       assert.match(paste.where, /elements 1–256 of 100,000/);
       assert.match(paste.pasted, /characters pasted: kept out of the text box/);
       assert.ok(paste.cells <= 3000, `${paste.cells} cells`);
       assert.ok(paste.pageWidth <= paste.windowWidth, JSON.stringify(paste));
       const huge = await page.evaluate(pasteBudget, { n: 1_100_000, box: "t-values" });
       t.diagnostic(`${name}: 1,100,000 values pasted: next frame after ${ms(huge.frameMs)} ms, longest gap ${ms(huge.maxGap)} ms, message after ${ms(huge.settledMs)} ms`);
-      assert.ok(pasteOk(huge), `${JSON.stringify(huge)}; frames of ${ms(frame)} ms`);
       assert.match(huge.error, /1100000 values: the box builds tensors of up to 1,000,000 values/);
 
       // The same pastes into the value explorer's own text box.
       const values = await page.evaluate(pasteBudget, { n: 100_000, box: "values" });
       t.diagnostic(`${name}: 100,000 values pasted into the explorer: next frame after ${ms(values.frameMs)} ms, longest gap ${ms(values.maxGap)} ms, ` +
         `8 values shown after ${ms(values.settledMs)} ms; ${values.cells} table cells; page ${values.pageWidth} px in a ${values.windowWidth} px window`);
-      assert.ok(pasteOk(values), `${JSON.stringify(values)}; frames of ${ms(frame)} ms`);
       assert.match(values.status, /^100000 values in float64; showing values 1–8 of 100000\.$/);
       assert.match(values.pasted, /characters pasted: kept out of the text box/);
       assert.equal(values.boxLength, 0, "the paste is kept out of the text box");
       assert.ok(values.pageWidth <= values.windowWidth, JSON.stringify(values));
       const many = await page.evaluate(pasteBudget, { n: 1_100_000, box: "values" });
       t.diagnostic(`${name}: 1,100,000 values pasted into the explorer: next frame after ${ms(many.frameMs)} ms, longest gap ${ms(many.maxGap)} ms, message after ${ms(many.settledMs)} ms`);
-      assert.ok(pasteOk(many), `${JSON.stringify(many)}; frames of ${ms(frame)} ms`);
       assert.equal(many.error, "1,100,000 values: the explorer reads up to 1,000,000; the library itself has no such limit");
       // Sliced: the page's scheduler ends a slice at the first yield past its 12 ms budget, so no
       // slice outlasts 12 ms plus the piece of work that crossed it, and the explorer's 8 blocks
@@ -626,17 +615,20 @@ for (const engine of ENGINES) {
 
 // ---- Budgets ----------------------------------------------------------------------------------------
 
-/** A typing run within its budget, in frames of the same run: median wait 3 frames, the slowest 12. */
-function typingOk(x: TypingBudget): boolean {
-  return x.medianLatency <= 3 * x.medianFrame && x.maxLatency <= 12 * x.medianFrame;
-}
-
 function ms(x: number): string {
   return x.toFixed(0);
 }
 
 interface TypingBudget {
   keystrokes: number;
+  /** Per keystroke: nodes and text the page changed inside its input event (mutation records). */
+  syncChanges: number[];
+  toggleSyncChanges: number;
+  /** Redraws started by keystrokes dispatched in one task, and by one saturate toggle. */
+  burstJobs: number;
+  toggleJobs: number;
+  /** The page scheduler's count over the typing run. */
+  stats: SliceStats;
   maxLatency: number;
   medianLatency: number;
   /** The median interval between the page's frames during the run: the baseline the budgets scale with. */
@@ -655,8 +647,9 @@ interface TypingBudget {
 async function typingBudget(): Promise<TypingBudget> {
   type Ctl = { value: string; click(): void; dispatchEvent(e: unknown): boolean };
   const g = globalThis as unknown as Playground & {
-    document: { getElementById(id: string): Ctl };
+    document: { getElementById(id: string): Ctl; body: unknown };
     Event: new (type: string, init: object) => unknown;
+    MutationObserver: new (f: () => void) => { observe(node: unknown, o: object): void; takeRecords(): { type: string }[]; disconnect(): void };
     requestAnimationFrame(f: (t: number) => void): number;
     performance: { now(): number };
   };
@@ -666,6 +659,22 @@ async function typingBudget(): Promise<TypingBudget> {
   values.value = Array.from({ length: 64 }, (_, i) => String((i + 1) * 1.37)).join(" ");
   values.dispatchEvent(new g.Event("input", { bubbles: true }));
   await g.playground.settled();
+  // Content changes (nodes added or removed, text changed), not attributes: the scheduler marks
+  // the body busy at once, which is no redraw.
+  const observer = new g.MutationObserver(() => undefined);
+  observer.observe(g.document.body, { childList: true, characterData: true, subtree: true });
+  const changes = () => observer.takeRecords().filter((r) => r.type !== "attributes").length;
+  const key = (i: number) => {
+    values.value += i % 3 === 2 ? " " : "7";
+    values.dispatchEvent(new g.Event("input", { bubbles: true }));
+  };
+  // A burst: every keystroke in one task, so all fall within the typing pause however slow the machine.
+  g.playground.sliceStats(true);
+  for (let i = 0; i < 16; i++) key(i);
+  await g.playground.settled();
+  const burstJobs = g.playground.sliceStats(true).jobs;
+  changes();
+  const syncChanges: number[] = [];
   const frames: number[] = [];
   let watching = true;
   const watch = () => {
@@ -678,19 +687,25 @@ async function typingBudget(): Promise<TypingBudget> {
   for (const gap of [40, 200, 60, 150, 90, 300, 50, 130, 250, 70, 180, 110, 400, 80, 160, 20]) {
     const due = now() + gap;
     await new Promise((resolve) => setTimeout(resolve, gap));
-    values.value += latencies.length % 3 === 2 ? " " : "7";
-    values.dispatchEvent(new g.Event("input", { bubbles: true }));
+    changes();
+    key(latencies.length);
+    syncChanges.push(changes());
     lastKey = now();
     latencies.push((await frame()) - due);
   }
   await g.playground.settled();
   const settleMs = now() - lastKey;
   await frame();
+  const stats = g.playground.sliceStats(true);
   const saturate = g.document.getElementById("saturate");
+  changes();
   const before = now();
   saturate.click();
+  const toggleSyncChanges = changes();
   const toggleMs = (await frame()) - before;
   await g.playground.settled();
+  const toggleJobs = g.playground.sliceStats(true).jobs;
+  observer.disconnect();
   await frame();
   watching = false;
   saturate.click();
@@ -704,7 +719,7 @@ async function typingBudget(): Promise<TypingBudget> {
   gaps.sort((a, b) => a - b);
   const sorted = [...latencies].sort((a, b) => a - b);
   return {
-    keystrokes: latencies.length, maxLatency: sorted[sorted.length - 1], medianLatency: sorted[sorted.length >> 1], maxGap, settleMs, toggleMs,
+    keystrokes: latencies.length, syncChanges, toggleSyncChanges, burstJobs, toggleJobs, stats, maxLatency: sorted[sorted.length - 1], medianLatency: sorted[sorted.length >> 1], maxGap, settleMs, toggleMs,
     medianFrame: gaps.length > 0 ? gaps[gaps.length >> 1] : 1000 / 60,
   };
 }
@@ -800,6 +815,7 @@ async function pasteBudget({ n, box: boxId }: { n: number; box: "t-values" | "va
 
 interface SliceStats {
   budget: number;
+  jobs: number;
   slices: number;
   pieces: number;
   longestSlice: number;
