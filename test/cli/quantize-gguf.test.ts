@@ -115,6 +115,21 @@ test("an existing OUT needs --force; help describes the GGUF form", async () => 
   assert.match(h.out, /byte for byte the file llama_model_quantize writes/);
 });
 
+test("--jobs N: the same bytes on this thread (0) and on 2 workers; a bad count is a usage error", async () => {
+  const outs: Buffer[] = [];
+  for (const jobs of ["0", "2"]) {
+    const out = join(dir, `jobs-${jobs}.gguf`);
+    const r = await run("quantize", wide, "--mode", "Q4_K_M", "--jobs", jobs, "-o", out, "--quiet");
+    assert.equal(r.code, 0, r.err);
+    outs.push(readFileSync(out));
+  }
+  assert.ok(outs[0].equals(outs[1]), "--jobs 0 and --jobs 2 wrote different bytes");
+  const bad = await run("quantize", wide, "--mode", "Q4_K_M", "--jobs", "many", "-o", join(dir, "jobs-bad.gguf"));
+  assert.equal(bad.code, 2);
+  assert.match(bad.err, /--jobs "many" is not a number of threads from 0 to 64/);
+  assert.match((await run("quantize", wide, "--help")).out, /--jobs N/);
+});
+
 test("NaN in a tensor is refused, as llama.cpp's loader check refuses it", async () => {
   const path = join(dir, "nan.safetensors");
   const v = f32(512, 1);

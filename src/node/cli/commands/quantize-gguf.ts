@@ -19,6 +19,7 @@ import type { CliIO } from "../io.js";
 import { runFileCommand } from "../fileJob.js";
 import { EXIT_OK, UsageError } from "../usage.js";
 import { splitLimitsOption } from "../split-options.js";
+import { jobsOption } from "../../convert/options.js";
 
 export const QUANTIZE_GGUF_OPTIONS = {
   mode: { type: "string", expects: "a llama-quantize preset such as Q4_K_M" },
@@ -34,6 +35,7 @@ export const QUANTIZE_GGUF_OPTIONS = {
   "split-max-size": { type: "string", expects: "a size such as 2G or 500M (1000s) or a number of bytes" },
   "split-max-tensors": { type: "string", expects: "a number of tensors" },
   "no-tensor-first-split": { type: "boolean" },
+  jobs: { type: "string", expects: "a number of worker threads" },
   force: { type: "boolean", short: "f" },
   quiet: { type: "boolean", short: "q" },
   json: { type: "boolean" },
@@ -83,6 +85,9 @@ Options:
                                 (padded to 32 bytes) would pass SIZE (2G, 500M: powers of 10)
   --split-max-tensors N         ... or every N tensors
   --no-tensor-first-split       ... with the first part holding the metadata only
+  --jobs N                      worker threads quantizing row bands (default: one per core when a
+                                tensor has more than one band; 0: this thread only); the bytes are
+                                the same for every N, as llama-quantize's are for every nthread
   -f, --force                   replace an existing OUT
   -q, --quiet                   print nothing but errors
   --json                        print the report as JSON
@@ -162,7 +167,7 @@ export async function runQuantizeGguf(args: readonly string[], io: CliIO): Promi
   const options = {
     preset, allowRequantize: o["allow-requantize"] === true, leaveOutputTensor: o["leave-output-tensor"] === true,
     outputTensorType: typeArg(o["output-tensor-type"], "--output-tensor-type"), tokenEmbeddingType: typeArg(o["token-embedding-type"], "--token-embedding-type"),
-    pure: o.pure === true, tensorTypes: tensorTypes(args), force: o.force === true,
+    pure: o.pure === true, tensorTypes: tensorTypes(args), force: o.force === true, jobs: jobsOption(o.jobs, "quantize"),
     keepSplit: o["keep-split"] === true, split: splitLimitsOption({ size: o["split-max-size"], tensors: o["split-max-tensors"], noTensorFirstSplit: o["no-tensor-first-split"] }, "gguf-split", "quantize"),
   };
   if (options.keepSplit && options.split) throw new UsageError("--keep-split keeps the input's parts; it does not go with --split-max-size, --split-max-tensors or --no-tensor-first-split", "quantize");
