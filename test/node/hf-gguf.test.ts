@@ -146,3 +146,16 @@ test("convert DIR -o OUT.gguf: the note for tokenizer.ggml.pre chosen without a 
   assert.match((JSON.parse(r.out) as { notes: string[] }).notes[0]!, /deepseek-llm, as given/);
   assert.ok(readFileSync(out).includes(Buffer.from("deepseek-llm")));
 });
+
+test("quantize DIR and convert DIR --to q8_0 take --tokenizer-pre as convert DIR --to f16 does; a GGUF input refuses it", async () => {
+  const named = async (args: string[], out: string): Promise<void> => {
+    const r = await cli([...args, "-o", out, "--force", "--quiet", "--tokenizer-pre", "deepseek-llm"]);
+    assert.equal(r.code, 0, r.err);
+    assert.ok(readFileSync(out).includes(Buffer.from("deepseek-llm")), `${args.join(" ")}: tokenizer.ggml.pre not deepseek-llm`);
+  };
+  await named(["quantize", join(DIR, "qwen2"), "--mode", "Q8_0"], join(OUT, "pre-q8.gguf"));
+  await named(["convert", join(DIR, "qwen2"), "--to", "q8_0"], join(OUT, "pre-convert-q8.gguf"));
+  const r = await cli(["quantize", join(OUT, "pre-q8.gguf"), "--mode", "Q4_0", "-o", join(OUT, "pre-q4.gguf"), "--tokenizer-pre", "gpt-2"]);
+  assert.equal(r.code, 2);
+  assert.match(r.err, /--tokenizer-pre names a Hugging Face folder's tokenizer/);
+});

@@ -8,6 +8,9 @@
  *   deep  16 layers, n_embd 32, 2 heads (n_gqa 1), n_ff 64, vocab 16, F32, tied embeddings (no
  *         output.weight): every K-quant and IQ row falls back, and the layer rules of attn_v and
  *         ffn_down show through the fallbacks (Q6_K -> Q8_0 where Q4_K -> Q5_0)
+ *   table 4 layers, n_embd 512, 8 heads sharing 4 KV heads, n_ff 1536, vocab 1024, F16, weights
+ *         scaled by 0.12 (next-token distributions neither flat nor one-hot): rows that fit every
+ *         block, so each preset's own types show; bench/gguf-presets.ts measures the presets on it
  *
  * Their metadata has general.quantization_version and general.file_type early, a string array and
  * a float array, so the output's key order (those two moved last) is checked too.
@@ -18,7 +21,7 @@ import { layoutGguf } from "../../src/io/gguf/write.js";
 import { splitByGgufSplit, splitMetadata, splitOutputPaths } from "../../src/io/gguf/split-write.js";
 import { Rng } from "./rng.js";
 
-export type QuantModelName = "wide" | "deep";
+export type QuantModelName = "wide" | "deep" | "table";
 
 /**
  * The models' vocabulary: "llama" (SentencePiece, the one the goldens hold) or "gpt2" (byte-level
@@ -37,11 +40,16 @@ interface Shape {
   vocab: number;
   weights: "F16" | "F32";
   tied: boolean;
+  /** What the 2-D weights but the token embedding are multiplied by (1 where absent)... */
+  scale?: number;
+  /** ... and attn_output and ffn_down instead, the layers' writes to the residual stream. */
+  outScale?: number;
 }
 
 const SHAPES: Record<QuantModelName, Shape> = {
   wide: { layers: 2, embd: 256, heads: 4, headsKv: 1, ff: 80, vocab: 32, weights: "F16", tied: false },
   deep: { layers: 16, embd: 32, heads: 2, headsKv: 2, ff: 64, vocab: 16, weights: "F32", tied: true },
+  table: { layers: 4, embd: 512, heads: 8, headsKv: 4, ff: 1536, vocab: 1024, weights: "F16", tied: false, scale: 0.12, outScale: 0.002 },
 };
 
 /** Float32 values, roughly normal with a few outliers, from `rng`. */
@@ -88,7 +96,7 @@ function tensorBytes(v: Float32Array, type: "F16" | "F32"): Uint8Array {
 /** The metadata and tensors of model `name` (tensors in gguf-py's usual order, not llama.cpp's). */
 export function quantModel(name: QuantModelName, vocab: QuantModelVocab = "llama"): { metadata: GgufMetadataEntry[]; tensors: GgufTensorToWrite[] } {
   const s = SHAPES[name];
-  const rng = new Rng(name === "wide" ? 0x5eed1 : 0x5eed2);
+  const rng = new Rng({ wide: 0x5eed1, deep: 0x5eed2, table: 0x5eed3 }[name]);
   const u32 = (key: string, value: number): GgufMetadataEntry => ({ key, type: "uint32", value });
   const metadata: GgufMetadataEntry[] = [
     { key: "general.architecture", type: "string", value: "llama" },
@@ -109,7 +117,10 @@ export function quantModel(name: QuantModelName, vocab: QuantModelVocab = "llama
   const tensors: GgufTensorToWrite[] = [];
   const add = (tname: string, shape: number[], type: "F16" | "F32"): void => {
     const n = shape.reduce((a, b) => a * b, 1);
-    tensors.push({ name: tname, ggmlType: type, dims: shape.slice().reverse(), data: tensorBytes(values(rng, n), type) });
+    const v = values(rng, n);
+    const scale = tname === "token_embd.weight" ? undefined : /attn_output|ffn_down/.test(tname) ? s.outScale ?? s.scale : s.scale;
+    if (shape.length === 2 && scale !== undefined) for (let i = 0; i < n; i++) v[i] = Math.fround(v[i] * scale);
+    tensors.push({ name: tname, ggmlType: type, dims: shape.slice().reverse(), data: tensorBytes(v, type) });
   };
   const kv = (s.embd / s.heads) * s.headsKv;
   add("token_embd.weight", [s.vocab, s.embd], s.weights);

@@ -76,7 +76,7 @@ export async function runHfToGguf(input: string, output: string, opts: HfToGgufC
     if (splitLimits(opts) !== undefined || opts.shard !== undefined) throw new UsageError(`--split-max-size, --split-max-tensors, --no-tensor-first-split and --shard split convert_hf_to_gguf's outtypes (${[...HF_GGUF_OUTTYPES, "auto"].join(", ")}); --to ${given} writes one file`, "convert");
     return runFileCommand(io, { json: opts.json, quiet: opts.quiet }, "converting", async ({ signal, onProgress }) => {
       try {
-        return await convertHfFolderToGgml(input, output, { to: target, force: opts.force === true, signal, onProgress });
+        return await convertHfFolderToGgml(input, output, { to: target, force: opts.force === true, signal, onProgress, tokenizerPre: opts.tokenizerPre });
       } catch (e) {
         if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE") throw new UsageError(`-o: ${e.message}`, "convert");
         throw e;

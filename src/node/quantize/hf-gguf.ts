@@ -92,8 +92,14 @@ interface Opened {
 }
 
 /** The folder planned as convert_hf_to_gguf --outtype auto plans it, opened, with every tensor's row source. */
-async function openAuto(folder: string, chunkValues?: number): Promise<Opened> {
-  const prepared = await prepareFolder(folder, "auto");
+/** How a folder is read: the values per read chunk (tests make them small), the name for a BPE tokenizer whose check-text hash is unknown. */
+interface FolderOptions {
+  readonly chunkValues?: number;
+  readonly tokenizerPre?: string;
+}
+
+async function openAuto(folder: string, chunkValues?: number, tokenizerPre?: string): Promise<Opened> {
+  const prepared = await prepareFolder(folder, "auto", { tokenizerPre });
   const file = await prepared.open();
   const byName = new Map(file.tensors.map((t) => [t.name, t]));
   const sources = new Map<string, RowSource>();
@@ -109,11 +115,11 @@ async function openAuto(folder: string, chunkValues?: number): Promise<Opened> {
  *         planGgufQuantization (an unknown preset; an IQ1/IQ2/IQ3_XXS/Q2_K_S preset without an
  *         importance matrix) do; INVALID_DATA for NaN or Inf in a tensor (llama.cpp refuses them).
  */
-export async function quantizeHfFolder(folder: string, output: string, opts: QuantizeGgufFileOptions & { chunkValues?: number }): Promise<QuantizeGgufReport> {
+export async function quantizeHfFolder(folder: string, output: string, opts: QuantizeGgufFileOptions & FolderOptions): Promise<QuantizeGgufReport> {
   const started = performance.now();
   if (opts.keepSplit === true) throw new TensorcastError("INVALID_ATTRIBUTE", "--keep-split keeps a split GGUF input's parts; a folder has none (--split-max-size or --split-max-tensors split the output)");
   if (opts.split === undefined) await checkOutput(output, { input: folder, force: opts.force === true });
-  const src = await openAuto(folder, opts.chunkValues);
+  const src = await openAuto(folder, opts.chunkValues, opts.tokenizerPre);
   try {
     const inputs = src.tensors.map((t) => ({ name: t.name, ggmlType: ggmlType(t.type), dims: t.dims }));
     const plan = planGgufQuantization(new Map(src.metadata.map((m) => [m.key, m])), inputs, opts);
@@ -134,12 +140,12 @@ export async function quantizeHfFolder(folder: string, output: string, opts: Qua
  * back as llama-quantize's do).
  * @throws TensorcastError as convertToGgufFile does for a GGUF input.
  */
-export async function convertHfFolderToGgml(folder: string, output: string, opts: Pick<ConvertToGgufOptions, "to" | "force" | "signal" | "onProgress"> & { chunkValues?: number }): Promise<QuantizeGgufReport> {
+export async function convertHfFolderToGgml(folder: string, output: string, opts: Pick<ConvertToGgufOptions, "to" | "force" | "signal" | "onProgress"> & FolderOptions): Promise<QuantizeGgufReport> {
   const started = performance.now();
   const to: GgmlType = typeof opts.to === "string" ? ggmlType(opts.to) : opts.to;
   if (!to.stored || !canQuantize(to, true)) throw new TensorcastError("UNSUPPORTED_TYPE", `tensorcast does not write GGML type ${to.name}`);
   await checkOutput(output, { input: folder, force: opts.force === true });
-  const src = await openAuto(folder, opts.chunkValues);
+  const src = await openAuto(folder, opts.chunkValues, opts.tokenizerPre);
   try {
     const planned = src.tensors.map((t) => planTensor(t.name, ggmlType(t.type), t.shape, to, false));
     const metadata = convertedMetadata(src.metadata, to);

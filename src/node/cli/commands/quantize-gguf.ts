@@ -36,6 +36,7 @@ export const QUANTIZE_GGUF_OPTIONS = {
   "split-max-tensors": { type: "string", expects: "a number of tensors" },
   "no-tensor-first-split": { type: "boolean" },
   jobs: { type: "string", expects: "a number of worker threads" },
+  "tokenizer-pre": { type: "string", expects: "a tokenizer.ggml.pre name llama.cpp knows, such as llama-bpe" },
   force: { type: "boolean", short: "f" },
   quiet: { type: "boolean", short: "q" },
   json: { type: "boolean" },
@@ -85,6 +86,8 @@ Options:
                                 (padded to 32 bytes) would pass SIZE (2G, 500M: powers of 10)
   --split-max-tensors N         ... or every N tensors
   --no-tensor-first-split       ... with the first part holding the metadata only
+  --tokenizer-pre NAME          DIR only: tokenizer.ggml.pre for a BPE tokenizer whose check-text
+                                hash convert_hf_to_gguf.py does not know (a known hash wins)
   --jobs N                      worker threads quantizing row bands (default: one per core when a
                                 tensor has more than one band; 0: this thread only); the bytes are
                                 the same for every N, as llama-quantize's are for every nthread
@@ -176,12 +179,13 @@ export async function runQuantizeGguf(args: readonly string[], io: CliIO): Promi
   // A model folder: convert_hf_to_gguf's --outtype auto file, quantized, with no file in between.
   const folder = await isFolder(input);
   if (folder && !o.output.toLowerCase().endsWith(".gguf")) throw new UsageError(`-o ${JSON.stringify(o.output)}: a folder quantized with a llama-quantize preset is written as one GGUF file; name it OUT.gguf`, "quantize");
+  if (!folder && o["tokenizer-pre"] !== undefined) throw new UsageError("--tokenizer-pre names a Hugging Face folder's tokenizer; a GGUF input keeps its own tokenizer.ggml.pre", "quantize");
   const job = folder ? quantizeHfFolder : quantizeGgufFile;
   return runFileCommand(io, { json: o.json, quiet: o.quiet }, "quantizing", async ({ signal, onProgress }) => {
     try {
       return await job(input, o.output!, {
         ...options, signal, onProgress, imatrix: imatrix !== undefined,
-        imatrixData: imatrix?.weights, extraMetadata: imatrix?.metadata(o.imatrix!),
+        imatrixData: imatrix?.weights, extraMetadata: imatrix?.metadata(o.imatrix!), tokenizerPre: o["tokenizer-pre"],
       });
     } catch (e) {
       if (e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE" && e.message.includes("pass --force")) throw new UsageError(`-o: ${e.message}`, "quantize");
