@@ -19,9 +19,9 @@ function send(m: GgufJobMessage, transfer: Transferable[] = []): void {
 
 /** Hands `bytes` to the page and resolves once it has written them. */
 function chunk(bytes: Uint8Array, position: number): Promise<void> {
-  // The writer's own buffers are transferred; a view it reuses (its padding of zeros) is copied.
-  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
-  const own = whole ? bytes : bytes.slice();
+  // A copy is transferred: the writer still reads a piece after writing it (the header's length)
+  // and reuses its padding, so the piece itself must not be detached.
+  const own = bytes.slice();
   const written = new Promise<void>((resolve) => { acknowledged = resolve; });
   send({ kind: "chunk", position, bytes: own }, [own.buffer as ArrayBuffer]);
   return written;

@@ -209,7 +209,8 @@ export interface QuantizeGgufModelOptions extends GgufModelJobOptions {
  * Quantizes `model` into one GGUF file written to `sink` as it is made, the bytes llama_model_quantize
  * writes with the same preset and options (the bytes of tensorcast/node's quantizeGgufFile unsplit).
  * Memory: the bands in flight. The sink gets each piece once, in order; a piece may be a view the
- * writer reuses (the padding), so a sink that keeps pieces past its write copies them.
+ * writer reuses (the padding) or reads again after the write (the header), so a sink that keeps a
+ * piece past its write, or transfers it to another thread, copies it.
  * @throws TensorcastError as ggufModelJob; INVALID_DATA for a tensor whose data ggml_validate_row_data
  *         refuses; whatever the model's source or the sink throws.
  */
