@@ -7,7 +7,8 @@
  * `tensorcast quantize IN.gguf --mode PRESET -o OUT.gguf` writes from the same file in the same test.
  * Bad input (not a GGUF, an unknown preset, a refused requantize, an IQ preset without an
  * importance matrix) shows the library's TensorcastError, as Node throws it, and keeps nothing;
- * axe-core finds nothing with the panel's table on show.
+ * cancel ends a job under way and abandons its file; axe-core finds nothing with the panel's table
+ * on show.
  *
  * An engine that is not installed is skipped with the reason, except under CI, where it fails.
  */
@@ -197,6 +198,48 @@ async function check(t: TestContext, page: EnginePage, name: string): Promise<vo
         if (save === "picker") assert.deepEqual({ aborted: got.aborted, closed: got.closed, chunks: got.chunks }, { aborted: true, closed: false, chunks: got.chunks }, "the picked file is abandoned");
       }
     }
+  });
+
+  await t.test("cancel while a write is under way: the job ends, its file abandoned (abort, no close), nothing written after", async () => {
+    await page.evaluate(() => {
+      const g = globalThis as G;
+      g.saved = { chunks: [], closed: false, aborted: false };
+      // The first write waits until the test lets it go: the job is under way, deterministically.
+      g.saved.release = undefined;
+      g.showSaveFilePicker = async () => ({
+        createWritable: async () => ({
+          write: (d: G) => new Promise<void>((resolve) => {
+            if (g.saved.closed || g.saved.aborted) throw new Error("written after close or abort");
+            g.saved.chunks.push(new Uint8Array(d).slice());
+            g.saved.release = resolve;
+          }),
+          close: async () => { g.saved.closed = true; },
+          abort: async () => { g.saved.aborted = true; },
+        }),
+      });
+    });
+    await pick(page, wide);
+    await page.evaluate(setControls, { controls: { "#gq-preset": "Q4_K_M", "#gq-save": "picker", "#gq-requantize": false } });
+    await page.evaluate(() => { (globalThis as G).document.getElementById("gq-run").click(); });
+    await page.waitFor(() => (globalThis as G).saved.release !== undefined);
+    const got = await page.evaluate(async () => {
+      const g = globalThis as G;
+      const d = g.document;
+      const during = { state: d.getElementById("gguf-quantize").dataset.state, cancel: d.getElementById("gq-cancel").disabled, run: d.getElementById("gq-run").disabled };
+      d.getElementById("gq-cancel").click();
+      await g.playground.settled();
+      g.saved.release();
+      await g.playground.settled();
+      const e = d.getElementById("gq-error");
+      return {
+        during, state: d.getElementById("gguf-quantize").dataset.state, error: e.hidden ? null : e.textContent, chunks: g.saved.chunks.length,
+        aborted: g.saved.aborted, closed: g.saved.closed, cancel: d.getElementById("gq-cancel").disabled, run: d.getElementById("gq-run").disabled,
+      };
+    });
+    assert.deepEqual(got, {
+      during: { state: "running", cancel: false, run: true }, state: "error", error: "The quantization was cancelled: nothing was kept.",
+      chunks: 1, aborted: true, closed: false, cancel: true, run: false,
+    });
   });
 
   await t.test("axe-core finds nothing with the panel's table and download link on show", async (tt) => {
