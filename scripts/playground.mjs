@@ -100,6 +100,8 @@ export { readSafetensors, readSafetensorsElements } from ${JSON.stringify(join(R
 const GGUF_JOB_ENTRY = `export { readGguf, ggufModel, blobSource } from ${JSON.stringify(join(ROOT, "dist", "gguf", "index.js"))};
 export { LLAMA_PRESETS } from ${JSON.stringify(join(ROOT, "dist", "ggml", "presets.js"))};
 export { quantizeGgufModel } from ${JSON.stringify(join(ROOT, "dist", "io", "gguf", "quantize-job.js"))};
+export { quantizeBand } from ${JSON.stringify(join(ROOT, "dist", "io", "gguf", "quantize-band.js"))};
+export { ggmlType } from ${JSON.stringify(join(ROOT, "dist", "ggml", "types.js"))};
 `;
 
 /**
@@ -146,7 +148,7 @@ async function bundleModelFiles(contents = MODEL_FILES_ENTRY, sourcefile = "mode
 
 /**
  * One of the page's own modules (playground/src/main.ts, worker.ts, the tensor box's Web Worker, or
- * ggufWorker.ts, the GGUF panel's), with "tensorcast" left as an import of ./tensorcast.js,
+ * ggufWorker.ts and ggufBandWorker.ts, the GGUF panel's), with "tensorcast" left as an import of ./tensorcast.js,
  * "tensorcast-model-files" of ./model-files.js and "tensorcast-gguf-job" of ./gguf-job.js.
  */
 async function bundleApp(entry = "main.ts") {
@@ -176,8 +178,8 @@ async function bundleApp(entry = "main.ts") {
 /**
  * Builds the page into `out`: index.html, style.css, tensorcast.js (the core bundle), model-files.js
  * (the model-file panel's readers), gguf-job.js (the GGUF panel's quantization job), app.js, worker.js
- * (the tensor box's Web Worker, a module that imports tensorcast.js too) and gguf-worker.js (the
- * GGUF panel's, which imports gguf-job.js).
+ * (the tensor box's Web Worker, a module that imports tensorcast.js too), gguf-worker.js and
+ * gguf-band-worker.js (the GGUF panel's job and band workers, which import gguf-job.js).
  * @returns the output folder and the sizes of the core bundle, model-files.js and gguf-job.js.
  */
 export async function buildPlayground({ out = DEFAULT_OUT } = {}) {
@@ -196,6 +198,7 @@ export async function buildPlayground({ out = DEFAULT_OUT } = {}) {
   const app = await bundleApp();
   const worker = await bundleApp("worker.ts");
   const ggufWorker = await bundleApp("ggufWorker.ts");
+  const ggufBandWorker = await bundleApp("ggufBandWorker.ts");
   await rm(out, { recursive: true, force: true });
   await mkdir(out, { recursive: true });
   await writeFile(join(out, "tensorcast.js"), core.code);
@@ -204,6 +207,7 @@ export async function buildPlayground({ out = DEFAULT_OUT } = {}) {
   await writeFile(join(out, "worker.js"), worker);
   await writeFile(join(out, "gguf-job.js"), ggufJob.code);
   await writeFile(join(out, "gguf-worker.js"), ggufWorker);
+  await writeFile(join(out, "gguf-band-worker.js"), ggufBandWorker);
   for (const file of ["index.html", "style.css"]) await copyFile(join(ROOT, "playground", file), join(out, file));
   return {
     out, coreBytes: core.bytes, coreGzipBytes: core.gzipBytes,

@@ -149,6 +149,8 @@ async function quantize(): Promise<void> {
           switch (m.kind) {
             case "plan":
               showPlan(file.name, m.preset, m.size, m.tensors);
+              section.dataset.bandWorkers = String(m.bandWorkers);
+              status(`Quantizing ${file.name} to ${m.preset} (${m.bandWorkers > 0 ? `on ${m.bandWorkers} band workers` : "in one worker"})\u2026`);
               return;
             case "chunk":
               if (m.position !== written) throw new Error(`the worker sent bytes for ${m.position}, after ${written}`);

@@ -33,6 +33,9 @@ const DIR = join(OUTPUT, "playground-gguf");
 /** What a run in the page came to: its state, its error line, and the output's bytes (base64) with how they were written. */
 interface Outcome {
   state: string;
+  /** The band workers the job ran on, and the ones the engine's cores call for (one per core up to 8; none on one core). */
+  bandWorkers?: string;
+  cores?: number;
   error: string | null;
   bytes?: string;
   chunks?: number;
@@ -73,7 +76,9 @@ async function runPanel(): Promise<Outcome> {
     return g.btoa(s);
   };
   const e = d.getElementById("gq-error");
-  const out: Outcome = { state: d.getElementById("gguf-quantize").dataset.state, error: e.hidden ? null : e.textContent };
+  const section = d.getElementById("gguf-quantize");
+  const cores = Math.min(8, g.navigator.hardwareConcurrency ?? 1);
+  const out: Outcome = { state: section.dataset.state, error: e.hidden ? null : e.textContent, bandWorkers: section.dataset.bandWorkers, cores: cores > 1 ? cores : 0 };
   const a = d.getElementById("gq-download-link");
   out.link = a ? a.getAttribute("download") : null;
   if (d.getElementById("gq-save").value === "picker") {
@@ -141,6 +146,8 @@ async function check(t: TestContext, page: EnginePage, name: string): Promise<vo
       assert.deepEqual({ state: got.state, error: got.error, closed: got.closed, aborted: got.aborted, name: got.suggestedName, link: got.link },
         { state: "done", error: null, closed: true, aborted: false, name: `${model}-${preset}.gguf`, link: null });
       assertSameBytes(got.bytes, want, `${model} ${preset}`);
+      assert.equal(got.bandWorkers, String(got.cores), "band workers");
+      t.diagnostic(`${name}: ${got.cores} band workers`);
       // Written as it was made: a piece per tensor and its padding at least, never one buffer.
       const tensors = ggufModel([await readGguf(bytesSource(new Uint8Array(want)), { name: "out" })]).tensors.length;
       assert.ok(got.chunks! > tensors, `${got.chunks} chunks for ${tensors} tensors`);
