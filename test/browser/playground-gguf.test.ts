@@ -5,8 +5,8 @@
  * output's bytes, captured from a stand-in for showSaveFilePicker's writable (the chunks as the page
  * writes them) and from the download link (its Blob URL fetched in the page), equal those Node's
  * `tensorcast quantize IN.gguf --mode PRESET -o OUT.gguf` writes from the same file in the same test.
- * Bad input (not a GGUF, an unknown preset, a refused requantize, an IQ preset without an
- * importance matrix) shows the library's TensorcastError, as Node throws it, and keeps nothing;
+ * Bad input (a NaN weight, not a GGUF, an unknown preset, a refused requantize, an IQ preset
+ * without an importance matrix) shows the library's TensorcastError, as Node throws it, and keeps nothing;
  * cancel ends a job under way and abandons its file; axe-core finds nothing with the panel's table
  * on show.
  *
@@ -20,7 +20,8 @@ import { TensorcastError } from "../../src/index.js";
 import { bytesSource, ggufModel, readGguf } from "../../src/gguf/index.js";
 import { planGgufQuantization } from "../../src/io/gguf/quantize-plan.js";
 import { runCli } from "../support/cli.js";
-import { writeQuantModel } from "../support/gguf-quant-models.js";
+import { ggufBytes, quantModel, writeQuantModel } from "../support/gguf-quant-models.js";
+import { quantizeGgufFile } from "../../src/node/quantize/gguf.js";
 import { ENGINE_LABEL, ENGINES, type EnginePage } from "./engines.js";
 import { setControls, withPlaygroundPage } from "./playground-page.js";
 import { axeViolations, OUTPUT } from "./support.js";
@@ -182,12 +183,21 @@ async function check(t: TestContext, page: EnginePage, name: string): Promise<vo
     assertSameBytes(again.bytes, want, "requantized");
   });
 
-  await t.test("bad input shows the library's TensorcastError (no stack) and keeps nothing: not a GGUF, an unknown preset, IQ2_XXS without an importance matrix", async () => {
+  await t.test("bad input shows the library's TensorcastError (no stack) and keeps nothing: a NaN weight, not a GGUF, an unknown preset, IQ2_XXS without an importance matrix", async () => {
     const notGguf = join(DIR, "not-a-model.gguf");
     const junk = new TextEncoder().encode("this is not a GGUF file, only some text in one\n".repeat(4));
     await writeFile(notGguf, junk);
     const wideModel = ggufModel([await readGguf(bytesSource(new Uint8Array(await readFile(wide))), { name: "wide" })]);
+    // A NaN in a weight: refused by a band worker (ggml_validate_row_data's check), its error through two workers.
+    const nan = join(DIR, "nan.gguf");
+    const { metadata, tensors } = quantModel("wide");
+    const q = tensors.findIndex((x) => x.name === "blk.1.attn_q.weight");
+    const data = (tensors[q]!.data as Uint8Array).slice();
+    new DataView(data.buffer).setUint16(2 * 1000, 0x7e00, true);
+    tensors[q] = { ...tensors[q]!, data };
+    await writeFile(nan, await ggufBytes(metadata, tensors));
     const cases: [string, string, string][] = [
+      [nan, "Q4_K_M", await shown(() => quantizeGgufFile(nan, join(DIR, "never.gguf"), { preset: "Q4_K_M", force: true }))],
       [notGguf, "Q4_K_M", await shown(() => readGguf(bytesSource(junk), { name: "not-a-model.gguf" }))],
       [wide, "Q9_Z", await shown(() => planGgufQuantization(wideModel.metadata, wideModel.tensors, { preset: "Q9_Z" }))],
       [wide, "IQ2_XXS", await shown(() => planGgufQuantization(wideModel.metadata, wideModel.tensors, { preset: "IQ2_XXS" }))],
