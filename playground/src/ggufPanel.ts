@@ -128,7 +128,10 @@ async function quantize(): Promise<void> {
         section.dataset.state = "";
         return;
       }
-      throw e;
+      // A picker refused (no user gesture left, a policy): the download way still works.
+      showError(`The browser refused its save picker (${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}); choose "a download" to save the output instead.`);
+      section.dataset.state = "error";
+      return;
     }
   } else output = blobOutput();
   const progress = byId("gq-progress", HTMLProgressElement);

@@ -217,6 +217,27 @@ async function check(t: TestContext, page: EnginePage, name: string): Promise<vo
     }
   });
 
+  await t.test("a save picker the browser refuses (a SecurityError) is said so, with the download way offered, and no uncaught error", async () => {
+    await page.evaluate(() => {
+      const g = globalThis as G;
+      g.showSaveFilePicker = async () => { throw new g.DOMException("Must be handling a user gesture to show a file picker.", "SecurityError"); };
+    });
+    await pick(page, wide);
+    await page.evaluate(setControls, { controls: { "#gq-preset": "Q8_0", "#gq-save": "picker", "#gq-requantize": false } });
+    const got = await page.evaluate(async () => {
+      const g = globalThis as G;
+      const d = g.document;
+      d.getElementById("gq-run").click();
+      await g.playground.settled();
+      const e = d.getElementById("gq-error");
+      return { state: d.getElementById("gguf-quantize").dataset.state, error: e.hidden ? null : e.textContent, run: d.getElementById("gq-run").disabled };
+    });
+    assert.deepEqual(got, {
+      state: "error", run: false,
+      error: "The browser refused its save picker (SecurityError: Must be handling a user gesture to show a file picker.); choose \"a download\" to save the output instead.",
+    });
+  });
+
   await t.test("cancel while a write is under way: the job ends, its file abandoned (abort, no close), nothing written after", async () => {
     await page.evaluate(() => {
       const g = globalThis as G;
