@@ -102,6 +102,7 @@ export { LLAMA_PRESETS } from ${JSON.stringify(join(ROOT, "dist", "ggml", "prese
 export { quantizeGgufModel } from ${JSON.stringify(join(ROOT, "dist", "io", "gguf", "quantize-job.js"))};
 export { quantizeBand } from ${JSON.stringify(join(ROOT, "dist", "io", "gguf", "quantize-band.js"))};
 export { ggmlType } from ${JSON.stringify(join(ROOT, "dist", "ggml", "types.js"))};
+export { readImatrix } from ${JSON.stringify(join(ROOT, "dist", "io", "gguf", "imatrix.js"))};
 `;
 
 /**

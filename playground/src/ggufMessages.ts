@@ -3,6 +3,8 @@
 /** Page to worker: the job, once; then an acknowledgement of each chunk written. */
 export interface GgufJobRequest {
   readonly file: File;
+  /** An importance matrix (llama-imatrix's .gguf or legacy .dat), as --imatrix FILE gives one. */
+  readonly imatrix?: File;
   readonly preset: string;
   readonly allowRequantize: boolean;
 }

@@ -182,7 +182,8 @@ async function quantize(): Promise<void> {
           }
         }).catch(reject);
       };
-      const request: GgufJobRequest = { file, preset, allowRequantize: byId("gq-requantize", HTMLInputElement).checked };
+      const imatrix = byId("gq-imatrix", HTMLInputElement).files?.[0];
+      const request: GgufJobRequest = { file, preset, allowRequantize: byId("gq-requantize", HTMLInputElement).checked, ...(imatrix ? { imatrix } : {}) };
       worker.postMessage(request);
     });
     section.dataset.state = "done";

@@ -5,7 +5,7 @@
  * two per band worker in flight; each piece of output goes to the page as it is made, in order, and
  * the next waits until the page has written it, so memory stays the bands in flight.
  */
-import { blobSource, ggufModel, quantizeGgufModel, readGguf, type Band } from "tensorcast-gguf-job";
+import { blobSource, ggufModel, quantizeGgufModel, readGguf, readImatrix, type Band } from "tensorcast-gguf-job";
 import type { BandReply, BandRequest, GgufJobMessage, GgufJobRequest } from "./ggufMessages.js";
 
 /** Band workers at most: past a few, the one thread reading the File and writing the output is the limit. */
@@ -87,6 +87,8 @@ class BandPool {
 
 async function run(req: GgufJobRequest): Promise<void> {
   const model = ggufModel([await readGguf(blobSource(req.file, req.file.name), { name: req.file.name })], req.file.name);
+  // The file's name stands where llama-quantize stores the path given on its command line (quantize.imatrix.file).
+  const im = req.imatrix ? await readImatrix(blobSource(req.imatrix, req.imatrix.name), req.imatrix.name) : undefined;
   const sink = { write: (bytes: Uint8Array, position: number) => chunk(bytes, position) };
   const cores = Math.min(MAX_BAND_WORKERS, (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency ?? 1);
   const pool = cores > 1 ? new BandPool(cores) : undefined;
@@ -94,6 +96,7 @@ async function run(req: GgufJobRequest): Promise<void> {
   try {
     const { layout } = await quantizeGgufModel(model, sink, {
       preset: req.preset, allowRequantize: req.allowRequantize,
+      ...(im ? { imatrix: true, imatrixData: im.weights, extraMetadata: im.metadata(req.imatrix!.name) } : {}),
       ...(pool ? { quantize: pool.quantize, inFlight: 2 * pool.size } : {}),
       onPlan: ({ plan }, planned) => send({
         kind: "plan", preset: plan.preset.name, size: planned.size, bandWorkers: pool?.size ?? 0,

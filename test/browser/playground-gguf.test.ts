@@ -7,7 +7,8 @@
  * `tensorcast quantize IN.gguf --mode PRESET -o OUT.gguf` writes from the same file in the same test.
  * Bad input (a NaN weight, not a GGUF, an unknown preset, a refused requantize, an IQ preset
  * without an importance matrix) shows the library's TensorcastError, as Node throws it, and keeps nothing;
- * cancel ends a job under way and abandons its file; axe-core finds nothing with the panel's table
+ * an importance matrix picked gives the bytes of --imatrix FILE (IQ2_XS, Q4_0, Q4_K_M); cancel ends
+ * a job under way and abandons its file; axe-core finds nothing with the panel's table
  * on show.
  *
  * An engine that is not installed is skipped with the reason, except under CI, where it fails.
@@ -20,7 +21,8 @@ import { TensorcastError } from "../../src/index.js";
 import { bytesSource, ggufModel, readGguf } from "../../src/gguf/index.js";
 import { planGgufQuantization } from "../../src/io/gguf/quantize-plan.js";
 import { runCli } from "../support/cli.js";
-import { ggufBytes, quantModel, writeQuantModel } from "../support/gguf-quant-models.js";
+import { ggufBytes, legacyImatrix, quantModel, writeQuantModel } from "../support/gguf-quant-models.js";
+import { imatrixEntries } from "../io/gguf/quantize-cases.js";
 import { quantizeGgufFile } from "../../src/node/quantize/gguf.js";
 import { ENGINE_LABEL, ENGINES, type EnginePage } from "./engines.js";
 import { setControls, withPlaygroundPage } from "./playground-page.js";
@@ -278,6 +280,29 @@ async function check(t: TestContext, page: EnginePage, name: string): Promise<vo
       during: { state: "running", cancel: false, run: true }, state: "error", error: "The quantization was cancelled: nothing was kept.",
       chunks: 1, aborted: true, closed: false, cancel: true, run: false,
     });
+  });
+
+  await t.test("with an importance matrix (a legacy .dat) picked: IQ2_XS, Q4_0 and Q4_K_M are the bytes of --imatrix FILE", async () => {
+    const name = "wide.imatrix.dat";
+    await writeFile(join(DIR, name), legacyImatrix(imatrixEntries("wide")));
+    for (const preset of ["IQ2_XS", "Q4_0", "Q4_K_M"]) {
+      // The output stores the imatrix path as given (quantize.imatrix.file): the CLI is given the file's name, as the page has it.
+      const before = process.cwd();
+      process.chdir(DIR);
+      let want: Buffer;
+      try {
+        want = await cliQuantize("wide.gguf", preset, `wide-${preset}-imatrix.node.gguf`, "--imatrix", name);
+      } finally {
+        process.chdir(before);
+      }
+      await pick(page, wide);
+      await page.setFile("#gq-imatrix", join(DIR, name));
+      await page.evaluate(setControls, { controls: { "#gq-preset": preset, "#gq-save": "download", "#gq-requantize": false } });
+      const got = await page.evaluate(runPanel);
+      assert.deepEqual({ state: got.state, error: got.error }, { state: "done", error: null }, preset);
+      assertSameBytes(got.bytes, want, `${preset} with ${name}`);
+    }
+    await page.evaluate(() => { (globalThis as G).document.getElementById("gq-imatrix").value = ""; });
   });
 
   await t.test("axe-core finds nothing with the panel's table and download link on show", async (tt) => {
