@@ -96,6 +96,15 @@ const MODEL_FILES_ENTRY = `export { readGguf, ggufModel, readGgufBlocks, blobSou
 export { readSafetensors, readSafetensorsElements } from ${JSON.stringify(join(ROOT, "dist", "io", "safetensors", "index.js"))};
 `;
 
+/** What the GGUF panel's worker runs (and the panel reads the preset names from), bundled into gguf-job.js (loaded when the panel is first used). */
+const GGUF_JOB_ENTRY = `export { readGguf, ggufModel, blobSource } from ${JSON.stringify(join(ROOT, "dist", "gguf", "index.js"))};
+export { LLAMA_PRESETS } from ${JSON.stringify(join(ROOT, "dist", "ggml", "presets.js"))};
+export { quantizeGgufModel } from ${JSON.stringify(join(ROOT, "dist", "io", "gguf", "quantize-job.js"))};
+export { quantizeBand } from ${JSON.stringify(join(ROOT, "dist", "io", "gguf", "quantize-band.js"))};
+export { ggmlType } from ${JSON.stringify(join(ROOT, "dist", "ggml", "types.js"))};
+export { readImatrix } from ${JSON.stringify(join(ROOT, "dist", "io", "gguf", "imatrix.js"))};
+`;
+
 /**
  * An esbuild plugin that takes from ./tensorcast.js, the core bundle the page has already loaded,
  * every module of dist/ whose exports are all the core's own (the same objects, as Node sees them):
@@ -127,10 +136,10 @@ function shareCore() {
   };
 }
 
-/** model-files.js: the GGUF and safetensors readers, minified, sharing the core's modules. */
-async function bundleModelFiles() {
+/** model-files.js (the GGUF and safetensors readers) or gguf-job.js (the GGUF quantization job), minified, sharing the core's modules. */
+async function bundleModelFiles(contents = MODEL_FILES_ENTRY, sourcefile = "model-files.js") {
   const result = await esbuild.build({
-    stdin: { contents: MODEL_FILES_ENTRY, resolveDir: ROOT, sourcefile: "model-files.js", loader: "js" },
+    stdin: { contents, resolveDir: ROOT, sourcefile, loader: "js" },
     bundle: true, format: "esm", platform: "browser", target: TARGET, minify: true, write: false, logLevel: "silent",
     legalComments: "none", plugins: [shareCore(), noNodeBuiltins],
   });
@@ -139,8 +148,9 @@ async function bundleModelFiles() {
 }
 
 /**
- * One of the page's own modules (playground/src/main.ts, or worker.ts, the tensor box's Web Worker),
- * with "tensorcast" left as an import of ./tensorcast.js and "tensorcast-model-files" of ./model-files.js.
+ * One of the page's own modules (playground/src/main.ts, worker.ts, the tensor box's Web Worker, or
+ * ggufWorker.ts and ggufBandWorker.ts, the GGUF panel's), with "tensorcast" left as an import of ./tensorcast.js,
+ * "tensorcast-model-files" of ./model-files.js and "tensorcast-gguf-job" of ./gguf-job.js.
  */
 async function bundleApp(entry = "main.ts") {
   const tensorcastExternal = {
@@ -148,6 +158,7 @@ async function bundleApp(entry = "main.ts") {
     setup(build) {
       build.onResolve({ filter: /^tensorcast$/ }, () => ({ path: "./tensorcast.js", external: true }));
       build.onResolve({ filter: /^tensorcast-model-files$/ }, () => ({ path: "./model-files.js", external: true }));
+      build.onResolve({ filter: /^tensorcast-gguf-job$/ }, () => ({ path: "./gguf-job.js", external: true }));
     },
   };
   const result = await esbuild.build({
@@ -167,9 +178,10 @@ async function bundleApp(entry = "main.ts") {
 
 /**
  * Builds the page into `out`: index.html, style.css, tensorcast.js (the core bundle), model-files.js
- * (the model-file panel's readers), app.js and worker.js (the tensor box's Web Worker, a module that
- * imports tensorcast.js too).
- * @returns the output folder and the sizes of the core bundle and of model-files.js.
+ * (the model-file panel's readers), gguf-job.js (the GGUF panel's quantization job), app.js, worker.js
+ * (the tensor box's Web Worker, a module that imports tensorcast.js too), gguf-worker.js and
+ * gguf-band-worker.js (the GGUF panel's job and band workers, which import gguf-job.js).
+ * @returns the output folder and the sizes of the core bundle, model-files.js and gguf-job.js.
  */
 export async function buildPlayground({ out = DEFAULT_OUT } = {}) {
   const entry = join(ROOT, "dist", "index.js");
@@ -183,18 +195,25 @@ export async function buildPlayground({ out = DEFAULT_OUT } = {}) {
     throw new Error(`the core bundle is ${core.gzipBytes} bytes gzipped, over its budget of ${CORE_GZIP_BUDGET}`);
   }
   const modelFiles = await bundleModelFiles();
+  const ggufJob = await bundleModelFiles(GGUF_JOB_ENTRY, "gguf-job.js");
   const app = await bundleApp();
   const worker = await bundleApp("worker.ts");
+  const ggufWorker = await bundleApp("ggufWorker.ts");
+  const ggufBandWorker = await bundleApp("ggufBandWorker.ts");
   await rm(out, { recursive: true, force: true });
   await mkdir(out, { recursive: true });
   await writeFile(join(out, "tensorcast.js"), core.code);
   await writeFile(join(out, "model-files.js"), modelFiles.code);
   await writeFile(join(out, "app.js"), app);
   await writeFile(join(out, "worker.js"), worker);
+  await writeFile(join(out, "gguf-job.js"), ggufJob.code);
+  await writeFile(join(out, "gguf-worker.js"), ggufWorker);
+  await writeFile(join(out, "gguf-band-worker.js"), ggufBandWorker);
   for (const file of ["index.html", "style.css"]) await copyFile(join(ROOT, "playground", file), join(out, file));
   return {
     out, coreBytes: core.bytes, coreGzipBytes: core.gzipBytes,
     modelFilesBytes: modelFiles.bytes, modelFilesGzipBytes: modelFiles.gzipBytes,
+    ggufJobBytes: ggufJob.bytes, ggufJobGzipBytes: ggufJob.gzipBytes,
   };
 }
 
@@ -282,6 +301,8 @@ async function cli(argv) {
     `${built.coreGzipBytes} bytes minified+gzipped (${kib(built.coreGzipBytes)}; budget ${kib(CORE_GZIP_BUDGET)})`);
   console.log(`model-files.js (the GGUF and safetensors readers, loaded when a model file is first opened): ${built.modelFilesBytes} bytes minified, ` +
     `${built.modelFilesGzipBytes} bytes minified+gzipped (${kib(built.modelFilesGzipBytes)})`);
+  console.log(`gguf-job.js (the GGUF panel's quantization job, loaded when that panel is first used): ${built.ggufJobBytes} bytes minified, ` +
+    `${built.ggufJobGzipBytes} bytes minified+gzipped (${kib(built.ggufJobGzipBytes)})`);
   if (command === "build") return;
   const portText = option(args, "--port") ?? process.env.PORT ?? String(DEFAULT_PORT);
   const port = Number(portText);

@@ -26,7 +26,8 @@ function svg(tag: string, attrs: Record<string, string | number>, ...children: (
   return e;
 }
 
-function table(caption: string, head: readonly string[], rows: readonly (readonly string[])[], id: string): HTMLElement {
+/** A table with a caption for screen readers, each row headed by its first cell, in a box that scrolls sideways. */
+export function table(caption: string, head: readonly string[], rows: readonly (readonly string[])[], id: string): HTMLElement {
   const t = el("table", { id, class: "file-table" },
     el("caption", { class: "sr-only" }, caption),
     el("thead", {}, el("tr", {}, ...head.map((h) => el("th", { scope: "col" }, h)))),

@@ -22,6 +22,7 @@ import { pager, tensorTable } from "./tensorTable.js";
 import { fromWire, runToWire, type WireOutcome } from "./wire.js";
 import { quantizeOutputTypes, SCALE_TYPES } from "./quantBox.js";
 import { shownStats, wireFilePanel } from "./filePanel.js";
+import { wireGgufPanel } from "./ggufPanel.js";
 
 /** The order rows are shown in: floats widest first, then signed and unsigned integers, bool, string, complex. */
 const ORDER = [
@@ -645,6 +646,7 @@ formatView.now();
 inspectorView.now();
 tensorView.now();
 wireFilePanel();
+wireGgufPanel();
 
 /** For the browser tests: resolves once every view has finished redrawing; how the redraws were sliced. */
 (globalThis as unknown as { playground: object }).playground = { settled, sliceStats, shownStats };

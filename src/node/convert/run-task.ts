@@ -1,7 +1,7 @@
 /** Runs one task: the same code in a worker and, without workers, in the main thread. */
 import { dequantizeGgml } from "../../ggml/dequantize.js";
 import { ggmlType } from "../../ggml/types.js";
-import { quantizeBand } from "../quantize/band.js";
+import { quantizeBand } from "../../io/gguf/quantize-band.js";
 import { convertChunk, diffChunk, valueChunk } from "./kernel.js";
 import type { GgmlBlocks, Task, TaskResult } from "./protocol.js";
 

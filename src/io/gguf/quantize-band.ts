@@ -1,10 +1,11 @@
 /**
  * One band of a GGUF quantization job: whole rows of one tensor, read as its GGML type, checked as
  * llama.cpp's loader checks them (ggml_validate_row_data), made float32 (dequantized for block
- * types), quantized by src/ggml/quantize and checked again. The same code runs on a conversion
- * worker (run-task.ts) and, without workers, in the calling thread.
+ * types), quantized by src/ggml/quantize and checked again. The same code runs on a Node conversion
+ * worker (src/node/convert/run-task.ts), in a page's Web Worker and, without workers, in the calling
+ * thread. Browser-safe: no Node built-ins.
  */
-import { TensorcastError } from "../../index.js";
+import { TensorcastError } from "../../errors.js";
 import { dequantizeBlocks } from "../../ggml/dequantize.js";
 import { quantizeRows } from "../../ggml/quantize/index.js";
 import { validateRowData } from "../../ggml/validate.js";
