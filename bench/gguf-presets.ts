@@ -86,7 +86,8 @@ async function main(): Promise<void> {
         shift += Math.abs(q[best]! - p[best]!);
       });
       const bytes = statSync(files.get(preset)!).size;
-      return { preset, bytes, bitsPerWeight: (bytes * 8) / weights, top1, meanKl: kl / promptCount, meanTopShift: shift / promptCount };
+      // KL is never negative; the clamp of q's zeros can leave a sum of a few ulps below zero.
+      return { preset, bytes, bitsPerWeight: (bytes * 8) / weights, top1, meanKl: Math.max(0, kl / promptCount), meanTopShift: shift / promptCount };
     });
     rows.sort((a, b) => a.bytes - b.bytes);
     const markdown = process.argv.includes("--markdown");
