@@ -42,10 +42,13 @@ export interface HfQuantCase {
 
 /** llama.cpp's enum llama_ftype of a preset name, for the peer. */
 export const FTYPES: Readonly<Record<string, number>> = {
-  Q4_0: 2, Q8_0: 7, Q2_K: 10, Q3_K_M: 12, Q4_K_S: 14, Q4_K_M: 15, Q5_K_M: 17, Q6_K: 18, IQ4_NL: 25, IQ4_XS: 30, TQ2_0: 37,
+  Q4_0: 2, Q8_0: 7, Q2_K: 10, Q3_K_M: 12, Q4_K_S: 14, Q4_K_M: 15, Q5_K_M: 17, Q6_K: 18, IQ4_NL: 25, IQ4_XS: 30, TQ2_0: 37, MXFP4_MOE: 38,
 };
 
 const FIXTURE_CASES = ["llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"];
+/** Folders with experts (stacked into ffn_*_exps, where MXFP4_MOE differs from Q8_0) and Llama 3's rope_freqs. */
+const MOE_CASES = ["mixtral", "qwen3_moe"];
+const MOE_PRESETS = ["Q4_K_M", "Q8_0", "MXFP4_MOE", "IQ4_XS"] as const;
 
 /** xorshift32 words from a fixed seed. */
 function words(seed: number): () => number {
@@ -163,6 +166,8 @@ export const HF_QUANT_CASES: readonly HfQuantCase[] = [
   { id: "wide-llama", presets: WIDE_PRESETS, outtypes: ["auto", "tq1_0", "tq2_0", "q8_0"], make: makeWideLlama },
   { id: "qwen2-pytorch", presets: ["Q4_K_M"], outtypes: ["auto", "f16"], make: makeQwen2Pytorch },
   { id: "llama-hub", presets: ["Q4_K_M"], outtypes: ["auto"], make: makeLlamaHubSnapshot },
+  ...MOE_CASES.map((id) => ({ id, presets: MOE_PRESETS, outtypes: ["auto"], make: () => join(HF_GGUF_FIXTURES, id) })),
+  { id: "llama3rope", presets: ["Q4_K_M", "Q8_0"], outtypes: ["auto"], make: () => join(HF_GGUF_FIXTURES, "llama3rope") },
 ];
 
 /** The golden file: per case, the SHA-256 and size of each outtype's and each preset's file. */
