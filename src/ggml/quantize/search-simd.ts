@@ -1,0 +1,464 @@
+/**
+ * WebAssembly SIMD forms of the K-quants' per-sub-block scale searches in search.ts (make_qkx2 /
+ * make_qkx3, make_qx_quants, make_q3_quants), giving exactly the reference's scales, minimums and
+ * codes, or declining (false) where WebAssembly SIMD is absent or `useGgmlQuantizeSimd(false)`.
+ *
+ * A search's float sums run in C's order over the values of one sub-block, so the values of a
+ * sub-block are never spread over lanes: the four 32-bit lanes hold four sub-blocks, each lane
+ * running its own search with the reference's operations (one C float operation = one f32x4
+ * operation, no fused multiply-add, no relaxed SIMD, division and sqrt correctly rounded), and
+ * where the reference branches on a lane's values the kernel computes both sides and selects per
+ * lane with the reference's comparison (a strict `<` or `>` keeps the earlier candidate on a tie,
+ * a NaN compares false). nearest_int is the reference's: add 1.5 * 2^23, keep the low 23 bits of
+ * the sum minus 2^22. Lanes whose search the reference ends early (an all-zero or constant
+ * sub-block) run the search anyway and take the early answer at the end; a lane whose candidates
+ * all fail keeps its first codes, which are recomputed at the end from the best candidate's
+ * iscale and minimum rather than copied at each improvement.
+ *
+ * The caller lays each run of four sub-blocks out transposed (value i of sub-block j at float
+ * 4 * i + j of the run), calls one kernel for a chunk of runs, and reads the results back.
+ *
+ * Browser-safe; built from source at run time like ../simd.ts (no generated file).
+ */
+import {
+  and, anyTrue, f32Bits, f32ConvertS, f32x4Abs, f32x4Add, f32x4ConvertS, f32x4Div, f32x4Eq, f32x4Gt, f32x4Le, f32x4Lt, f32x4Mul,
+  f32x4Ne, f32x4Neg, f32x4Splat, f32x4Sqrt, f32x4Sub, get, i32, i32Add, i32Eqz, i32GtS, i32Sub, i32x4Add, i32x4MaxS, i32x4MinS, i32x4Ne,
+  i32x4ReplaceLane, i32x4Splat, i32x4Sub, ifElse, load, moduleBytes, or, pick, select, set, store, whileNot, type Code, type Func,
+} from "../../kernels/wasm/encoder.js";
+import type { WasmApi } from "../../kernels/wasm/index.js";
+import type { WasmMemory } from "../../kernels/wasm/resident.js";
+
+const fr = Math.fround;
+const f32BitsOf = (v: number): number => new Uint32Array(new Float32Array([v]).buffer)[0];
+
+/** Values per kernel call: 16 sub-blocks of 256, within the regions below. */
+export const SEARCH_CHUNK = 4096;
+// The one page: values, weights, codes (i32 per value), per-run results, a run's scratch.
+const X = 0;
+const W = 16384;
+const L = 32768;
+const OUT = 49152;
+/** Per run: scale, minimum (negated, as ggml returns it), sum of weights, and sigma2 (an input). */
+const OUT_STRIDE = 64;
+const AUX = 61440;
+
+// Parameters (runs, zero), then i32 locals.
+const RUNS = 0;
+const ZERO = 1;
+const P = 2;
+const Q = 3;
+const IS = 4;
+const FIRST_V128 = 5;
+
+/** A kernel's v128 locals; constants built from `zero` before the loop (so V8 keeps them in registers). */
+class Kernel {
+  private next = FIRST_V128;
+  private readonly constants = new Map<number, number>();
+  v(): number {
+    return this.next++;
+  }
+  /** The splat of 32-bit word `w`. */
+  c(w: number): Code {
+    w |= 0;
+    let i = this.constants.get(w);
+    if (i === undefined) {
+      i = this.v();
+      this.constants.set(w, i);
+    }
+    return get(i);
+  }
+  /** The splat of float32 `v`. */
+  f(v: number): Code {
+    return this.c(f32BitsOf(v));
+  }
+  func(name: string, body: Code[]): Func {
+    const prologue: Code[] = [];
+    for (const [w, i] of this.constants) prologue.push(set(i, i32x4Splat(i32Add(get(ZERO), i32(w)))));
+    return { name, params: 2, i32Locals: 3, v128Locals: this.next - FIRST_V128, body: [...prologue.flat(), ...body.flat()] };
+  }
+}
+
+/** ggml's nearest_int in each lane (an f32x4 expression to i32x4). */
+const nearest = (k: Kernel, v: Code): Code => i32x4Sub(and(f32x4Add(v, k.c(0x4b400000)), k.c(0x007fffff)), k.c(0x00400000));
+/** The reference's clamp(l, lo, hi) on i32x4. */
+const clamp = (k: Kernel, l: Code, lo: number, hi: number): Code => i32x4MaxS(i32x4MinS(l, k.c(hi)), k.c(lo));
+const xAt = (i: number): Code => load(get(P), X + 16 * i);
+const wAt = (i: number): Code => load(get(P), W + 16 * i);
+const out = (slot: number): Code => load(get(Q), OUT + 16 * slot);
+const setOut = (slot: number, v: Code): Code => store(get(Q), v, OUT + 16 * slot);
+/** `a` where the lanes of `mask` are set, else `b`. */
+const where = (mask: number, a: Code, b: Code): Code => select(a, b, get(mask));
+
+/** The loop over `runs` runs of four sub-blocks of n values. */
+function runLoop(n: number, body: Code[]): Code {
+  return [
+    ...set(P, i32(0)),
+    ...set(Q, i32(0)),
+    ...whileNot(i32Eqz(get(RUNS)), [
+      ...body.flat(),
+      ...set(P, i32Add(get(P), i32(16 * n))),
+      ...set(Q, i32Add(get(Q), i32(OUT_STRIDE))),
+      ...set(RUNS, i32Sub(get(RUNS), i32(1))),
+    ]),
+  ];
+}
+
+/**
+ * How a kernel gets its weights: `avx` fr(sqrt(sum x^2 / n) + |x|) (Q4_K, Q5_K), `abs` |x| (Q2_K),
+ * `imatrix` fr(qw * sqrt(sigma2 + x^2)) from the qw the caller put in the weights region and the
+ * run's sigma2, with their sum written out (Q2_K .. Q5_K with an importance matrix), `given` the
+ * weights as the caller put them (Q6_K with one), `x2` x^2 (make_qx_quants's rmse_type 1 without).
+ */
+type Weights = "avx" | "abs" | "imatrix" | "given" | "x2";
+
+/** Code that fills the weights region for a run (nothing for `given` and `x2`). */
+function weightsOf(k: Kernel, n: number, mode: Weights): Code[] {
+  const code: Code[] = [];
+  if (mode === "avx") {
+    const [S, AV] = [k.v(), k.v()];
+    for (let i = 0; i < n; i++) code.push(set(S, f32x4Add(i === 0 ? k.c(0) : get(S), f32x4Mul(xAt(i), xAt(i)))));
+    code.push(set(AV, f32x4Sqrt(f32x4Div(get(S), k.f(n)))));
+    for (let i = 0; i < n; i++) code.push(store(get(P), f32x4Add(get(AV), f32x4Abs(xAt(i))), W + 16 * i));
+  } else if (mode === "abs") {
+    for (let i = 0; i < n; i++) code.push(store(get(P), f32x4Abs(xAt(i)), W + 16 * i));
+  } else if (mode === "imatrix") {
+    const [SIG, SW, WI] = [k.v(), k.v(), k.v()];
+    code.push(set(SIG, out(3)));
+    for (let i = 0; i < n; i++) {
+      code.push(set(WI, f32x4Mul(wAt(i), f32x4Sqrt(f32x4Add(get(SIG), f32x4Mul(xAt(i), xAt(i)))))), store(get(P), get(WI), W + 16 * i));
+      code.push(set(SW, f32x4Add(i === 0 ? k.c(0) : get(SW), get(WI))));
+    }
+    code.push(setOut(2, get(SW)));
+  }
+  return code;
+}
+
+/** make_qkx2_quants (`x2`) or make_qkx3_quants with weights, codes in [0, nmax]: scale, -min and codes out. */
+interface QkxParams {
+  readonly n: number;
+  readonly nmax: number;
+  readonly rmin: number;
+  readonly rdelta: number;
+  readonly nstep: number;
+  readonly mad: boolean;
+  readonly x2: boolean;
+  readonly weights: Weights;
+}
+
+function qkxKernel(k: Kernel, p: QkxParams): Code {
+  const { n, nmax } = p;
+  const [MIN, MAX, SUMW, SUMX, DONE, MIN0, ISC, SCALE, BEST, BISC, BMIN, LF, DIFF, SL, SL2, SXL, WL, D, TS, TM, POS, ERR, TAKE, IF] =
+    Array.from({ length: 24 }, () => k.v());
+  const codesAt = (i: number, iscale: number, min: number): Code =>
+    clamp(k, nearest(k, f32x4Mul(get(iscale), f32x4Sub(xAt(i), get(min)))), 0, nmax);
+  const errTerm = (diff: Code): Code => (p.mad ? f32x4Abs(diff) : f32x4Mul(diff, diff));
+  const body: Code[] = [...weightsOf(k, n, p.weights)];
+  body.push(
+    set(MIN, xAt(0)), set(MAX, xAt(0)), set(SUMW, wAt(0)), set(SUMX, f32x4Mul(wAt(0), xAt(0))),
+  );
+  for (let i = 1; i < n; i++) {
+    body.push(
+      set(MIN, select(xAt(i), get(MIN), f32x4Lt(xAt(i), get(MIN)))),
+      set(MAX, select(xAt(i), get(MAX), f32x4Gt(xAt(i), get(MAX)))),
+      set(SUMW, f32x4Add(get(SUMW), wAt(i))),
+      set(SUMX, f32x4Add(get(SUMX), f32x4Mul(wAt(i), xAt(i)))),
+    );
+  }
+  body.push(
+    set(MIN, select(k.c(0), get(MIN), f32x4Gt(get(MIN), k.c(0)))),
+    set(DONE, p.x2 ? f32x4Eq(get(MAX), get(MIN)) : f32x4Le(get(MAX), get(MIN))),
+    set(MIN0, get(MIN)),
+    set(ISC, f32x4Div(k.f(nmax), f32x4Sub(get(MAX), get(MIN)))),
+    set(SCALE, f32x4Div(k.f(1), get(ISC))),
+    set(BEST, k.c(0)),
+  );
+  for (let i = 0; i < n; i++) {
+    body.push(
+      set(LF, f32x4ConvertS(codesAt(i, ISC, MIN))),
+      set(DIFF, f32x4Sub(f32x4Add(f32x4Mul(get(SCALE), get(LF)), get(MIN)), xAt(i))),
+      set(BEST, f32x4Add(get(BEST), f32x4Mul(wAt(i), errTerm(get(DIFF))))),
+    );
+  }
+  body.push(set(BISC, get(ISC)), set(BMIN, get(MIN)));
+  // The candidates is = 0 .. nstep.
+  const candidate: Code[] = [
+    set(IF, f32x4Splat(f32ConvertS(get(IS)))),
+    set(ISC, f32x4Div(f32x4Add(f32x4Add(k.f(p.rmin), f32x4Mul(k.f(p.rdelta), get(IF))), k.f(nmax)), f32x4Sub(get(MAX), get(MIN)))),
+  ];
+  for (let i = 0; i < n; i++) {
+    candidate.push(
+      set(LF, f32x4ConvertS(codesAt(i, ISC, MIN))),
+      store(i32(0), get(LF), AUX + 16 * i),
+      set(WL, f32x4Mul(wAt(i), get(LF))),
+      set(SL, f32x4Add(i === 0 ? k.c(0) : get(SL), get(WL))),
+      set(SL2, f32x4Add(i === 0 ? k.c(0) : get(SL2), f32x4Mul(get(WL), get(LF)))),
+      set(SXL, f32x4Add(i === 0 ? k.c(0) : get(SXL), f32x4Mul(get(WL), xAt(i)))),
+    );
+  }
+  candidate.push(
+    set(D, f32x4Sub(f32x4Mul(get(SUMW), get(SL2)), f32x4Mul(get(SL), get(SL)))),
+    set(TS, f32x4Div(f32x4Sub(f32x4Mul(get(SUMW), get(SXL)), f32x4Mul(get(SUMX), get(SL))), get(D))),
+    set(TM, f32x4Div(f32x4Sub(f32x4Mul(get(SL2), get(SUMX)), f32x4Mul(get(SL), get(SXL))), get(D))),
+    set(POS, f32x4Gt(get(TM), k.c(0))),
+    set(TM, where(POS, k.c(0), get(TM))),
+    set(TS, where(POS, f32x4Div(get(SXL), get(SL2)), get(TS))),
+  );
+  for (let i = 0; i < n; i++) {
+    const diff = f32x4Sub(f32x4Add(f32x4Mul(get(TS), load(i32(0), AUX + 16 * i)), get(TM)), xAt(i));
+    const term = f32x4Mul(wAt(i), errTerm(diff));
+    candidate.push(set(ERR, f32x4Add(i === 0 ? k.c(0) : get(ERR), term)));
+  }
+  candidate.push(
+    set(TAKE, and(f32x4Gt(get(D), k.c(0)), f32x4Lt(get(ERR), get(BEST)))),
+    set(BEST, where(TAKE, get(ERR), get(BEST))),
+    set(SCALE, where(TAKE, get(TS), get(SCALE))),
+    set(BISC, where(TAKE, get(ISC), get(BISC))),
+    set(BMIN, where(TAKE, get(MIN), get(BMIN))),
+    set(MIN, where(TAKE, get(TM), get(MIN))),
+    set(IS, i32Add(get(IS), i32(1))),
+  );
+  body.push(set(IS, i32(0)), whileNot(i32GtS(get(IS), i32(p.nstep)), candidate.flat()));
+  for (let i = 0; i < n; i++) body.push(store(get(P), where(DONE, k.c(0), codesAt(i, BISC, BMIN)), L + 16 * i));
+  body.push(
+    setOut(0, where(DONE, k.c(0), get(SCALE))),
+    setOut(1, f32x4Neg(where(DONE, get(MIN0), get(MIN)))),
+  );
+  return runLoop(n, body);
+}
+
+/** The first value of largest magnitude (max) and that magnitude (amax), as make_qx/q3_quants find them. */
+function maxAbs(k: Kernel, n: number, MAX: number, AMAX: number): Code[] {
+  const [AX, GT] = [k.v(), k.v()];
+  const code: Code[] = [set(MAX, k.c(0)), set(AMAX, k.c(0))];
+  for (let i = 0; i < n; i++) {
+    code.push(
+      set(AX, f32x4Abs(xAt(i))),
+      set(GT, f32x4Gt(get(AX), get(AMAX))),
+      set(AMAX, where(GT, get(AX), get(AMAX))),
+      set(MAX, where(GT, xAt(i), get(MAX))),
+    );
+  }
+  return code;
+}
+
+/** GROUP_MAX_EPS (1e-15 as float32). */
+const EPS = fr(1e-15);
+
+/** make_qx_quants with rmse_type 1: codes l + nmax, l in [-nmax, nmax - 1]; scale and codes out. */
+function qxKernel(k: Kernel, n: number, nmax: number, weights: Weights): Code {
+  const [MAX, AMAX, ZEROS, ISC, SLX, SL2, LF, WI, SCALE, BEST, BISC, TAKE, IF] = Array.from({ length: 13 }, () => k.v());
+  const w = (i: number): Code => (weights === "x2" ? f32x4Mul(xAt(i), xAt(i)) : wAt(i));
+  const codesAt = (i: number, iscale: number): Code => clamp(k, nearest(k, f32x4Mul(get(iscale), xAt(i))), -nmax, nmax - 1);
+  const sums = (): Code[] => {
+    const code: Code[] = [];
+    for (let i = 0; i < n; i++) {
+      code.push(
+        set(LF, f32x4ConvertS(codesAt(i, ISC))),
+        set(WI, w(i)),
+        set(SLX, f32x4Add(i === 0 ? k.c(0) : get(SLX), f32x4Mul(f32x4Mul(get(WI), xAt(i)), get(LF)))),
+        set(SL2, f32x4Add(i === 0 ? k.c(0) : get(SL2), f32x4Mul(f32x4Mul(get(WI), get(LF)), get(LF)))),
+      );
+    }
+    return code;
+  };
+  const body: Code[] = [...weightsOf(k, n, weights), ...maxAbs(k, n, MAX, AMAX)];
+  body.push(
+    set(ZEROS, f32x4Lt(get(AMAX), k.f(EPS))),
+    set(ISC, f32x4Div(k.f(-nmax), get(MAX))),
+    ...sums(),
+    set(SCALE, where(ZEROS, k.c(0), select(f32x4Div(get(SLX), get(SL2)), k.c(0), f32x4Ne(get(SL2), k.c(0))))),
+    set(BEST, f32x4Mul(get(SCALE), get(SLX))),
+    set(BISC, get(ISC)),
+  );
+  // The candidates is = -9 .. 9 but 0.
+  const candidate: Code[] = [
+    set(IF, f32x4Splat(f32ConvertS(get(IS)))),
+    set(ISC, f32x4Div(f32x4Neg(f32x4Add(k.f(nmax), f32x4Mul(k.f(fr(0.1)), get(IF)))), get(MAX))),
+    ...sums(),
+    set(TAKE, and(f32x4Gt(get(SL2), k.c(0)), f32x4Gt(f32x4Mul(get(SLX), get(SLX)), f32x4Mul(get(BEST), get(SL2))))),
+    set(SCALE, where(TAKE, f32x4Div(get(SLX), get(SL2)), get(SCALE))),
+    set(BEST, where(TAKE, f32x4Mul(get(SCALE), get(SLX)), get(BEST))),
+    set(BISC, where(TAKE, get(ISC), get(BISC))),
+  ];
+  body.push(
+    set(IS, i32(-9)),
+    whileNot(i32GtS(get(IS), i32(9)), [
+      ...ifElse(i32Eqz(get(IS)), [], candidate.flat()),
+      ...set(IS, i32Add(get(IS), i32(1))),
+    ]),
+  );
+  for (let i = 0; i < n; i++) body.push(store(get(P), where(ZEROS, k.c(0), i32x4Add(codesAt(i, BISC), k.c(nmax))), L + 16 * i));
+  body.push(setOut(0, where(ZEROS, k.c(0), get(SCALE))));
+  return runLoop(n, body);
+}
+
+/** make_q3_quants with do_rmse (weights x^2): codes l + nmax; scale and codes out. */
+function q3Kernel(k: Kernel, n: number, nmax: number): Code {
+  const [MAX, AMAX, ZEROS, ISC, SLX, SL2, LI, LF, NL, NF, WX, WI, S1, S2, TAKE, CH] = Array.from({ length: 16 }, () => k.v());
+  const lAt = (i: number): Code => load(get(P), L + 16 * i);
+  const body: Code[] = [...maxAbs(k, n, MAX, AMAX)];
+  body.push(set(ZEROS, f32x4Lt(get(AMAX), k.f(EPS))), set(ISC, f32x4Div(k.f(-nmax), get(MAX))));
+  for (let i = 0; i < n; i++) {
+    body.push(
+      set(LI, clamp(k, nearest(k, f32x4Mul(get(ISC), xAt(i))), -nmax, nmax - 1)),
+      store(get(P), get(LI), L + 16 * i),
+      set(LF, f32x4ConvertS(get(LI))),
+      set(WI, f32x4Mul(xAt(i), xAt(i))),
+      set(SLX, f32x4Add(i === 0 ? k.c(0) : get(SLX), f32x4Mul(f32x4Mul(get(WI), xAt(i)), get(LF)))),
+      set(SL2, f32x4Add(i === 0 ? k.c(0) : get(SL2), f32x4Mul(f32x4Mul(get(WI), get(LF)), get(LF)))),
+    );
+  }
+  // Up to five passes; a pass that moves no code in any lane ends them (in a lane that moved none
+  // while others did, another pass recomputes the same and moves none again).
+  const pass: Code[] = [set(CH, k.c(0))];
+  for (let i = 0; i < n; i++) {
+    pass.push(
+      set(WI, f32x4Mul(xAt(i), xAt(i))),
+      set(WX, f32x4Mul(get(WI), xAt(i))),
+      set(LI, lAt(i)),
+      set(LF, f32x4ConvertS(get(LI))),
+      set(S1, f32x4Sub(get(SLX), f32x4Mul(get(WX), get(LF)))),
+      set(S2, f32x4Sub(get(SL2), f32x4Mul(f32x4Mul(get(WI), get(LF)), get(LF)))),
+      set(NL, clamp(k, nearest(k, f32x4Div(f32x4Mul(xAt(i), get(S2)), get(S1))), -nmax, nmax - 1)),
+      set(TAKE, and(f32x4Gt(get(S1), k.c(0)), i32x4Ne(get(NL), get(LI)))),
+      set(NF, f32x4ConvertS(get(NL))),
+      set(S1, f32x4Add(get(S1), f32x4Mul(get(WX), get(NF)))),
+      set(S2, f32x4Add(get(S2), f32x4Mul(f32x4Mul(get(WI), get(NF)), get(NF)))),
+      set(TAKE, and(get(TAKE), and(f32x4Gt(get(S2), k.c(0)),
+        f32x4Gt(f32x4Mul(f32x4Mul(get(S1), get(S1)), get(SL2)), f32x4Mul(f32x4Mul(get(SLX), get(SLX)), get(S2)))))),
+      store(get(P), where(TAKE, get(NL), get(LI)), L + 16 * i),
+      set(SLX, where(TAKE, get(S1), get(SLX))),
+      set(SL2, where(TAKE, get(S2), get(SL2))),
+      set(CH, or(get(CH), get(TAKE))),
+    );
+  }
+  pass.push(set(IS, pick(i32Sub(get(IS), i32(1)), i32(0), anyTrue(get(CH)))));
+  body.push(set(IS, i32(5)), whileNot(i32Eqz(get(IS)), pass.flat()));
+  for (let i = 0; i < n; i++) body.push(store(get(P), where(ZEROS, k.c(0), i32x4Add(lAt(i), k.c(nmax))), L + 16 * i));
+  body.push(setOut(0, where(ZEROS, k.c(0), select(f32x4Div(get(SLX), get(SL2)), k.c(0), f32x4Gt(get(SL2), k.c(0))))));
+  return runLoop(n, body);
+}
+
+/** The searches the K-quants run, by name. */
+const KERNELS = {
+  // quantize_row_q4_K_ref / q5_K / q2_K: make_qkx2_quants.
+  Q4_K: (k: Kernel) => qkxKernel(k, { n: 32, nmax: 15, rmin: -1, rdelta: fr(0.1), nstep: 20, mad: false, x2: true, weights: "avx" }),
+  Q5_K: (k: Kernel) => qkxKernel(k, { n: 32, nmax: 31, rmin: -0.5, rdelta: fr(0.1), nstep: 15, mad: false, x2: true, weights: "avx" }),
+  Q2_K: (k: Kernel) => qkxKernel(k, { n: 16, nmax: 3, rmin: -0.5, rdelta: fr(0.1), nstep: 15, mad: true, x2: true, weights: "abs" }),
+  // The _impl forms with an importance matrix: make_qkx3_quants.
+  Q4_K_IM: (k: Kernel) => qkxKernel(k, { n: 32, nmax: 15, rmin: fr(-0.9), rdelta: fr(0.05), nstep: 36, mad: false, x2: false, weights: "imatrix" }),
+  Q5_K_IM: (k: Kernel) => qkxKernel(k, { n: 32, nmax: 31, rmin: fr(-0.9), rdelta: fr(0.05), nstep: 36, mad: false, x2: false, weights: "imatrix" }),
+  Q2_K_IM: (k: Kernel) => qkxKernel(k, { n: 16, nmax: 3, rmin: fr(-0.9), rdelta: fr(0.05), nstep: 36, mad: false, x2: false, weights: "imatrix" }),
+  // make_qx_quants: Q6_K (nmax 32, weights x^2 or the importance matrix), Q3_K with one (nmax 4).
+  Q6_K: (k: Kernel) => qxKernel(k, 16, 32, "x2"),
+  Q6_K_IM: (k: Kernel) => qxKernel(k, 16, 32, "given"),
+  Q3_K_IM: (k: Kernel) => qxKernel(k, 16, 4, "imatrix"),
+  // make_q3_quants: Q3_K without.
+  Q3_K: (k: Kernel) => q3Kernel(k, 16, 4),
+} as const;
+
+export type SearchName = keyof typeof KERNELS;
+
+/** Values per sub-block of each search. */
+const SUB: Record<SearchName, number> = { Q4_K: 32, Q5_K: 32, Q2_K: 16, Q4_K_IM: 32, Q5_K_IM: 32, Q2_K_IM: 16, Q6_K: 16, Q6_K_IM: 16, Q3_K_IM: 16, Q3_K: 16 };
+
+/** The module's bytes. */
+export function searchModule(): Uint8Array {
+  const funcs = Object.entries(KERNELS).map(([name, build]) => {
+    const k = new Kernel();
+    const body = build(k);
+    return k.func(name, [body]);
+  });
+  return moduleBytes(funcs, 1);
+}
+
+type KernelFn = (runs: number, zero: number) => void;
+interface Loaded {
+  readonly kernels: Record<SearchName, KernelFn>;
+  readonly f32: Float32Array;
+  readonly i32: Int32Array;
+}
+
+let enabled = true;
+let loaded: Loaded | null | undefined;
+
+function instance(): Loaded | null {
+  if (loaded === undefined) {
+    loaded = null;
+    try {
+      const w = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
+      const code = w ? searchModule() : undefined;
+      if (w && code && w.validate(code)) {
+        const e = new w.Instance(new w.Module(code), {}).exports;
+        const memory = e.memory as WasmMemory;
+        const kernels = Object.fromEntries(Object.keys(KERNELS).map((n) => [n, e[n] as KernelFn])) as Record<SearchName, KernelFn>;
+        loaded = { kernels, f32: new Float32Array(memory.buffer), i32: new Int32Array(memory.buffer) };
+      }
+    } catch {
+      loaded = null; // e.g. a Content-Security-Policy without 'wasm-unsafe-eval'
+    }
+  }
+  return loaded;
+}
+
+/**
+ * For tests and benchmarks: false makes every search kernel decline, so the reference searches run.
+ * @example useGgmlQuantizeSimd(false); quantizeRows("Q4_K", rows, 4096); useGgmlQuantizeSimd(true);
+ */
+export function useGgmlQuantizeSimd(on: boolean): void {
+  enabled = on;
+}
+
+/** Whether the search kernels are available here (instantiates the module on first call). */
+export function ggmlQuantizeSimdAvailable(): boolean {
+  return instance() !== null;
+}
+
+/** What a chunk's searches give, per sub-block of the chunk (codes per value). */
+export interface SearchOut {
+  readonly scales: Float32Array;
+  /** The negated minimums (qkx searches only). */
+  readonly mins: Float32Array;
+  /** The sums of the weights (imatrix searches only). */
+  readonly sw: Float32Array;
+  readonly codes: Uint8Array;
+}
+
+/**
+ * Runs search `name` on the `count` values (a multiple of 256, at most SEARCH_CHUNK) of x from `s`,
+ * into `r`, and returns true; or returns false, having done nothing. `qw` from `qo` are the
+ * importance weights of the values, `sigma2` the per-super-block sigma2 (the _IM searches but Q6_K's).
+ */
+export function searchSimd(name: SearchName, x: Float32Array, s: number, count: number, qw: Float32Array | undefined, qo: number,
+  sigma2: Float32Array | undefined, r: SearchOut): boolean {
+  if (!enabled) return false;
+  const l = instance();
+  if (!l) return false;
+  const { f32, i32 } = l;
+  const n = SUB[name];
+  const run = 4 * n;
+  const runs = count / run;
+  for (let g = 0, at = 0; g < runs; g++) {
+    for (let j = 0; j < 4; j++) {
+      for (let i = 0, from = s + at + n * j, to = at + j; i < n; i++) f32[to + 4 * i] = x[from + i];
+      if (qw !== undefined) for (let i = 0, from = qo + at + n * j, to = W / 4 + at + j; i < n; i++) f32[to + 4 * i] = qw[from + i];
+    }
+    if (sigma2 !== undefined) {
+      const sg = sigma2[(at / 256) | 0];
+      for (let j = 0; j < 4; j++) f32[(OUT + OUT_STRIDE * g) / 4 + 12 + j] = sg;
+    }
+    at += run;
+  }
+  l.kernels[name](runs, 0);
+  for (let g = 0, at = 0; g < runs; g++, at += run) {
+    const o = (OUT + OUT_STRIDE * g) / 4;
+    for (let j = 0; j < 4; j++) {
+      const sb = 4 * g + j;
+      r.scales[sb] = f32[o + j];
+      r.mins[sb] = f32[o + 4 + j];
+      r.sw[sb] = f32[o + 8 + j];
+      for (let i = 0, from = L / 4 + at + j, to = at + n * j; i < n; i++) r.codes[to + i] = i32[from + 4 * i];
+    }
+  }
+  return true;
+}
