@@ -339,6 +339,22 @@ function q3Kernel(k: Kernel, n: number, nmax: number): Code {
   return runLoop(n, body);
 }
 
+/**
+ * The recomputation of every code from its sub-block's stored scale dl and minimum ml (run slots 0
+ * and 1): clamp(nearest_int(fr(fr(x + ml) / dl)), lo, hi) + offset (without ml: fr(x / dl)),
+ * keeping the search's code where dl == 0. Element-wise, so lanes need no care for order.
+ */
+function requantKernel(k: Kernel, n: number, lo: number, hi: number, offset: number, withMin: boolean): Code {
+  const [DL, ML, Z] = [k.v(), k.v(), k.v()];
+  const body: Code[] = [set(DL, out(0)), set(ML, out(1)), set(Z, f32x4Eq(get(DL), k.c(0)))];
+  for (let i = 0; i < n; i++) {
+    const v = withMin ? f32x4Add(xAt(i), get(ML)) : xAt(i);
+    const code = i32x4Add(clamp(k, nearest(k, f32x4Div(v, get(DL))), lo, hi), k.c(offset));
+    body.push(store(get(P), where(Z, load(get(P), L + 16 * i), code), L + 16 * i));
+  }
+  return runLoop(n, body);
+}
+
 /** The searches the K-quants run, by name. */
 const KERNELS = {
   // quantize_row_q4_K_ref / q5_K / q2_K: make_qkx2_quants.
@@ -355,12 +371,23 @@ const KERNELS = {
   Q3_K_IM: (k: Kernel) => qxKernel(k, 16, 4, "imatrix"),
   // make_q3_quants: Q3_K without.
   Q3_K: (k: Kernel) => q3Kernel(k, 16, 4),
+  // Each K-quant's recomputation of the codes.
+  R_Q2_K: (k: Kernel) => requantKernel(k, 16, 0, 3, 0, true),
+  R_Q3_K: (k: Kernel) => requantKernel(k, 16, -4, 3, 4, false),
+  R_Q4_K: (k: Kernel) => requantKernel(k, 32, 0, 15, 0, true),
+  R_Q5_K: (k: Kernel) => requantKernel(k, 32, 0, 31, 0, true),
+  R_Q6_K: (k: Kernel) => requantKernel(k, 16, -32, 31, 32, false),
 } as const;
 
-export type SearchName = keyof typeof KERNELS;
+type KernelName = keyof typeof KERNELS;
+export type SearchName = Exclude<KernelName, `R_${string}`>;
 
 /** Values per sub-block of each search. */
 const SUB: Record<SearchName, number> = { Q4_K: 32, Q5_K: 32, Q2_K: 16, Q4_K_IM: 32, Q5_K_IM: 32, Q2_K_IM: 16, Q6_K: 16, Q6_K_IM: 16, Q3_K_IM: 16, Q3_K: 16 };
+/** The recomputation that follows each search. */
+const REQUANT: Record<SearchName, KernelName> = {
+  Q4_K: "R_Q4_K", Q5_K: "R_Q5_K", Q2_K: "R_Q2_K", Q4_K_IM: "R_Q4_K", Q5_K_IM: "R_Q5_K", Q2_K_IM: "R_Q2_K", Q6_K: "R_Q6_K", Q6_K_IM: "R_Q6_K", Q3_K_IM: "R_Q3_K", Q3_K: "R_Q3_K",
+};
 
 /** The module's bytes. */
 export function searchModule(): Uint8Array {
@@ -374,7 +401,7 @@ export function searchModule(): Uint8Array {
 
 type KernelFn = (runs: number, zero: number) => void;
 interface Loaded {
-  readonly kernels: Record<SearchName, KernelFn>;
+  readonly kernels: Record<KernelName, KernelFn>;
   readonly f32: Float32Array;
   readonly i32: Int32Array;
 }
@@ -391,7 +418,7 @@ function instance(): Loaded | null {
       if (w && code && w.validate(code)) {
         const e = new w.Instance(new w.Module(code), {}).exports;
         const memory = e.memory as WasmMemory;
-        const kernels = Object.fromEntries(Object.keys(KERNELS).map((n) => [n, e[n] as KernelFn])) as Record<SearchName, KernelFn>;
+        const kernels = Object.fromEntries(Object.keys(KERNELS).map((n) => [n, e[n] as KernelFn])) as Record<KernelName, KernelFn>;
         loaded = { kernels, f32: new Float32Array(memory.buffer), i32: new Int32Array(memory.buffer) };
       }
     } catch {
@@ -414,7 +441,7 @@ export function ggmlQuantizeSimdAvailable(): boolean {
   return instance() !== null;
 }
 
-/** What a chunk's searches give, per sub-block of the chunk (codes per value). */
+/** What a chunk's searches give, per sub-block of the chunk (codes per value, from requantSimd). */
 export interface SearchOut {
   readonly scales: Float32Array;
   /** The negated minimums (qkx searches only). */
@@ -457,8 +484,32 @@ export function searchSimd(name: SearchName, x: Float32Array, s: number, count: 
       r.scales[sb] = f32[o + j];
       r.mins[sb] = f32[o + 4 + j];
       r.sw[sb] = f32[o + 8 + j];
-      for (let i = 0, from = L / 4 + at + j, to = at + n * j; i < n; i++) r.codes[to + i] = i32[from + 4 * i];
     }
   }
   return true;
+}
+
+/**
+ * After searchSimd(name, ..., count, ...) returned true, with no other call between: each code of
+ * the chunk recomputed from its sub-block's stored scale dl[j] and minimum ml[j] (the search's code
+ * where dl[j] is 0), into `codes` in the values' order.
+ */
+export function requantSimd(name: SearchName, count: number, dl: Float32Array, ml: Float32Array, codes: Uint8Array): void {
+  const { f32, i32, kernels } = instance()!;
+  const n = SUB[name];
+  const run = 4 * n;
+  const runs = count / run;
+  for (let g = 0; g < runs; g++) {
+    const o = (OUT + OUT_STRIDE * g) / 4;
+    for (let j = 0; j < 4; j++) {
+      f32[o + j] = dl[4 * g + j];
+      f32[o + 4 + j] = ml[4 * g + j];
+    }
+  }
+  kernels[REQUANT[name]](runs, 0);
+  for (let g = 0, at = 0; g < runs; g++, at += run) {
+    for (let j = 0; j < 4; j++) {
+      for (let i = 0, from = L / 4 + at + j, to = at + n * j; i < n; i++) codes[to + i] = i32[from + 4 * i];
+    }
+  }
 }
