@@ -21,9 +21,9 @@
  * Browser-safe; built from source at run time like ../simd.ts (no generated file).
  */
 import {
-  and, anyTrue, f32Bits, f32ConvertS, f32x4Abs, f32x4Add, f32x4ConvertS, f32x4Div, f32x4Eq, f32x4Gt, f32x4Le, f32x4Lt, f32x4Mul,
+  and, anyTrue, f32ConvertS, f32x4Abs, f32x4Add, f32x4ConvertS, f32x4Div, f32x4Eq, f32x4Gt, f32x4Le, f32x4Lt, f32x4Mul,
   f32x4Ne, f32x4Neg, f32x4Splat, f32x4Sqrt, f32x4Sub, get, i32, i32Add, i32Eqz, i32GtS, i32Sub, i32x4Add, i32x4MaxS, i32x4MinS, i32x4Ne,
-  i32x4ReplaceLane, i32x4Splat, i32x4Sub, ifElse, load, moduleBytes, or, pick, select, set, store, whileNot, type Code, type Func,
+  i32ShrU, i32x4Splat, i32x4Sub, ifElse, load, moduleBytes, narrowU, narrowU8, or, pick, select, set, shuffle, store, whileNot, type Code, type Func,
 } from "../../kernels/wasm/encoder.js";
 import type { WasmApi } from "../../kernels/wasm/index.js";
 import type { WasmMemory } from "../../kernels/wasm/resident.js";
@@ -33,7 +33,8 @@ const f32BitsOf = (v: number): number => new Uint32Array(new Float32Array([v]).b
 
 /** Values per kernel call: 16 sub-blocks of 256, within the regions below. */
 export const SEARCH_CHUNK = 4096;
-// The one page: values, weights, codes (i32 per value), per-run results, a run's scratch.
+// Two pages: the values and weights transposed, codes (transposed, i32 per value), per-run
+// results, a run's scratch; then the values, weights and codes (bytes) in the caller's order.
 const X = 0;
 const W = 16384;
 const L = 32768;
@@ -41,6 +42,10 @@ const OUT = 49152;
 /** Per run: scale, minimum (negated, as ggml returns it), sum of weights, and sigma2 (an input). */
 const OUT_STRIDE = 64;
 const AUX = 61440;
+const IN_X = 65536;
+const IN_W = 81920;
+const CODES = 98304;
+const PAGES = 2;
 
 // Parameters (runs, zero), then i32 locals.
 const RUNS = 0;
@@ -89,6 +94,51 @@ const setOut = (slot: number, v: Code): Code => store(get(Q), v, OUT + 16 * slot
 /** `a` where the lanes of `mask` are set, else `b`. */
 const where = (mask: number, a: Code, b: Code): Code => select(a, b, get(mask));
 
+/** Lanes (of 32 bits) of a ++ b as a byte shuffle. */
+const lanes32 = (a: Code, b: Code, l: readonly number[]): Code => shuffle(a, b, l.flatMap((x) => [4 * x, 4 * x + 1, 4 * x + 2, 4 * x + 3]));
+
+/** The 4 x 4 transpose of the 32-bit lanes of `rows` (expressions) into locals `to`, through locals `t`. */
+function transpose4(rows: readonly Code[], t: readonly number[], to: readonly number[]): Code[] {
+  return [
+    set(t[0], lanes32(rows[0], rows[1], [0, 4, 1, 5])),
+    set(t[1], lanes32(rows[0], rows[1], [2, 6, 3, 7])),
+    set(t[2], lanes32(rows[2], rows[3], [0, 4, 1, 5])),
+    set(t[3], lanes32(rows[2], rows[3], [2, 6, 3, 7])),
+    set(to[0], lanes32(get(t[0]), get(t[2]), [0, 1, 4, 5])),
+    set(to[1], lanes32(get(t[0]), get(t[2]), [2, 3, 6, 7])),
+    set(to[2], lanes32(get(t[1]), get(t[3]), [0, 1, 4, 5])),
+    set(to[3], lanes32(get(t[1]), get(t[3]), [2, 3, 6, 7])),
+  ];
+}
+
+/** A run's n values of its four sub-blocks (from region `from`, in order) into region `to`, transposed. */
+function transposeIn(k: Kernel, n: number, from: number, to: number): Code[] {
+  const t = [k.v(), k.v(), k.v(), k.v()];
+  const c = [k.v(), k.v(), k.v(), k.v()];
+  const code: Code[] = [];
+  for (let q = 0; q < n / 4; q++) {
+    code.push(...transpose4([0, 1, 2, 3].map((j) => load(get(P), from + 4 * (n * j + 4 * q))), t, c));
+    for (let r = 0; r < 4; r++) code.push(store(get(P), get(c[r]), to + 16 * (4 * q + r)));
+  }
+  return code;
+}
+
+/** A run's codes (transposed i32 in L, each in 0..255) as bytes in order at CODES. */
+function codesOut(k: Kernel, n: number): Code[] {
+  const t = [k.v(), k.v(), k.v(), k.v()];
+  const R = Array.from({ length: 4 }, () => [k.v(), k.v(), k.v(), k.v()]);
+  const at = i32ShrU(get(P), i32(2));
+  const code: Code[] = [];
+  for (let q0 = 0; q0 < n / 4; q0 += 4) {
+    for (let qq = 0; qq < 4; qq++) code.push(...transpose4([0, 1, 2, 3].map((r) => load(get(P), L + 16 * (4 * (q0 + qq) + r))), t, R[qq]));
+    for (let j = 0; j < 4; j++) {
+      const bytes = narrowU8(narrowU(get(R[0][j]), get(R[1][j])), narrowU(get(R[2][j]), get(R[3][j])));
+      code.push(store(at, bytes, CODES + n * j + 4 * q0));
+    }
+  }
+  return code;
+}
+
 /** The loop over `runs` runs of four sub-blocks of n values. */
 function runLoop(n: number, body: Code[]): Code {
   return [
@@ -111,9 +161,10 @@ function runLoop(n: number, body: Code[]): Code {
  */
 type Weights = "avx" | "abs" | "imatrix" | "given" | "x2";
 
-/** Code that fills the weights region for a run (nothing for `given` and `x2`). */
+/** Code that transposes a run's values (and the caller's weights) in, then fills the weights region (`given`, `x2`: nothing more). */
 function weightsOf(k: Kernel, n: number, mode: Weights): Code[] {
-  const code: Code[] = [];
+  const code: Code[] = [...transposeIn(k, n, IN_X, X)];
+  if (mode === "imatrix" || mode === "given") code.push(...transposeIn(k, n, IN_W, W));
   if (mode === "avx") {
     const [S, AV] = [k.v(), k.v()];
     for (let i = 0; i < n; i++) code.push(set(S, f32x4Add(i === 0 ? k.c(0) : get(S), f32x4Mul(xAt(i), xAt(i)))));
@@ -296,7 +347,7 @@ function qxKernel(k: Kernel, n: number, nmax: number, weights: Weights): Code {
 function q3Kernel(k: Kernel, n: number, nmax: number): Code {
   const [MAX, AMAX, ZEROS, ISC, SLX, SL2, LI, LF, NL, NF, WX, WI, S1, S2, TAKE, CH] = Array.from({ length: 16 }, () => k.v());
   const lAt = (i: number): Code => load(get(P), L + 16 * i);
-  const body: Code[] = [...maxAbs(k, n, MAX, AMAX)];
+  const body: Code[] = [...weightsOf(k, n, "x2"), ...maxAbs(k, n, MAX, AMAX)];
   body.push(set(ZEROS, f32x4Lt(get(AMAX), k.f(EPS))), set(ISC, f32x4Div(k.f(-nmax), get(MAX))));
   for (let i = 0; i < n; i++) {
     body.push(
@@ -352,6 +403,7 @@ function requantKernel(k: Kernel, n: number, lo: number, hi: number, offset: num
     const code = i32x4Add(clamp(k, nearest(k, f32x4Div(v, get(DL))), lo, hi), k.c(offset));
     body.push(store(get(P), where(Z, load(get(P), L + 16 * i), code), L + 16 * i));
   }
+  body.push(...codesOut(k, n));
   return runLoop(n, body);
 }
 
@@ -389,43 +441,46 @@ const REQUANT: Record<SearchName, KernelName> = {
   Q4_K: "R_Q4_K", Q5_K: "R_Q5_K", Q2_K: "R_Q2_K", Q4_K_IM: "R_Q4_K", Q5_K_IM: "R_Q5_K", Q2_K_IM: "R_Q2_K", Q6_K: "R_Q6_K", Q6_K_IM: "R_Q6_K", Q3_K_IM: "R_Q3_K", Q3_K: "R_Q3_K",
 };
 
-/** The module's bytes. */
-export function searchModule(): Uint8Array {
-  const funcs = Object.entries(KERNELS).map(([name, build]) => {
+/** The bytes of a module of search `name` and the recomputation that follows it (exported as "search" and "requant"). */
+export function searchModule(name: SearchName): Uint8Array {
+  const funcs = ([["search", name], ["requant", REQUANT[name]]] as const).map(([as, kernel]) => {
     const k = new Kernel();
-    const body = build(k);
-    return k.func(name, [body]);
+    const body = KERNELS[kernel](k);
+    return k.func(as, [body]);
   });
-  return moduleBytes(funcs, 1);
+  return moduleBytes(funcs, PAGES);
 }
 
 type KernelFn = (runs: number, zero: number) => void;
 interface Loaded {
-  readonly kernels: Record<KernelName, KernelFn>;
+  readonly search: KernelFn;
+  readonly requant: KernelFn;
   readonly f32: Float32Array;
-  readonly i32: Int32Array;
+  readonly u8: Uint8Array;
 }
 
 let enabled = true;
-let loaded: Loaded | null | undefined;
+/** Each search's instance, built on first use (a module of all of them takes long to build). */
+const loaded = new Map<SearchName, Loaded | null>();
 
-function instance(): Loaded | null {
-  if (loaded === undefined) {
-    loaded = null;
+function instance(name: SearchName): Loaded | null {
+  let l = loaded.get(name);
+  if (l === undefined) {
+    l = null;
     try {
       const w = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-      const code = w ? searchModule() : undefined;
+      const code = w ? searchModule(name) : undefined;
       if (w && code && w.validate(code)) {
         const e = new w.Instance(new w.Module(code), {}).exports;
         const memory = e.memory as WasmMemory;
-        const kernels = Object.fromEntries(Object.keys(KERNELS).map((n) => [n, e[n] as KernelFn])) as Record<KernelName, KernelFn>;
-        loaded = { kernels, f32: new Float32Array(memory.buffer), i32: new Int32Array(memory.buffer) };
+        l = { search: e.search as KernelFn, requant: e.requant as KernelFn, f32: new Float32Array(memory.buffer), u8: new Uint8Array(memory.buffer) };
       }
     } catch {
-      loaded = null; // e.g. a Content-Security-Policy without 'wasm-unsafe-eval'
+      l = null; // e.g. a Content-Security-Policy without 'wasm-unsafe-eval'
     }
+    loaded.set(name, l);
   }
-  return loaded;
+  return l;
 }
 
 /**
@@ -436,9 +491,9 @@ export function useGgmlQuantizeSimd(on: boolean): void {
   enabled = on;
 }
 
-/** Whether the search kernels are available here (instantiates the module on first call). */
+/** Whether the search kernels are available here (instantiates Q2_K's on first call). */
 export function ggmlQuantizeSimdAvailable(): boolean {
-  return instance() !== null;
+  return instance("Q2_K") !== null;
 }
 
 /** What a chunk's searches give, per sub-block of the chunk (codes per value, from requantSimd). */
@@ -459,31 +514,23 @@ export interface SearchOut {
 export function searchSimd(name: SearchName, x: Float32Array, s: number, count: number, qw: Float32Array | undefined, qo: number,
   sigma2: Float32Array | undefined, r: SearchOut): boolean {
   if (!enabled) return false;
-  const l = instance();
+  const l = instance(name);
   if (!l) return false;
-  const { f32, i32 } = l;
+  const { f32 } = l;
   const n = SUB[name];
-  const run = 4 * n;
-  const runs = count / run;
-  for (let g = 0, at = 0; g < runs; g++) {
-    for (let j = 0; j < 4; j++) {
-      for (let i = 0, from = s + at + n * j, to = at + j; i < n; i++) f32[to + 4 * i] = x[from + i];
-      if (qw !== undefined) for (let i = 0, from = qo + at + n * j, to = W / 4 + at + j; i < n; i++) f32[to + 4 * i] = qw[from + i];
-    }
-    if (sigma2 !== undefined) {
-      const sg = sigma2[(at / 256) | 0];
-      for (let j = 0; j < 4; j++) f32[(OUT + OUT_STRIDE * g) / 4 + 12 + j] = sg;
-    }
-    at += run;
+  const runs = count / (4 * n);
+  f32.set(x.subarray(s, s + count), IN_X / 4);
+  if (qw !== undefined) f32.set(qw.subarray(qo, qo + count), IN_W / 4);
+  if (sigma2 !== undefined) {
+    for (let g = 0; g < runs; g++) f32.fill(sigma2[(4 * n * g) >> 8], (OUT + OUT_STRIDE * g) / 4 + 12, (OUT + OUT_STRIDE * g) / 4 + 16);
   }
-  l.kernels[name](runs, 0);
-  for (let g = 0, at = 0; g < runs; g++, at += run) {
+  l.search(runs, 0);
+  for (let g = 0; g < runs; g++) {
     const o = (OUT + OUT_STRIDE * g) / 4;
     for (let j = 0; j < 4; j++) {
-      const sb = 4 * g + j;
-      r.scales[sb] = f32[o + j];
-      r.mins[sb] = f32[o + 4 + j];
-      r.sw[sb] = f32[o + 8 + j];
+      r.scales[4 * g + j] = f32[o + j];
+      r.mins[4 * g + j] = f32[o + 4 + j];
+      r.sw[4 * g + j] = f32[o + 8 + j];
     }
   }
   return true;
@@ -495,10 +542,8 @@ export function searchSimd(name: SearchName, x: Float32Array, s: number, count: 
  * where dl[j] is 0), into `codes` in the values' order.
  */
 export function requantSimd(name: SearchName, count: number, dl: Float32Array, ml: Float32Array, codes: Uint8Array): void {
-  const { f32, i32, kernels } = instance()!;
-  const n = SUB[name];
-  const run = 4 * n;
-  const runs = count / run;
+  const { f32, u8, requant } = instance(name)!;
+  const runs = count / (4 * SUB[name]);
   for (let g = 0; g < runs; g++) {
     const o = (OUT + OUT_STRIDE * g) / 4;
     for (let j = 0; j < 4; j++) {
@@ -506,10 +551,6 @@ export function requantSimd(name: SearchName, count: number, dl: Float32Array, m
       f32[o + 4 + j] = ml[4 * g + j];
     }
   }
-  kernels[REQUANT[name]](runs, 0);
-  for (let g = 0, at = 0; g < runs; g++, at += run) {
-    for (let j = 0; j < 4; j++) {
-      for (let i = 0, from = L / 4 + at + j, to = at + n * j; i < n; i++) codes[to + i] = i32[from + 4 * i];
-    }
-  }
+  requant(runs, 0);
+  codes.set(u8.subarray(CODES, CODES + count));
 }
