@@ -36,6 +36,8 @@ const chunk: SearchOut = {
 const chunkDl = new Float32Array(SEARCH_CHUNK / 16);
 const chunkMl = new Float32Array(SEARCH_CHUNK / 16);
 const sigmas = new Float32Array(SEARCH_CHUNK / 256);
+/** A chunk's packed codes, where the SIMD kernels pack them (at most 192 bytes per super-block). */
+const packed = new Uint8Array((SEARCH_CHUNK / 256) * 192);
 /** Per super-block of a chunk: 1 where superScales wrote the whole block. */
 const written = new Uint8Array(SEARCH_CHUNK / 256);
 /** subScale's minimum (Q2_K, Q4_K, Q5_K). */
@@ -116,11 +118,16 @@ function encoder(k: KQuant): RowEncoder {
             chunkMl[first + j] = ml;
           }
         }
-        requantSimd(name, len, chunkDl, chunkMl, chunk.codes);
+        const bytes = requantSimd(name, len, chunkDl, chunkMl, chunk.codes, packed);
         for (let b = 0; b < len; b += 256) {
           if (written[b / 256] === 1) continue;
-          k.L.set(chunk.codes.subarray(b, b + 256));
-          k.pack(y, o + ((c + b) / 256) * k.size);
+          const yo = o + ((c + b) / 256) * k.size;
+          if (bytes > 0) {
+            y.set(packed.subarray((b / 256) * bytes, (b / 256 + 1) * bytes), yo);
+          } else {
+            k.L.set(chunk.codes.subarray(b, b + 256));
+            k.pack(y, yo);
+          }
         }
       } else {
         for (let b = c; b < c + len; b += 256) {

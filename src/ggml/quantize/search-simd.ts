@@ -23,7 +23,7 @@
 import {
   and, anyTrue, f32ConvertS, f32x4Abs, f32x4Add, f32x4ConvertS, f32x4Div, f32x4Eq, f32x4Gt, f32x4Le, f32x4Lt, f32x4Mul,
   f32x4Ne, f32x4Neg, f32x4Splat, f32x4Sqrt, f32x4Sub, get, i32, i32Add, i32Eqz, i32GtS, i32Sub, i32x4Add, i32x4MaxS, i32x4MinS, i32x4Ne,
-  i32ShrU, i32x4Splat, i32x4Sub, ifElse, load, moduleBytes, narrowU, narrowU8, or, pick, select, set, shuffle, store, whileNot, type Code, type Func,
+  i16x8Shl, i16x8ShrU, i32ShrU, i32x4Splat, i32x4Sub, ifElse, load, moduleBytes, narrowU, narrowU8, or, pick, select, set, shuffle, store, whileNot, type Code, type Func,
 } from "../../kernels/wasm/encoder.js";
 import type { WasmApi } from "../../kernels/wasm/index.js";
 import type { WasmMemory } from "../../kernels/wasm/resident.js";
@@ -45,6 +45,8 @@ const AUX = 61440;
 const IN_X = 65536;
 const IN_W = 81920;
 const CODES = 98304;
+/** The packed codes of each super-block, where the type has a packing kernel. */
+const PACKED = 102400;
 const PAGES = 2;
 
 // Parameters (runs, zero), then i32 locals.
@@ -407,6 +409,57 @@ function requantKernel(k: Kernel, n: number, lo: number, hi: number, offset: num
   return runLoop(n, body);
 }
 
+/**
+ * The packing of `blocks` super-blocks' codes (bytes in order at CODES) into their blocks' code
+ * bytes (at PACKED, `bytes` per block), with byte-lane masks and 16-bit shifts that move no bit
+ * across a byte: Q3_K's hmask (bit 2 of code j as bit j / 32 of byte j % 32) then its 2-bit planes;
+ * Q6_K's low nibbles (elements l and l + 64 per byte) and high 2-bit pairs.
+ */
+function packKernel(k: Kernel, type: "Q3_K" | "Q6_K"): Code {
+  const [A, B, C, D, H] = [k.v(), k.v(), k.v(), k.v(), k.v()];
+  const code = (i: number): Code => load(get(P), CODES + i);
+  const body: Code[] = [];
+  if (type === "Q3_K") {
+    for (let h = 0; h < 32; h += 16) {
+      body.push(set(H, k.c(0)));
+      for (let g = 0; g < 8; g++) body.push(set(H, or(get(H), i16x8Shl(i16x8ShrU(and(code(32 * g + h), k.c(0x04040404)), 2), g))));
+      body.push(store(get(Q), get(H), PACKED + h));
+    }
+    for (let j = 0; j < 256; j += 128) {
+      for (let h = 0; h < 32; h += 16) {
+        const plane = (i: number, sh: number): Code => i16x8Shl(and(code(j + 32 * i + h), k.c(0x03030303)), sh);
+        body.push(store(get(Q), or(or(plane(0, 0), plane(1, 2)), or(plane(2, 4), plane(3, 6))), PACKED + 32 + j / 4 + h));
+      }
+    }
+  } else {
+    for (let j = 0, ql = 0, qh = 128; j < 256; j += 128, ql += 64, qh += 32) {
+      for (let h = 0; h < 32; h += 16) {
+        body.push(set(A, code(j + h)), set(B, code(j + h + 32)), set(C, code(j + h + 64)), set(D, code(j + h + 96)));
+        const low = (v: number): Code => and(get(v), k.c(0x0f0f0f0f));
+        const high = (v: number, sh: number): Code => i16x8Shl(and(i16x8ShrU(get(v), 4), k.c(0x03030303)), sh);
+        body.push(
+          store(get(Q), or(low(A), i16x8Shl(low(C), 4)), PACKED + ql + h),
+          store(get(Q), or(low(B), i16x8Shl(low(D), 4)), PACKED + ql + 32 + h),
+          store(get(Q), or(or(high(A, 0), high(B, 2)), or(high(C, 4), high(D, 6))), PACKED + qh + h),
+        );
+      }
+    }
+  }
+  return [
+    ...set(P, i32(0)),
+    ...set(Q, i32(0)),
+    ...whileNot(i32Eqz(get(RUNS)), [
+      ...body.flat(),
+      ...set(P, i32Add(get(P), i32(256))),
+      ...set(Q, i32Add(get(Q), i32(PACK_BYTES[type]))),
+      ...set(RUNS, i32Sub(get(RUNS), i32(1))),
+    ]),
+  ];
+}
+
+/** Bytes of packed codes per super-block, and where they start in the block. */
+const PACK_BYTES = { Q3_K: 96, Q6_K: 192 } as const;
+
 /** The searches the K-quants run, by name. */
 const KERNELS = {
   // quantize_row_q4_K_ref / q5_K / q2_K: make_qkx2_quants.
@@ -429,10 +482,12 @@ const KERNELS = {
   R_Q4_K: (k: Kernel) => requantKernel(k, 32, 0, 15, 0, true),
   R_Q5_K: (k: Kernel) => requantKernel(k, 32, 0, 31, 0, true),
   R_Q6_K: (k: Kernel) => requantKernel(k, 16, -32, 31, 32, false),
+  P_Q3_K: (k: Kernel) => packKernel(k, "Q3_K"),
+  P_Q6_K: (k: Kernel) => packKernel(k, "Q6_K"),
 } as const;
 
 type KernelName = keyof typeof KERNELS;
-export type SearchName = Exclude<KernelName, `R_${string}`>;
+export type SearchName = Exclude<KernelName, `R_${string}` | `P_${string}`>;
 
 /** Values per sub-block of each search. */
 const SUB: Record<SearchName, number> = { Q4_K: 32, Q5_K: 32, Q2_K: 16, Q4_K_IM: 32, Q5_K_IM: 32, Q2_K_IM: 16, Q6_K: 16, Q6_K_IM: 16, Q3_K_IM: 16, Q3_K: 16 };
@@ -441,9 +496,14 @@ const REQUANT: Record<SearchName, KernelName> = {
   Q4_K: "R_Q4_K", Q5_K: "R_Q5_K", Q2_K: "R_Q2_K", Q4_K_IM: "R_Q4_K", Q5_K_IM: "R_Q5_K", Q2_K_IM: "R_Q2_K", Q6_K: "R_Q6_K", Q6_K_IM: "R_Q6_K", Q3_K_IM: "R_Q3_K", Q3_K: "R_Q3_K",
 };
 
-/** The bytes of a module of search `name` and the recomputation that follows it (exported as "search" and "requant"). */
+/** The packing kernel of each search's type, where it has one. */
+const PACK: Partial<Record<SearchName, KernelName>> = { Q3_K: "P_Q3_K", Q3_K_IM: "P_Q3_K", Q6_K: "P_Q6_K", Q6_K_IM: "P_Q6_K" };
+
+/** The bytes of a module of search `name`, the recomputation and the packing that follow it (exported as "search", "requant", "pack"). */
 export function searchModule(name: SearchName): Uint8Array {
-  const funcs = ([["search", name], ["requant", REQUANT[name]]] as const).map(([as, kernel]) => {
+  const pack = PACK[name];
+  const list: [string, KernelName][] = [["search", name], ["requant", REQUANT[name]], ...(pack ? [["pack", pack] as [string, KernelName]] : [])];
+  const funcs = list.map(([as, kernel]) => {
     const k = new Kernel();
     const body = KERNELS[kernel](k);
     return k.func(as, [body]);
@@ -455,6 +515,7 @@ type KernelFn = (runs: number, zero: number) => void;
 interface Loaded {
   readonly search: KernelFn;
   readonly requant: KernelFn;
+  readonly pack: KernelFn | undefined;
   readonly f32: Float32Array;
   readonly u8: Uint8Array;
 }
@@ -473,7 +534,7 @@ function instance(name: SearchName): Loaded | null {
       if (w && code && w.validate(code)) {
         const e = new w.Instance(new w.Module(code), {}).exports;
         const memory = e.memory as WasmMemory;
-        l = { search: e.search as KernelFn, requant: e.requant as KernelFn, f32: new Float32Array(memory.buffer), u8: new Uint8Array(memory.buffer) };
+        l = { search: e.search as KernelFn, requant: e.requant as KernelFn, pack: e.pack as KernelFn | undefined, f32: new Float32Array(memory.buffer), u8: new Uint8Array(memory.buffer) };
       }
     } catch {
       l = null; // e.g. a Content-Security-Policy without 'wasm-unsafe-eval'
@@ -539,10 +600,12 @@ export function searchSimd(name: SearchName, x: Float32Array, s: number, count: 
 /**
  * After searchSimd(name, ..., count, ...) returned true, with no other call between: each code of
  * the chunk recomputed from its sub-block's stored scale dl[j] and minimum ml[j] (the search's code
- * where dl[j] is 0), into `codes` in the values' order.
+ * where dl[j] is 0), into `codes` in the values' order; or, for Q3_K and Q6_K, packed as in their
+ * blocks into `packed` (Q3_K's 96 bytes from hmask on, Q6_K's 192 of ql and qh per super-block).
+ * Returns the packed bytes per super-block, or 0 where `codes` holds the codes.
  */
-export function requantSimd(name: SearchName, count: number, dl: Float32Array, ml: Float32Array, codes: Uint8Array): void {
-  const { f32, u8, requant } = instance(name)!;
+export function requantSimd(name: SearchName, count: number, dl: Float32Array, ml: Float32Array, codes: Uint8Array, packed: Uint8Array): number {
+  const { f32, u8, requant, pack } = instance(name)!;
   const runs = count / (4 * SUB[name]);
   for (let g = 0; g < runs; g++) {
     const o = (OUT + OUT_STRIDE * g) / 4;
@@ -552,5 +615,12 @@ export function requantSimd(name: SearchName, count: number, dl: Float32Array, m
     }
   }
   requant(runs, 0);
+  if (pack !== undefined) {
+    const bytes = name.startsWith("Q3_K") ? PACK_BYTES.Q3_K : PACK_BYTES.Q6_K;
+    pack(count / 256, 0);
+    packed.set(u8.subarray(PACKED, PACKED + (count / 256) * bytes));
+    return bytes;
+  }
   codes.set(u8.subarray(CODES, CODES + count));
+  return 0;
 }
