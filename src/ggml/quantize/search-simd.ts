@@ -299,22 +299,26 @@ const EPS = fr(1e-15);
 
 /** make_qx_quants with rmse_type 1: codes l + nmax, l in [-nmax, nmax - 1]; scale and codes out. */
 function qxKernel(k: Kernel, n: number, nmax: number, weights: Weights): Code {
-  const [MAX, AMAX, ZEROS, ISC, SLX, SL2, LF, WI, SCALE, BEST, BISC, TAKE, IF] = Array.from({ length: 13 }, () => k.v());
-  const w = (i: number): Code => (weights === "x2" ? f32x4Mul(xAt(i), xAt(i)) : wAt(i));
+  const [MAX, AMAX, ZEROS, ISC, SLX, SL2, LF, SCALE, BEST, BISC, TAKE, IF] = Array.from({ length: 12 }, () => k.v());
+  // Each candidate's sums take fr(w * x) and w of every value: both once per run, into AUX and W.
+  const wx = (i: number): Code => load(i32(0), AUX + 16 * i);
   const codesAt = (i: number, iscale: number): Code => clamp(k, nearest(k, f32x4Mul(get(iscale), xAt(i))), -nmax, nmax - 1);
   const sums = (): Code[] => {
     const code: Code[] = [];
     for (let i = 0; i < n; i++) {
       code.push(
         set(LF, f32x4ConvertS(codesAt(i, ISC))),
-        set(WI, w(i)),
-        set(SLX, f32x4Add(i === 0 ? k.c(0) : get(SLX), f32x4Mul(f32x4Mul(get(WI), xAt(i)), get(LF)))),
-        set(SL2, f32x4Add(i === 0 ? k.c(0) : get(SL2), f32x4Mul(f32x4Mul(get(WI), get(LF)), get(LF)))),
+        set(SLX, f32x4Add(i === 0 ? k.c(0) : get(SLX), f32x4Mul(wx(i), get(LF)))),
+        set(SL2, f32x4Add(i === 0 ? k.c(0) : get(SL2), f32x4Mul(f32x4Mul(wAt(i), get(LF)), get(LF)))),
       );
     }
     return code;
   };
   const body: Code[] = [...weightsOf(k, n, weights), ...maxAbs(k, n, MAX, AMAX)];
+  for (let i = 0; i < n; i++) {
+    if (weights === "x2") body.push(store(get(P), f32x4Mul(xAt(i), xAt(i)), W + 16 * i));
+    body.push(store(i32(0), f32x4Mul(wAt(i), xAt(i)), AUX + 16 * i));
+  }
   body.push(
     set(ZEROS, f32x4Lt(get(AMAX), k.f(EPS))),
     set(ISC, f32x4Div(k.f(-nmax), get(MAX))),
@@ -349,16 +353,20 @@ function qxKernel(k: Kernel, n: number, nmax: number, weights: Weights): Code {
 function q3Kernel(k: Kernel, n: number, nmax: number): Code {
   const [MAX, AMAX, ZEROS, ISC, SLX, SL2, LI, LF, NL, NF, WX, WI, S1, S2, TAKE, CH] = Array.from({ length: 16 }, () => k.v());
   const lAt = (i: number): Code => load(get(P), L + 16 * i);
+  // w = x^2 and fr(w * x) of every value, once per run, into W and AUX.
+  const wAux = (i: number): Code => load(i32(0), AUX + 16 * i);
   const body: Code[] = [...weightsOf(k, n, "x2"), ...maxAbs(k, n, MAX, AMAX)];
+  for (let i = 0; i < n; i++) {
+    body.push(store(get(P), f32x4Mul(xAt(i), xAt(i)), W + 16 * i), store(i32(0), f32x4Mul(wAt(i), xAt(i)), AUX + 16 * i));
+  }
   body.push(set(ZEROS, f32x4Lt(get(AMAX), k.f(EPS))), set(ISC, f32x4Div(k.f(-nmax), get(MAX))));
   for (let i = 0; i < n; i++) {
     body.push(
       set(LI, clamp(k, nearest(k, f32x4Mul(get(ISC), xAt(i))), -nmax, nmax - 1)),
       store(get(P), get(LI), L + 16 * i),
       set(LF, f32x4ConvertS(get(LI))),
-      set(WI, f32x4Mul(xAt(i), xAt(i))),
-      set(SLX, f32x4Add(i === 0 ? k.c(0) : get(SLX), f32x4Mul(f32x4Mul(get(WI), xAt(i)), get(LF)))),
-      set(SL2, f32x4Add(i === 0 ? k.c(0) : get(SL2), f32x4Mul(f32x4Mul(get(WI), get(LF)), get(LF)))),
+      set(SLX, f32x4Add(i === 0 ? k.c(0) : get(SLX), f32x4Mul(wAux(i), get(LF)))),
+      set(SL2, f32x4Add(i === 0 ? k.c(0) : get(SL2), f32x4Mul(f32x4Mul(wAt(i), get(LF)), get(LF)))),
     );
   }
   // Up to five passes; a pass that moves no code in any lane ends them (in a lane that moved none
@@ -366,8 +374,8 @@ function q3Kernel(k: Kernel, n: number, nmax: number): Code {
   const pass: Code[] = [set(CH, k.c(0))];
   for (let i = 0; i < n; i++) {
     pass.push(
-      set(WI, f32x4Mul(xAt(i), xAt(i))),
-      set(WX, f32x4Mul(get(WI), xAt(i))),
+      set(WI, wAt(i)),
+      set(WX, wAux(i)),
       set(LI, lAt(i)),
       set(LF, f32x4ConvertS(get(LI))),
       set(S1, f32x4Sub(get(SLX), f32x4Mul(get(WX), get(LF)))),
