@@ -114,7 +114,9 @@ function transpose4(rows: readonly Code[], t: readonly number[], to: readonly nu
 }
 
 /** A run's n values of its four sub-blocks (from region `from`, in order) into region `to`, transposed. */
-function transposeIn(k: Kernel, n: number, from: number, to: number): Code[] {
+function transposeIn(k: Kernel, n: number, from: number, to: number, shift = 0): Code[] {
+  from += shift;
+  to += shift;
   const t = [k.v(), k.v(), k.v(), k.v()];
   const c = [k.v(), k.v(), k.v(), k.v()];
   const code: Code[] = [];
@@ -141,18 +143,25 @@ function codesOut(k: Kernel, n: number): Code[] {
   return code;
 }
 
-/** The loop over `runs` runs of four sub-blocks of n values. */
-function runLoop(n: number, body: Code[]): Code {
+/** The loop over `runs` runs of four sub-blocks of n values, `per` runs (an even count with 2) at a time. */
+function runLoop(n: number, body: Code[], per = 1): Code {
   return [
     ...set(P, i32(0)),
     ...set(Q, i32(0)),
     ...whileNot(i32Eqz(get(RUNS)), [
       ...body.flat(),
-      ...set(P, i32Add(get(P), i32(16 * n))),
-      ...set(Q, i32Add(get(Q), i32(OUT_STRIDE))),
-      ...set(RUNS, i32Sub(get(RUNS), i32(1))),
+      ...set(P, i32Add(get(P), i32(16 * n * per))),
+      ...set(Q, i32Add(get(Q), i32(OUT_STRIDE * per))),
+      ...set(RUNS, i32Sub(get(RUNS), i32(per))),
     ]),
   ];
+}
+
+/** Statement lists of equal length, one per run, interleaved statement by statement. */
+function zip(lists: readonly Code[][]): Code[] {
+  const out: Code[] = [];
+  for (let i = 0; i < lists[0].length; i++) for (const l of lists) out.push(l[i]);
+  return out;
 }
 
 /**
@@ -349,55 +358,83 @@ function qxKernel(k: Kernel, n: number, nmax: number, weights: Weights): Code {
   return runLoop(n, body);
 }
 
-/** make_q3_quants with do_rmse (weights x^2): codes l + nmax; scale and codes out. */
+/**
+ * make_q3_quants with do_rmse (weights x^2): codes l + nmax; scale and codes out. Each value's step
+ * waits on the sums the last one left (a division among them), so two runs go side by side, their
+ * statements interleaved, to give the processor two independent chains.
+ */
 function q3Kernel(k: Kernel, n: number, nmax: number): Code {
-  const [MAX, AMAX, ZEROS, ISC, SLX, SL2, LI, LF, NL, NF, WX, WI, S1, S2, TAKE, CH] = Array.from({ length: 16 }, () => k.v());
-  const lAt = (i: number): Code => load(get(P), L + 16 * i);
-  // w = x^2 and fr(w * x) of every value, once per run, into W and AUX.
-  const wAux = (i: number): Code => load(i32(0), AUX + 16 * i);
-  const body: Code[] = [...weightsOf(k, n, "x2"), ...maxAbs(k, n, MAX, AMAX)];
-  for (let i = 0; i < n; i++) {
-    body.push(store(get(P), f32x4Mul(xAt(i), xAt(i)), W + 16 * i), store(i32(0), f32x4Mul(wAt(i), xAt(i)), AUX + 16 * i));
-  }
-  body.push(set(ZEROS, f32x4Lt(get(AMAX), k.f(EPS))), set(ISC, f32x4Div(k.f(-nmax), get(MAX))));
-  for (let i = 0; i < n; i++) {
-    body.push(
-      set(LI, clamp(k, nearest(k, f32x4Mul(get(ISC), xAt(i))), -nmax, nmax - 1)),
-      store(get(P), get(LI), L + 16 * i),
-      set(LF, f32x4ConvertS(get(LI))),
-      set(SLX, f32x4Add(i === 0 ? k.c(0) : get(SLX), f32x4Mul(wAux(i), get(LF)))),
-      set(SL2, f32x4Add(i === 0 ? k.c(0) : get(SL2), f32x4Mul(f32x4Mul(wAt(i), get(LF)), get(LF)))),
-    );
-  }
+  const CH = k.v();
+  const one = (r: number): { pre: Code[]; pass: Code[]; post: Code[] } => {
+    const [MAX, AMAX, AX, GT, ZEROS, ISC, SLX, SL2, LI, LF, NL, NF, WX, WI, S1, S2, TAKE] = Array.from({ length: 17 }, () => k.v());
+    const at = 16 * n * r;
+    const x = (i: number): Code => load(get(P), X + at + 16 * i);
+    const w = (i: number): Code => load(get(P), W + at + 16 * i);
+    const lAt = (i: number): Code => load(get(P), L + at + 16 * i);
+    // w = x^2 and fr(w * x) of every value, once per run, into W and AUX.
+    const wx = (i: number): Code => load(i32(0), AUX + at + 16 * i);
+    const pre: Code[] = [...transposeIn(k, n, IN_X, X, at), set(MAX, k.c(0)), set(AMAX, k.c(0))];
+    for (let i = 0; i < n; i++) {
+      pre.push(
+        set(AX, f32x4Abs(x(i))),
+        set(GT, f32x4Gt(get(AX), get(AMAX))),
+        set(AMAX, where(GT, get(AX), get(AMAX))),
+        set(MAX, where(GT, x(i), get(MAX))),
+        store(get(P), f32x4Mul(x(i), x(i)), W + at + 16 * i),
+        store(i32(0), f32x4Mul(w(i), x(i)), AUX + at + 16 * i),
+      );
+    }
+    pre.push(set(ZEROS, f32x4Lt(get(AMAX), k.f(EPS))), set(ISC, f32x4Div(k.f(-nmax), get(MAX))));
+    for (let i = 0; i < n; i++) {
+      pre.push(
+        set(LI, clamp(k, nearest(k, f32x4Mul(get(ISC), x(i))), -nmax, nmax - 1)),
+        store(get(P), get(LI), L + at + 16 * i),
+        set(LF, f32x4ConvertS(get(LI))),
+        set(SLX, f32x4Add(i === 0 ? k.c(0) : get(SLX), f32x4Mul(wx(i), get(LF)))),
+        set(SL2, f32x4Add(i === 0 ? k.c(0) : get(SL2), f32x4Mul(f32x4Mul(w(i), get(LF)), get(LF)))),
+      );
+    }
+    const pass: Code[] = [];
+    for (let i = 0; i < n; i++) {
+      pass.push(
+        set(WI, w(i)),
+        set(WX, wx(i)),
+        set(LI, lAt(i)),
+        set(LF, f32x4ConvertS(get(LI))),
+        set(S1, f32x4Sub(get(SLX), f32x4Mul(get(WX), get(LF)))),
+        set(S2, f32x4Sub(get(SL2), f32x4Mul(f32x4Mul(get(WI), get(LF)), get(LF)))),
+        set(NL, clamp(k, nearest(k, f32x4Div(f32x4Mul(x(i), get(S2)), get(S1))), -nmax, nmax - 1)),
+        set(TAKE, and(f32x4Gt(get(S1), k.c(0)), i32x4Ne(get(NL), get(LI)))),
+        set(NF, f32x4ConvertS(get(NL))),
+        set(S1, f32x4Add(get(S1), f32x4Mul(get(WX), get(NF)))),
+        set(S2, f32x4Add(get(S2), f32x4Mul(f32x4Mul(get(WI), get(NF)), get(NF)))),
+        set(TAKE, and(get(TAKE), and(f32x4Gt(get(S2), k.c(0)),
+          f32x4Gt(f32x4Mul(f32x4Mul(get(S1), get(S1)), get(SL2)), f32x4Mul(f32x4Mul(get(SLX), get(SLX)), get(S2)))))),
+        store(get(P), where(TAKE, get(NL), get(LI)), L + at + 16 * i),
+        set(SLX, where(TAKE, get(S1), get(SLX))),
+        set(SL2, where(TAKE, get(S2), get(SL2))),
+        set(CH, or(get(CH), get(TAKE))),
+      );
+    }
+    const post: Code[] = [];
+    for (let i = 0; i < n; i++) post.push(store(get(P), where(ZEROS, k.c(0), i32x4Add(lAt(i), k.c(nmax))), L + at + 16 * i));
+    post.push(store(get(Q), where(ZEROS, k.c(0), select(f32x4Div(get(SLX), get(SL2)), k.c(0), f32x4Gt(get(SL2), k.c(0)))), OUT + OUT_STRIDE * r));
+    return { pre, pass, post };
+  };
+  const runs = [one(0), one(1)];
   // Up to five passes; a pass that moves no code in any lane ends them (in a lane that moved none
   // while others did, another pass recomputes the same and moves none again).
-  const pass: Code[] = [set(CH, k.c(0))];
-  for (let i = 0; i < n; i++) {
-    pass.push(
-      set(WI, wAt(i)),
-      set(WX, wAux(i)),
-      set(LI, lAt(i)),
-      set(LF, f32x4ConvertS(get(LI))),
-      set(S1, f32x4Sub(get(SLX), f32x4Mul(get(WX), get(LF)))),
-      set(S2, f32x4Sub(get(SL2), f32x4Mul(f32x4Mul(get(WI), get(LF)), get(LF)))),
-      set(NL, clamp(k, nearest(k, f32x4Div(f32x4Mul(xAt(i), get(S2)), get(S1))), -nmax, nmax - 1)),
-      set(TAKE, and(f32x4Gt(get(S1), k.c(0)), i32x4Ne(get(NL), get(LI)))),
-      set(NF, f32x4ConvertS(get(NL))),
-      set(S1, f32x4Add(get(S1), f32x4Mul(get(WX), get(NF)))),
-      set(S2, f32x4Add(get(S2), f32x4Mul(f32x4Mul(get(WI), get(NF)), get(NF)))),
-      set(TAKE, and(get(TAKE), and(f32x4Gt(get(S2), k.c(0)),
-        f32x4Gt(f32x4Mul(f32x4Mul(get(S1), get(S1)), get(SL2)), f32x4Mul(f32x4Mul(get(SLX), get(SLX)), get(S2)))))),
-      store(get(P), where(TAKE, get(NL), get(LI)), L + 16 * i),
-      set(SLX, where(TAKE, get(S1), get(SLX))),
-      set(SL2, where(TAKE, get(S2), get(SL2))),
-      set(CH, or(get(CH), get(TAKE))),
-    );
-  }
-  pass.push(set(IS, pick(i32Sub(get(IS), i32(1)), i32(0), anyTrue(get(CH)))));
-  body.push(set(IS, i32(5)), whileNot(i32Eqz(get(IS)), pass.flat()));
-  for (let i = 0; i < n; i++) body.push(store(get(P), where(ZEROS, k.c(0), i32x4Add(lAt(i), k.c(nmax))), L + 16 * i));
-  body.push(setOut(0, where(ZEROS, k.c(0), select(f32x4Div(get(SLX), get(SL2)), k.c(0), f32x4Gt(get(SL2), k.c(0))))));
-  return runLoop(n, body);
+  const body: Code[] = [
+    ...zip(runs.map((r) => r.pre)),
+    set(IS, i32(5)),
+    whileNot(i32Eqz(get(IS)), [
+      ...set(CH, k.c(0)),
+      ...zip(runs.map((r) => r.pass)).flat(),
+      ...set(IS, pick(i32Sub(get(IS), i32(1)), i32(0), anyTrue(get(CH)))),
+    ]),
+    ...zip(runs.map((r) => r.post)),
+  ];
+  return runLoop(n, body, 2);
 }
 
 /**
