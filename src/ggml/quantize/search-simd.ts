@@ -172,25 +172,31 @@ function zip(lists: readonly Code[][]): Code[] {
  */
 type Weights = "avx" | "abs" | "imatrix" | "given" | "x2";
 
-/** Code that transposes a run's values (and the caller's weights) in, then fills the weights region (`given`, `x2`: nothing more). */
-function weightsOf(k: Kernel, n: number, mode: Weights): Code[] {
-  const code: Code[] = [...transposeIn(k, n, IN_X, X)];
-  if (mode === "imatrix" || mode === "given") code.push(...transposeIn(k, n, IN_W, W));
+/**
+ * Code that transposes run r's values (and the caller's weights) in, then fills its weights region
+ * (`given`, `x2`: nothing more).
+ */
+function weightsOf(k: Kernel, n: number, mode: Weights, r = 0): Code[] {
+  const at = 16 * n * r;
+  const x = (i: number): Code => load(get(P), X + at + 16 * i);
+  const w = (i: number): Code => load(get(P), W + at + 16 * i);
+  const code: Code[] = [...transposeIn(k, n, IN_X, X, at)];
+  if (mode === "imatrix" || mode === "given") code.push(...transposeIn(k, n, IN_W, W, at));
   if (mode === "avx") {
     const [S, AV] = [k.v(), k.v()];
-    for (let i = 0; i < n; i++) code.push(set(S, f32x4Add(i === 0 ? k.c(0) : get(S), f32x4Mul(xAt(i), xAt(i)))));
+    for (let i = 0; i < n; i++) code.push(set(S, f32x4Add(i === 0 ? k.c(0) : get(S), f32x4Mul(x(i), x(i)))));
     code.push(set(AV, f32x4Sqrt(f32x4Div(get(S), k.f(n)))));
-    for (let i = 0; i < n; i++) code.push(store(get(P), f32x4Add(get(AV), f32x4Abs(xAt(i))), W + 16 * i));
+    for (let i = 0; i < n; i++) code.push(store(get(P), f32x4Add(get(AV), f32x4Abs(x(i))), W + at + 16 * i));
   } else if (mode === "abs") {
-    for (let i = 0; i < n; i++) code.push(store(get(P), f32x4Abs(xAt(i)), W + 16 * i));
+    for (let i = 0; i < n; i++) code.push(store(get(P), f32x4Abs(x(i)), W + at + 16 * i));
   } else if (mode === "imatrix") {
     const [SIG, SW, WI] = [k.v(), k.v(), k.v()];
-    code.push(set(SIG, out(3)));
+    code.push(set(SIG, load(get(Q), OUT + OUT_STRIDE * r + 48)));
     for (let i = 0; i < n; i++) {
-      code.push(set(WI, f32x4Mul(wAt(i), f32x4Sqrt(f32x4Add(get(SIG), f32x4Mul(xAt(i), xAt(i)))))), store(get(P), get(WI), W + 16 * i));
+      code.push(set(WI, f32x4Mul(w(i), f32x4Sqrt(f32x4Add(get(SIG), f32x4Mul(x(i), x(i)))))), store(get(P), get(WI), W + at + 16 * i));
       code.push(set(SW, f32x4Add(i === 0 ? k.c(0) : get(SW), get(WI))));
     }
-    code.push(setOut(2, get(SW)));
+    code.push(store(get(Q), get(SW), OUT + OUT_STRIDE * r + 32));
   }
   return code;
 }
@@ -207,85 +213,105 @@ interface QkxParams {
   readonly weights: Weights;
 }
 
+/**
+ * Each candidate's grid starts from the minimum the last improvement left, so the candidates form
+ * one chain (sums, then the error with the new scale and minimum, then the comparison): two runs go
+ * side by side, their statements interleaved, to give the processor two independent chains.
+ */
 function qkxKernel(k: Kernel, p: QkxParams): Code {
   const { n, nmax } = p;
-  const [MIN, MAX, SUMW, SUMX, DONE, MIN0, ISC, SCALE, BEST, BISC, BMIN, LF, DIFF, SL, SL2, SXL, WL, D, TS, TM, POS, ERR, TAKE, IF] =
-    Array.from({ length: 24 }, () => k.v());
-  const codesAt = (i: number, iscale: number, min: number): Code =>
-    clamp(k, nearest(k, f32x4Mul(get(iscale), f32x4Sub(xAt(i), get(min)))), 0, nmax);
+  const IF = k.v();
   const errTerm = (diff: Code): Code => (p.mad ? f32x4Abs(diff) : f32x4Mul(diff, diff));
-  const body: Code[] = [...weightsOf(k, n, p.weights)];
-  body.push(
-    set(MIN, xAt(0)), set(MAX, xAt(0)), set(SUMW, wAt(0)), set(SUMX, f32x4Mul(wAt(0), xAt(0))),
-  );
-  for (let i = 1; i < n; i++) {
-    body.push(
-      set(MIN, select(xAt(i), get(MIN), f32x4Lt(xAt(i), get(MIN)))),
-      set(MAX, select(xAt(i), get(MAX), f32x4Gt(xAt(i), get(MAX)))),
-      set(SUMW, f32x4Add(get(SUMW), wAt(i))),
-      set(SUMX, f32x4Add(get(SUMX), f32x4Mul(wAt(i), xAt(i)))),
+  const one = (r: number): { pre: Code[]; candidate: Code[]; post: Code[] } => {
+    const [MIN, MAX, SUMW, SUMX, DONE, MIN0, ISC, SCALE, BEST, BISC, BMIN, LF, DIFF, SL, SL2, SXL, WL, D, TS, TM, POS, ERR, TAKE] =
+      Array.from({ length: 23 }, () => k.v());
+    const at = 16 * n * r;
+    const x = (i: number): Code => load(get(P), X + at + 16 * i);
+    const w = (i: number): Code => load(get(P), W + at + 16 * i);
+    const aux = AUX + at;
+    const codesAt = (i: number, iscale: number, min: number): Code =>
+      clamp(k, nearest(k, f32x4Mul(get(iscale), f32x4Sub(x(i), get(min)))), 0, nmax);
+    const pre: Code[] = [...weightsOf(k, n, p.weights, r)];
+    pre.push(set(MIN, x(0)), set(MAX, x(0)), set(SUMW, w(0)), set(SUMX, f32x4Mul(w(0), x(0))));
+    for (let i = 1; i < n; i++) {
+      pre.push(
+        set(MIN, select(x(i), get(MIN), f32x4Lt(x(i), get(MIN)))),
+        set(MAX, select(x(i), get(MAX), f32x4Gt(x(i), get(MAX)))),
+        set(SUMW, f32x4Add(get(SUMW), w(i))),
+        set(SUMX, f32x4Add(get(SUMX), f32x4Mul(w(i), x(i)))),
+      );
+    }
+    pre.push(
+      set(MIN, select(k.c(0), get(MIN), f32x4Gt(get(MIN), k.c(0)))),
+      set(DONE, p.x2 ? f32x4Eq(get(MAX), get(MIN)) : f32x4Le(get(MAX), get(MIN))),
+      set(MIN0, get(MIN)),
+      set(ISC, f32x4Div(k.f(nmax), f32x4Sub(get(MAX), get(MIN)))),
+      set(SCALE, f32x4Div(k.f(1), get(ISC))),
+      set(BEST, k.c(0)),
     );
-  }
-  body.push(
-    set(MIN, select(k.c(0), get(MIN), f32x4Gt(get(MIN), k.c(0)))),
-    set(DONE, p.x2 ? f32x4Eq(get(MAX), get(MIN)) : f32x4Le(get(MAX), get(MIN))),
-    set(MIN0, get(MIN)),
-    set(ISC, f32x4Div(k.f(nmax), f32x4Sub(get(MAX), get(MIN)))),
-    set(SCALE, f32x4Div(k.f(1), get(ISC))),
-    set(BEST, k.c(0)),
-  );
-  for (let i = 0; i < n; i++) {
-    body.push(
-      set(LF, f32x4ConvertS(codesAt(i, ISC, MIN))),
-      set(DIFF, f32x4Sub(f32x4Add(f32x4Mul(get(SCALE), get(LF)), get(MIN)), xAt(i))),
-      set(BEST, f32x4Add(get(BEST), f32x4Mul(wAt(i), errTerm(get(DIFF))))),
-    );
-  }
-  body.push(set(BISC, get(ISC)), set(BMIN, get(MIN)));
-  // The candidates is = 0 .. nstep.
-  const candidate: Code[] = [
-    set(IF, f32x4Splat(f32ConvertS(get(IS)))),
-    set(ISC, f32x4Div(f32x4Add(f32x4Add(k.f(p.rmin), f32x4Mul(k.f(p.rdelta), get(IF))), k.f(nmax)), f32x4Sub(get(MAX), get(MIN)))),
-  ];
-  for (let i = 0; i < n; i++) {
+    for (let i = 0; i < n; i++) {
+      pre.push(
+        set(LF, f32x4ConvertS(codesAt(i, ISC, MIN))),
+        set(DIFF, f32x4Sub(f32x4Add(f32x4Mul(get(SCALE), get(LF)), get(MIN)), x(i))),
+        set(BEST, f32x4Add(get(BEST), f32x4Mul(w(i), errTerm(get(DIFF))))),
+      );
+    }
+    pre.push(set(BISC, get(ISC)), set(BMIN, get(MIN)));
+    // Candidate is (its float in IF): codes and sums, the least-squares scale and minimum, the error.
+    const candidate: Code[] = [
+      set(ISC, f32x4Div(f32x4Add(f32x4Add(k.f(p.rmin), f32x4Mul(k.f(p.rdelta), get(IF))), k.f(nmax)), f32x4Sub(get(MAX), get(MIN)))),
+    ];
+    for (let i = 0; i < n; i++) {
+      candidate.push(
+        set(LF, f32x4ConvertS(codesAt(i, ISC, MIN))),
+        store(i32(0), get(LF), aux + 16 * i),
+        set(WL, f32x4Mul(w(i), get(LF))),
+        set(SL, f32x4Add(i === 0 ? k.c(0) : get(SL), get(WL))),
+        set(SL2, f32x4Add(i === 0 ? k.c(0) : get(SL2), f32x4Mul(get(WL), get(LF)))),
+        set(SXL, f32x4Add(i === 0 ? k.c(0) : get(SXL), f32x4Mul(get(WL), x(i)))),
+      );
+    }
     candidate.push(
-      set(LF, f32x4ConvertS(codesAt(i, ISC, MIN))),
-      store(i32(0), get(LF), AUX + 16 * i),
-      set(WL, f32x4Mul(wAt(i), get(LF))),
-      set(SL, f32x4Add(i === 0 ? k.c(0) : get(SL), get(WL))),
-      set(SL2, f32x4Add(i === 0 ? k.c(0) : get(SL2), f32x4Mul(get(WL), get(LF)))),
-      set(SXL, f32x4Add(i === 0 ? k.c(0) : get(SXL), f32x4Mul(get(WL), xAt(i)))),
+      set(D, f32x4Sub(f32x4Mul(get(SUMW), get(SL2)), f32x4Mul(get(SL), get(SL)))),
+      set(TS, f32x4Div(f32x4Sub(f32x4Mul(get(SUMW), get(SXL)), f32x4Mul(get(SUMX), get(SL))), get(D))),
+      set(TM, f32x4Div(f32x4Sub(f32x4Mul(get(SL2), get(SUMX)), f32x4Mul(get(SL), get(SXL))), get(D))),
+      set(POS, f32x4Gt(get(TM), k.c(0))),
+      set(TM, where(POS, k.c(0), get(TM))),
+      set(TS, where(POS, f32x4Div(get(SXL), get(SL2)), get(TS))),
     );
-  }
-  candidate.push(
-    set(D, f32x4Sub(f32x4Mul(get(SUMW), get(SL2)), f32x4Mul(get(SL), get(SL)))),
-    set(TS, f32x4Div(f32x4Sub(f32x4Mul(get(SUMW), get(SXL)), f32x4Mul(get(SUMX), get(SL))), get(D))),
-    set(TM, f32x4Div(f32x4Sub(f32x4Mul(get(SL2), get(SUMX)), f32x4Mul(get(SL), get(SXL))), get(D))),
-    set(POS, f32x4Gt(get(TM), k.c(0))),
-    set(TM, where(POS, k.c(0), get(TM))),
-    set(TS, where(POS, f32x4Div(get(SXL), get(SL2)), get(TS))),
-  );
-  for (let i = 0; i < n; i++) {
-    const diff = f32x4Sub(f32x4Add(f32x4Mul(get(TS), load(i32(0), AUX + 16 * i)), get(TM)), xAt(i));
-    const term = f32x4Mul(wAt(i), errTerm(diff));
-    candidate.push(set(ERR, f32x4Add(i === 0 ? k.c(0) : get(ERR), term)));
-  }
-  candidate.push(
-    set(TAKE, and(f32x4Gt(get(D), k.c(0)), f32x4Lt(get(ERR), get(BEST)))),
-    set(BEST, where(TAKE, get(ERR), get(BEST))),
-    set(SCALE, where(TAKE, get(TS), get(SCALE))),
-    set(BISC, where(TAKE, get(ISC), get(BISC))),
-    set(BMIN, where(TAKE, get(MIN), get(BMIN))),
-    set(MIN, where(TAKE, get(TM), get(MIN))),
-    set(IS, i32Add(get(IS), i32(1))),
-  );
-  body.push(set(IS, i32(0)), whileNot(i32GtS(get(IS), i32(p.nstep)), candidate.flat()));
-  for (let i = 0; i < n; i++) body.push(store(get(P), where(DONE, k.c(0), codesAt(i, BISC, BMIN)), L + 16 * i));
-  body.push(
-    setOut(0, where(DONE, k.c(0), get(SCALE))),
-    setOut(1, f32x4Neg(where(DONE, get(MIN0), get(MIN)))),
-  );
-  return runLoop(n, body);
+    for (let i = 0; i < n; i++) {
+      const diff = f32x4Sub(f32x4Add(f32x4Mul(get(TS), load(i32(0), aux + 16 * i)), get(TM)), x(i));
+      candidate.push(set(ERR, f32x4Add(i === 0 ? k.c(0) : get(ERR), f32x4Mul(w(i), errTerm(diff)))));
+    }
+    candidate.push(
+      set(TAKE, and(f32x4Gt(get(D), k.c(0)), f32x4Lt(get(ERR), get(BEST)))),
+      set(BEST, where(TAKE, get(ERR), get(BEST))),
+      set(SCALE, where(TAKE, get(TS), get(SCALE))),
+      set(BISC, where(TAKE, get(ISC), get(BISC))),
+      set(BMIN, where(TAKE, get(MIN), get(BMIN))),
+      set(MIN, where(TAKE, get(TM), get(MIN))),
+    );
+    const post: Code[] = [];
+    for (let i = 0; i < n; i++) post.push(store(get(P), where(DONE, k.c(0), codesAt(i, BISC, BMIN)), L + at + 16 * i));
+    post.push(
+      store(get(Q), where(DONE, k.c(0), get(SCALE)), OUT + OUT_STRIDE * r),
+      store(get(Q), f32x4Neg(where(DONE, get(MIN0), get(MIN))), OUT + OUT_STRIDE * r + 16),
+    );
+    return { pre, candidate, post };
+  };
+  const runs = [one(0), one(1)];
+  // The candidates is = 0 .. nstep.
+  const body: Code[] = [
+    ...zip(runs.map((r) => r.pre)),
+    set(IS, i32(0)),
+    whileNot(i32GtS(get(IS), i32(p.nstep)), [
+      ...set(IF, f32x4Splat(f32ConvertS(get(IS)))),
+      ...zip(runs.map((r) => r.candidate)).flat(),
+      ...set(IS, i32Add(get(IS), i32(1))),
+    ]),
+    ...zip(runs.map((r) => r.post)),
+  ];
+  return runLoop(n, body, 2);
 }
 
 /** The first value of largest magnitude (max) and that magnitude (amax), as make_qx/q3_quants find them. */
