@@ -14,7 +14,7 @@ import { fp16Bits, halfValues } from "../scalars.js";
 import { put16, type RowEncoder } from "./row.js";
 import { nearestInt } from "./rounding.js";
 import { GROUP_MAX_EPS, makeQkxQuants, makeQpQuants, makeQ3Quants, makeQxQuants, type MinOut } from "./search.js";
-import { requantSimd, SEARCH_CHUNK, searchSimd, type SearchName, type SearchOut } from "./search-simd.js";
+import { requantSimd, SEARCH_CHUNK, searchCodesSimd, searchSimd, type SearchName, type SearchOut } from "./search-simd.js";
 
 const fr = Math.fround;
 
@@ -38,6 +38,14 @@ const chunkMl = new Float32Array(SEARCH_CHUNK / 16);
 const sigmas = new Float32Array(SEARCH_CHUNK / 256);
 /** A chunk's packed codes, where the SIMD kernels pack them (at most 192 bytes per super-block). */
 const packed = new Uint8Array((SEARCH_CHUNK / 256) * 192);
+/**
+ * Q3_K with importance weights: each super-block's make_qx_quants over its sixteen scales, for a
+ * chunk at once by the SIMD kernel of Q6_K's (the same search: 16 values, nmax 32, given weights),
+ * its inputs padded with zero super-blocks to whole runs of four.
+ */
+const superX = new Float32Array(SEARCH_CHUNK / 16);
+const superW = new Float32Array(SEARCH_CHUNK / 16);
+const superOut: SearchOut = { scales: new Float32Array(SEARCH_CHUNK / 256), mins: new Float32Array(SEARCH_CHUNK / 256), sw: new Float32Array(SEARCH_CHUNK / 256), codes: new Uint8Array(SEARCH_CHUNK / 16) };
 /** Per super-block of a chunk: 1 where superScales wrote the whole block. */
 const written = new Uint8Array(SEARCH_CHUNK / 256);
 /** subScale's minimum (Q2_K, Q4_K, Q5_K). */
@@ -86,8 +94,13 @@ interface KQuant {
   readonly sigma2?: (x: Float32Array, s: number) => number;
   /** The reference searches of super-block x[s..] (weights qw from column b) into scales, mins, sw and L. */
   search(x: Float32Array, s: number, b: number, qw: Float32Array | undefined): void;
-  /** The super-block's scales from the searches' into y[o..]; false when the block is all written (Q6_K's zero block). */
-  superScales(y: Uint8Array, o: number, qw: Float32Array | undefined): boolean;
+  /**
+   * The super-block's scales from the searches' into y[o..]; false when the block is all written
+   * (Q6_K's zero block). `sb` is its index in a chunk whose chunkScales ran and returned true, else -1.
+   */
+  superScales(y: Uint8Array, o: number, qw: Float32Array | undefined, sb: number): boolean;
+  /** Where the super-blocks' own searches have a SIMD form: run it on the `blocks` of the chunk (after its searches), or false. */
+  chunkScales?(blocks: number, qw: Float32Array | undefined): boolean;
   /** Sub-block j's stored scale (its minimum into `ml`), from the block at y[o..], with H the fp16 table. */
   subScale(y: Uint8Array, o: number, j: number, H: Float32Array): number;
   pack(y: Uint8Array, o: number): void;
@@ -104,6 +117,7 @@ function encoder(k: KQuant): RowEncoder {
       const sigma2 = qw === undefined ? undefined : k.sigma2;
       if (sigma2 !== undefined) for (let b = 0; b < len; b += 256) sigmas[b / 256] = sigma2(x, s + c + b);
       if (searchSimd(name, x, s + c, len, qw, c, sigma2 !== undefined ? sigmas : undefined, chunk)) {
+        const whole = k.chunkScales?.(len / 256, qw) === true;
         for (let b = 0; b < len; b += 256) {
           const yo = o + ((c + b) / 256) * k.size;
           const first = b / n;
@@ -112,7 +126,7 @@ function encoder(k: KQuant): RowEncoder {
             mins[j] = chunk.mins[first + j];
             sw[j] = chunk.sw[first + j];
           }
-          written[b / 256] = k.superScales(y, yo, qw) ? 0 : 1;
+          written[b / 256] = k.superScales(y, yo, qw, whole ? b / 256 : -1) ? 0 : 1;
           for (let j = 0; j < k.subs; j++) {
             chunkDl[first + j] = written[b / 256] ? 0 : k.subScale(y, yo, j, H);
             chunkMl[first + j] = ml;
@@ -134,7 +148,7 @@ function encoder(k: KQuant): RowEncoder {
           const xs = s + b;
           const yo = o + (b / 256) * k.size;
           k.search(x, xs, b, qw);
-          if (!k.superScales(y, yo, qw)) continue;
+          if (!k.superScales(y, yo, qw, -1)) continue;
           for (let j = 0; j < k.subs; j++) {
             const dl = k.subScale(y, yo, j, H);
             if (dl === 0) continue;
@@ -238,7 +252,7 @@ export const q3_K: RowEncoder = encoder({
       }
     }
   },
-  superScales(y, o, qw) {
+  superScales(y, o, qw, sb) {
     for (let k = 0; k < 12; k++) y[o + 96 + k] = 0;
     if (qw === undefined) {
       let maxScale = 0;
@@ -258,10 +272,27 @@ export const q3_K: RowEncoder = encoder({
         put16(y, o + 108, 0);
       }
     } else {
-      const dBlock = makeQxQuants(16, 32, scales, 0, Ls8, 0, 1, sw, 0);
+      let dBlock: number;
+      if (sb >= 0) {
+        dBlock = superOut.scales[sb];
+        for (let j = 0; j < 16; j++) Ls8[j] = superOut.codes[16 * sb + j];
+      } else {
+        dBlock = makeQxQuants(16, 32, scales, 0, Ls8, 0, 1, sw, 0);
+      }
       for (let j = 0; j < 16; j++) packQ3Scales(y, o + 96, j, Ls8[j]);
       put16(y, o + 108, fp16Bits(dBlock));
     }
+    return true;
+  },
+  chunkScales(blocks, qw) {
+    if (qw === undefined) return false;
+    const padded = 4 * Math.ceil(blocks / 4);
+    superX.set(chunk.scales.subarray(0, 16 * blocks));
+    superW.set(chunk.sw.subarray(0, 16 * blocks));
+    superX.fill(0, 16 * blocks, 16 * padded);
+    superW.fill(0, 16 * blocks, 16 * padded);
+    if (!searchSimd("Q6_K_IM", superX, 0, 16 * padded, superW, 0, undefined, superOut)) return false;
+    searchCodesSimd("Q6_K_IM", 16 * padded, superOut.codes);
     return true;
   },
   subScale(y, o, j, H) {

@@ -639,7 +639,8 @@ export interface SearchOut {
 }
 
 /**
- * Runs search `name` on the `count` values (a multiple of 256, at most SEARCH_CHUNK) of x from `s`,
+ * Runs search `name` on the `count` values (a multiple of 256, at most SEARCH_CHUNK; of 64 for the
+ * searches of 16 without the make_q3 or make_qkx kernels' two runs at a time) of x from `s`,
  * into `r`, and returns true; or returns false, having done nothing. `qw` from `qo` are the
  * importance weights of the values, `sigma2` the per-super-block sigma2 (the _IM searches but Q6_K's).
  */
@@ -666,6 +667,16 @@ export function searchSimd(name: SearchName, x: Float32Array, s: number, count: 
     }
   }
   return true;
+}
+
+/** After searchSimd(name, ..., count, ...) returned true, with no other call between: the search's codes, in the values' order. */
+export function searchCodesSimd(name: SearchName, count: number, codes: Uint8Array): void {
+  const { f32, u8, requant } = instance(name)!;
+  const runs = count / (4 * SUB[name]);
+  // A stored scale of zero keeps every code the search gave.
+  for (let g = 0; g < runs; g++) f32.fill(0, (OUT + OUT_STRIDE * g) / 4, (OUT + OUT_STRIDE * g) / 4 + 4);
+  requant(runs, 0);
+  codes.set(u8.subarray(CODES, CODES + count));
 }
 
 /**
