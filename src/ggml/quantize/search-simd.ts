@@ -15,8 +15,15 @@
  * all fail keeps its first codes, which are recomputed at the end from the best candidate's
  * iscale and minimum rather than copied at each improvement.
  *
- * The caller lays each run of four sub-blocks out transposed (value i of sub-block j at float
- * 4 * i + j of the run), calls one kernel for a chunk of runs, and reads the results back.
+ * After a search, the same values give the codes recomputed from the stored scales (element-wise,
+ * so any lanes will do) and, for Q3_K and Q6_K, their packing. The caller copies a chunk of up to
+ * 16 super-blocks in, in its order; the kernels transpose each run of four sub-blocks (value i of
+ * sub-block j to float 4 * i + j of the run) with lane shuffles, and the codes back. The make_qkx
+ * and make_q3 kernels, whose steps wait on each other, run two runs side by side (two independent
+ * chains); make_qx's candidates are independent, and one run at a time keeps it as fast.
+ *
+ * One small module per search (with its recomputation and packing), built on first use: a module
+ * of all of them took a few hundred milliseconds to assemble.
  *
  * Browser-safe; built from source at run time like ../simd.ts (no generated file).
  */
