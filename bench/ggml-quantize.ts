@@ -11,12 +11,15 @@
  * median (the fastest) and the ratio ours / ggml's (above 1: tensorcast is faster).
  *
  * Arguments: --n N (values per call, default 1 Mi), --reps R (default 7), --only NAME,NAME,
- * --row N (values per row, default 4096), --imatrix (with importance weights, for both).
+ * --row N (values per row, default 4096), --imatrix (with importance weights, for both),
+ * --reference (a third contender: tensorcast with its WebAssembly SIMD searches off, the scalar
+ * reference path, with its ratio to ggml's).
  */
 import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { ggmlRowBytes, ggmlType } from "../src/ggml/types.js";
 import { quantizeRows } from "../src/ggml/quantize/index.js";
+import { useGgmlQuantizeSimd } from "../src/ggml/quantize/search-simd.js";
 import { GGML_BASE, ggmlPeer, peerKoffi } from "../test/support/ggml-peer.js";
 import { Rng } from "../test/support/rng.js";
 
@@ -29,6 +32,7 @@ const N = Math.max(ROW, Math.floor(Number(arg("--n") ?? 1 << 20) / ROW) * ROW);
 const REPS = Number(arg("--reps") ?? 7);
 const ONLY = arg("--only")?.toUpperCase().split(",");
 const IMATRIX = process.argv.includes("--imatrix");
+const REFERENCE = process.argv.includes("--reference");
 
 /** The types `tensorcast quantize` and `convert --to` write without an importance matrix. */
 const TYPES = ["F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0", "MXFP4"];
@@ -71,16 +75,28 @@ for (const name of TYPES) {
   const nrows = N / ROW;
   const theirs = new Uint8Array(nrows * ggmlRowBytes(t, ROW)!);
   quantizeInit(t.id);
-  const runs = {
+  const runs: Record<string, () => unknown> = {
     ggml: () => {
       quantizeChunk(t.id, x, theirs, 0, nrows, ROW, qw ?? null);
     },
     tensorcast: () => quantizeRows(t, x, ROW, qw),
   };
-  const ours = runs.tensorcast();
+  if (REFERENCE) {
+    runs.reference = () => {
+      useGgmlQuantizeSimd(false);
+      try {
+        return quantizeRows(t, x, ROW, qw);
+      } finally {
+        useGgmlQuantizeSimd(true);
+      }
+    };
+  }
+  const ours = runs.tensorcast() as Uint8Array;
   runs.ggml();
   if (ours.length !== theirs.length || ours.some((b, i) => b !== theirs[i])) throw new Error(`${name}: tensorcast and ggml_quantize_chunk differ on the bench's rows`);
-  const times: Record<string, number[]> = { ggml: [], tensorcast: [] };
+  const ref = runs.reference?.() as Uint8Array | undefined;
+  if (ref !== undefined && ref.some((b, i) => b !== theirs[i])) throw new Error(`${name}: tensorcast's reference path and ggml_quantize_chunk differ on the bench's rows`);
+  const times: Record<string, number[]> = Object.fromEntries(Object.keys(runs).map((k) => [k, []]));
   for (let r = 0; r < REPS + 1; r++) {
     for (const [k, run] of Object.entries(runs)) {
       const t0 = performance.now();
@@ -91,12 +107,12 @@ for (const name of TYPES) {
   }
   const rate = (ms: number): string => (N / ms / 1000).toFixed(ms > 0 && N / ms / 1000 < 10 ? 2 : 0);
   const cell = (k: string): string => `${rate(median(times[k]))} (${rate(Math.min(...times[k]))})`;
-  const ratio = `${(median(times.ggml) / median(times.tensorcast)).toFixed(2)}x (${(Math.min(...times.ggml) / Math.min(...times.tensorcast)).toFixed(2)}x)`;
-  rows.push([name, cell("ggml"), cell("tensorcast"), ratio]);
+  const ratio = (k: string): string => `${(median(times.ggml) / median(times[k])).toFixed(2)}x (${(Math.min(...times.ggml) / Math.min(...times[k])).toFixed(2)}x)`;
+  rows.push([name, cell("ggml"), cell("tensorcast"), ratio("tensorcast"), ...(REFERENCE ? [cell("reference"), ratio("reference")] : [])]);
   console.error(`${name} done`);
 }
 
 console.log(`GGML quantization, ${N} values per call (rows of ${ROW})${IMATRIX ? ", with importance weights" : ""}, ${REPS} calls each, one thread; M values/s by the median (the fastest); bytes equal; load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}\n`);
-const head = ["type", "ggml_quantize_chunk", "tensorcast", "tensorcast / ggml"];
+const head = ["type", "ggml_quantize_chunk", "tensorcast", "tensorcast / ggml", ...(REFERENCE ? ["reference", "reference / ggml"] : [])];
 const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
 for (const r of [head, ...rows]) console.log(r.map((c, i) => c.padEnd(width[i])).join("  "));

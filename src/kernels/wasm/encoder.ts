@@ -271,3 +271,13 @@ export const load8x8S = (addr: Code, offset = 0): Code => cat(addr, simd(0x01), 
 export const load8x8U = (addr: Code, offset = 0): Code => cat(addr, simd(0x02), [3], uleb(offset));
 /** v128.load32_zero: the 4 bytes at `addr` + `offset` in lane 0, the other lanes zero (alignment hint 4). */
 export const load32Zero = (addr: Code, offset = 0): Code => cat(addr, simd(0x5c), [2], uleb(offset));
+
+// ---- more, for the GGML scale searches (../../ggml/quantize/search-simd.ts) ---------------------
+export const f32x4Eq = binary(0x41);
+export const f32x4Gt = binary(0x44);
+export const f32x4Neg = unary(0xe1);
+/** f32x4.sqrt: correctly rounded, as sqrtf. */
+export const f32x4Sqrt = unary(0xe3);
+export const i32x4Ne = binary(0x38);
+/** i32.gt_s: 1 when a > b as signed numbers. */
+export const i32GtS = (a: Code, b: Code): Code => cat(a, b, [0x4a]);
