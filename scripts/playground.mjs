@@ -96,10 +96,15 @@ const MODEL_FILES_ENTRY = `export { readGguf, ggufModel, readGgufBlocks, blobSou
 export { readSafetensors, readSafetensorsElements } from ${JSON.stringify(join(ROOT, "dist", "io", "safetensors", "index.js"))};
 `;
 
-/** What the GGUF panel's worker runs (and the panel reads the preset names from), bundled into gguf-job.js (loaded when the panel is first used). */
+/**
+ * What the GGUF panels' worker runs (and the panels read the preset names from), bundled into gguf-job.js (loaded when a
+ * panel is first used): a GGUF model's quantization job, and a Hugging Face folder's conversion and quantization.
+ */
 const GGUF_JOB_ENTRY = `export { readGguf, ggufModel, blobSource } from ${JSON.stringify(join(ROOT, "dist", "gguf", "index.js"))};
 export { LLAMA_PRESETS } from ${JSON.stringify(join(ROOT, "dist", "ggml", "presets.js"))};
-export { quantizeGgufModel } from ${JSON.stringify(join(ROOT, "dist", "io", "gguf", "quantize-job.js"))};
+export { quantizeGgufModel, runGgufJob } from ${JSON.stringify(join(ROOT, "dist", "io", "gguf", "quantize-job.js"))};
+export { readHfFolderFiles, hfTensorHeaders, planHfFolder, writeHfGguf, hfGgufLayout, hfQuantizeJob } from ${JSON.stringify(join(ROOT, "dist", "io", "hf-gguf", "folder.js"))};
+export { blobFolder } from ${JSON.stringify(join(ROOT, "dist", "io", "hf-gguf", "blob-folder.js"))};
 export { quantizeBand } from ${JSON.stringify(join(ROOT, "dist", "io", "gguf", "quantize-band.js"))};
 export { ggmlType } from ${JSON.stringify(join(ROOT, "dist", "ggml", "types.js"))};
 export { readImatrix } from ${JSON.stringify(join(ROOT, "dist", "io", "gguf", "imatrix.js"))};
