@@ -178,8 +178,43 @@ async function check(t: TestContext, page: EnginePage, name: string): Promise<vo
         assert.deepEqual({ state: got.state, error: got.error, link: got.link }, { state: "done", error: null, link: outName(folder, target) });
       }
       assertSameBytes(got.bytes, want, `${label} ${target}`);
+      // The committed golden files are convert_hf_to_gguf.py's own bytes for the one-file llama folder.
+      if (dir === llama && mode === "convert") assertSameBytes(got.bytes, await readFile(join(HF_GGUF_DIR, `llama.${target}.gguf`)), `llama ${target} against the golden file`);
     });
   }
+
+  await t.test("a folder picked through showDirectoryPicker (a stand-in handle over the same Files, with a subfolder): the bytes of Node's convert --to q8_0", async (tt) => {
+    const hidden = await page.evaluate(() => (globalThis as G).document.getElementById("hf-pick").hidden as boolean);
+    if (hidden) {
+      tt.skip(`${name} has no showDirectoryPicker`);
+      return;
+    }
+    const want = await cli(llama, "convert", "q8_0", join(DIR, "llama-q8_0-handle.node.gguf"));
+    await pick(page, llama);
+    await page.evaluate(fakePicker);
+    const got = await page.evaluate(async () => {
+      const g = globalThis as G;
+      const d = g.document;
+      const input = d.getElementById("hf-folder");
+      const files = Array.from(input.files as G[]).map((f: G) => [f.name, f]);
+      input.value = "";
+      g.showDirectoryPicker = async () => ({
+        name: "llama",
+        entries: async function* () {
+          yield ["snapshots", { kind: "directory" }];
+          for (const [n, f] of files) yield [n, { kind: "file", getFile: async () => f }];
+        },
+      });
+      d.getElementById("hf-pick").click();
+      await g.playground.settled();
+      return d.getElementById("hf-picked").textContent as string;
+    });
+    assert.match(got, /^llama\/: \d+ files \(and 1 subfolder, not read\)\.$/);
+    await page.evaluate(setControls, { controls: { "#hf-mode": "convert", "#hf-outtype": "q8_0", "#hf-save": "picker" } });
+    const out = await page.evaluate(runPanel);
+    assert.deepEqual({ state: out.state, error: out.error, name: out.suggestedName }, { state: "done", error: null, name: "llama-Q8_0.gguf" });
+    assertSameBytes(out.bytes, want, "llama q8_0 through the directory handle");
+  });
 
   await t.test("a folder without config.json, an unknown architecture and a PyTorch .bin folder show the core's TensorcastError, and nothing is kept", async () => {
     const config = JSON.parse(await readFile(join(qwen2, "config.json"), "utf8")) as Record<string, unknown>;
