@@ -1,15 +1,14 @@
 /**
  * The GGUF panels' worker: one job, off the page's thread: a GGUF model quantized to a preset, or
  * a Hugging Face folder (its Files by name) converted to an outtype or quantized to a preset, by the
- * core's folder job (src/io/hf-gguf/folder.ts), the one tensorcast/node runs. The input is read
+ * core's folder job (src/io/hf-gguf/folder.ts), the one tensorcast/node runs, from hf-job.js (imported
+ * when a folder's job first comes, so the GGUF panel does not load it). The input is read
  * from the Files a band of rows (or a chunk of a tensor) at a time (Blob slices); the bands are quantized on band workers
  * (ggufBandWorker.ts, one per core, at most MAX_BAND_WORKERS; in this worker on a single core),
  * two per band worker in flight; each piece of output goes to the page as it is made, in order, and
  * the next waits until the page has written it, so memory stays the bands in flight.
  */
-import {
-  blobFolder, blobSource, ggufModel, hfGgufLayout, hfQuantizeJob, hfTensorHeaders, planHfFolder, quantizeGgufModel, readGguf, readHfFolderFiles, readImatrix, runGgufJob, writeHfGguf, type Band,
-} from "tensorcast-gguf-job";
+import { blobSource, ggufModel, quantizeGgufModel, readGguf, readImatrix, type Band } from "tensorcast-gguf-job";
 import type { BandReply, BandRequest, GgufJobMessage, GgufJobRequest, GgufWorkerRequest, HfJobRequest } from "./ggufMessages.js";
 
 /** Band workers at most: past a few, the one thread reading the File and writing the output is the limit. */
@@ -139,6 +138,7 @@ const OUTTYPE_NAMES: Readonly<Record<string, string>> = { float32: "F32", float1
  * here, quantized on the band workers).
  */
 async function runHf(req: HfJobRequest): Promise<void> {
+  const { blobFolder, hfGgufLayout, hfQuantizeJob, hfTensorHeaders, planHfFolder, readHfFolderFiles, runGgufJob, writeHfGguf } = await import("tensorcast-hf-job");
   const folder = blobFolder(req.folderName, new Map(req.files.map((f) => [f.name, f.file])), req.subfolders);
   const files = await readHfFolderFiles(folder);
   const { layout, tensors } = await folder.openWeights();
