@@ -12,7 +12,7 @@
  *
  * The folder is picked through the driver's own call (playwright's setInputFiles with the folder's
  * path, which sets each File's webkitRelativePath); the other engines' drivers take files, not
- * folders, so this runs in Chromium. An engine that is not installed is skipped with the reason,
+ * folders (below), so this runs in Chromium. An engine that is not installed is skipped with the reason,
  * except under CI, where it fails.
  */
 import { test, type TestContext } from "node:test";
@@ -258,6 +258,8 @@ async function check(t: TestContext, page: EnginePage, name: string): Promise<vo
   });
 }
 
+// Firefox's driver refuses a folder (WebDriver BiDi input.setFiles: "File error: Is directory",
+// NS_ERROR_FILE_IS_DIRECTORY), and WebKitWebDriver's Send Keys takes file paths only.
 for (const engine of ENGINES.filter((e) => e === "chromium")) {
   const name = ENGINE_LABEL[engine];
   test(`the playground in ${name}: a Hugging Face folder made a GGUF in the folder panel, the bytes of Node's tensorcast convert and quantize`, { timeout: 600_000 }, async (t) => {
