@@ -32,7 +32,7 @@ type SavePicker = (options: { suggestedName: string; types: { description: strin
 export const picker = (): SavePicker | undefined => (globalThis as unknown as { showSaveFilePicker?: SavePicker }).showSaveFilePicker;
 
 /** The job under way in each panel (by its id prefix): `stop` ends it as failed with the error given. */
-const running = new Map<string, { stop(e: unknown): void }>();
+const running = new Map<string, { stop(e: unknown): void; readonly noun: string }>();
 const downloadUrls = new Map<string, string>();
 
 function fileOutput(w: Writable): Output {
@@ -129,7 +129,6 @@ export function clearPanel(p: string): void {
 /** One job: the output chosen, the worker started, its chunks written in order, its outcome shown. */
 export async function runJob(j: JobSpec): Promise<void> {
   const { p, name } = j;
-  const file = { name: j.input };
   const section = byId(j.section, HTMLElement);
   clearPanel(p);
   const link = byId(`${p}-download`, HTMLParagraphElement);
@@ -156,11 +155,11 @@ export async function runJob(j: JobSpec): Promise<void> {
   progress.value = 0;
   const worker = new Worker(new URL("./gguf-worker.js", import.meta.url), { type: "module" });
   setRunning(j, true);
-  status(p, `${j.verb} ${file.name} to ${j.target}\u2026`);
+  status(p, `${j.verb} ${j.input} to ${j.target}\u2026`);
   let written = 0;
   try {
     await new Promise<void>((resolve, reject) => {
-      running.set(p, { stop: reject });
+      running.set(p, { stop: reject, noun: j.noun });
       // One message at a time: a chunk is written before anything after it is handled.
       let queue = Promise.resolve();
       worker.onerror = (e) => reject(new Error(`the worker failed: ${e.message}`));
@@ -169,9 +168,9 @@ export async function runJob(j: JobSpec): Promise<void> {
         queue = queue.then(async () => {
           switch (m.kind) {
             case "plan":
-              showPlan(p, file.name, m.preset, m.size, m.tensors);
+              showPlan(p, j.input, m.preset, m.size, m.tensors);
               section.dataset.bandWorkers = String(m.bandWorkers);
-              status(p, `${j.verb} ${file.name} to ${m.preset} (${m.bandWorkers > 0 ? `on ${m.bandWorkers} band workers` : "in one worker"})\u2026`);
+              status(p, `${j.verb} ${j.input} to ${m.preset} (${m.bandWorkers > 0 ? `on ${m.bandWorkers} band workers` : "in one worker"})\u2026`);
               return;
             case "chunk":
               if (m.position !== written) throw new Error(`the worker sent bytes for ${m.position}, after ${written}`);
@@ -233,8 +232,9 @@ function quantize(): Promise<void> {
 }
 
 /** Stops the panel's job under way: its worker ended, its output discarded (a picked file is left as it was). */
-export function cancel(p: string, noun: string): void {
-  running.get(p)?.stop(Object.assign(new Error("cancelled"), { shown: `The ${noun} was cancelled: nothing was kept.` }));
+export function cancel(p: string): void {
+  const job = running.get(p);
+  job?.stop(Object.assign(new Error("cancelled"), { shown: `The ${job.noun} was cancelled: nothing was kept.` }));
 }
 
 let presets: Promise<void> | undefined;
@@ -259,5 +259,5 @@ export function wireGgufPanel(): void {
   byId("gq-preset", HTMLInputElement).addEventListener("focus", loadPresets);
   byId("gq-file", HTMLInputElement).addEventListener("change", loadPresets);
   byId("gq-run", HTMLButtonElement).addEventListener("click", () => void track(quantize()));
-  byId("gq-cancel", HTMLButtonElement).addEventListener("click", () => cancel("gq", "quantization"));
+  byId("gq-cancel", HTMLButtonElement).addEventListener("click", () => cancel("gq"));
 }

@@ -132,5 +132,5 @@ export function wireHfPanel(): void {
   syncMode();
   byId("hf-preset", HTMLInputElement).addEventListener("focus", loadPresets);
   byId("hf-run", HTMLButtonElement).addEventListener("click", () => void track(make()));
-  byId("hf-cancel", HTMLButtonElement).addEventListener("click", () => cancel("hf", byId("hf-mode", HTMLSelectElement).value === "quantize" ? "quantization" : "conversion"));
+  byId("hf-cancel", HTMLButtonElement).addEventListener("click", () => cancel("hf"));
 }

@@ -242,6 +242,47 @@ async function check(t: TestContext, page: EnginePage, name: string): Promise<vo
     assert.match(await shownFor(bad[2]![1]), /^TensorcastError UNSUPPORTED_TYPE: pytorch: holds PyTorch \.bin weights \(pytorch_model\.bin\), which are read by tensorcast\/node only/);
   });
 
+  await t.test("cancel while a write is under way: the conversion ends, its file abandoned (abort, no close), nothing written after", async () => {
+    await page.evaluate(() => {
+      const g = globalThis as G;
+      g.saved = { chunks: [], closed: false, aborted: false, release: undefined };
+      // The first write waits until the test lets it go: the job is under way, deterministically.
+      g.showSaveFilePicker = async () => ({
+        createWritable: async () => ({
+          write: (d: G) => new Promise<void>((resolve) => {
+            if (g.saved.closed || g.saved.aborted) throw new Error("written after close or abort");
+            g.saved.chunks.push(new Uint8Array(d).slice());
+            g.saved.release = resolve;
+          }),
+          close: async () => { g.saved.closed = true; },
+          abort: async () => { g.saved.aborted = true; },
+        }),
+      });
+    });
+    await pick(page, llama);
+    await page.evaluate(setControls, { controls: { "#hf-mode": "convert", "#hf-outtype": "float16", "#hf-save": "picker" } });
+    await page.evaluate(() => { (globalThis as G).document.getElementById("hf-run").click(); });
+    await page.waitFor(() => (globalThis as G).saved.release !== undefined);
+    const got = await page.evaluate(async () => {
+      const g = globalThis as G;
+      const d = g.document;
+      const during = { state: d.getElementById("hf-gguf").dataset.state, cancel: d.getElementById("hf-cancel").disabled, run: d.getElementById("hf-run").disabled };
+      d.getElementById("hf-cancel").click();
+      await g.playground.settled();
+      g.saved.release();
+      await g.playground.settled();
+      const e = d.getElementById("hf-error");
+      return {
+        during, state: d.getElementById("hf-gguf").dataset.state, error: e.hidden ? null : e.textContent, chunks: g.saved.chunks.length,
+        aborted: g.saved.aborted, closed: g.saved.closed, cancel: d.getElementById("hf-cancel").disabled, run: d.getElementById("hf-run").disabled,
+      };
+    });
+    assert.deepEqual(got, {
+      during: { state: "running", cancel: false, run: true }, state: "error", error: "The conversion was cancelled: nothing was kept.",
+      chunks: 1, aborted: true, closed: false, cancel: true, run: false,
+    });
+  });
+
   await t.test("axe-core finds nothing with the panel's table and download link on show", async (tt) => {
     await pick(page, llama);
     await page.evaluate(setControls, { controls: { "#hf-mode": "quantize", "#hf-preset": "Q4_K_M", "#hf-save": "download" } });
