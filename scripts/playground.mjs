@@ -106,6 +106,15 @@ export { readImatrix } from ${JSON.stringify(join(ROOT, "dist", "io", "gguf", "i
 `;
 
 /**
+ * What the same worker runs for the Hugging Face folder panel, bundled into hf-job.js (imported by the worker when a
+ * folder's job first comes: the folder's checks, the HF -> GGUF plan with its tokenizers, the encoders, the job).
+ */
+const HF_JOB_ENTRY = `export { blobFolder } from ${JSON.stringify(join(ROOT, "dist", "io", "hf-gguf", "blob-folder.js"))};
+export { readHfFolderFiles, hfTensorHeaders, planHfFolder, writeHfGguf, hfGgufLayout, hfQuantizeJob } from ${JSON.stringify(join(ROOT, "dist", "io", "hf-gguf", "folder.js"))};
+export { runGgufJob } from ${JSON.stringify(join(ROOT, "dist", "io", "gguf", "quantize-job.js"))};
+`;
+
+/**
  * An esbuild plugin that takes from ./tensorcast.js, the core bundle the page has already loaded,
  * every module of dist/ whose exports are all the core's own (the same objects, as Node sees them):
  * one TensorcastError class, one type table, one copy of GGML's decoders. Any other module is
@@ -150,7 +159,7 @@ async function bundleModelFiles(contents = MODEL_FILES_ENTRY, sourcefile = "mode
 /**
  * One of the page's own modules (playground/src/main.ts, worker.ts, the tensor box's Web Worker, or
  * ggufWorker.ts and ggufBandWorker.ts, the GGUF panel's), with "tensorcast" left as an import of ./tensorcast.js,
- * "tensorcast-model-files" of ./model-files.js and "tensorcast-gguf-job" of ./gguf-job.js.
+ * "tensorcast-model-files" of ./model-files.js, "tensorcast-gguf-job" of ./gguf-job.js and "tensorcast-hf-job" of ./hf-job.js.
  */
 async function bundleApp(entry = "main.ts") {
   const tensorcastExternal = {
@@ -159,6 +168,7 @@ async function bundleApp(entry = "main.ts") {
       build.onResolve({ filter: /^tensorcast$/ }, () => ({ path: "./tensorcast.js", external: true }));
       build.onResolve({ filter: /^tensorcast-model-files$/ }, () => ({ path: "./model-files.js", external: true }));
       build.onResolve({ filter: /^tensorcast-gguf-job$/ }, () => ({ path: "./gguf-job.js", external: true }));
+      build.onResolve({ filter: /^tensorcast-hf-job$/ }, () => ({ path: "./hf-job.js", external: true }));
     },
   };
   const result = await esbuild.build({
@@ -178,10 +188,10 @@ async function bundleApp(entry = "main.ts") {
 
 /**
  * Builds the page into `out`: index.html, style.css, tensorcast.js (the core bundle), model-files.js
- * (the model-file panel's readers), gguf-job.js (the GGUF panel's quantization job), app.js, worker.js
+ * (the model-file panel's readers), gguf-job.js (the GGUF panel's quantization job), hf-job.js (the folder panel's), app.js, worker.js
  * (the tensor box's Web Worker, a module that imports tensorcast.js too), gguf-worker.js and
  * gguf-band-worker.js (the GGUF panel's job and band workers, which import gguf-job.js).
- * @returns the output folder and the sizes of the core bundle, model-files.js and gguf-job.js.
+ * @returns the output folder and the sizes of the core bundle, model-files.js, gguf-job.js and hf-job.js.
  */
 export async function buildPlayground({ out = DEFAULT_OUT } = {}) {
   const entry = join(ROOT, "dist", "index.js");
@@ -196,6 +206,7 @@ export async function buildPlayground({ out = DEFAULT_OUT } = {}) {
   }
   const modelFiles = await bundleModelFiles();
   const ggufJob = await bundleModelFiles(GGUF_JOB_ENTRY, "gguf-job.js");
+  const hfJob = await bundleModelFiles(HF_JOB_ENTRY, "hf-job.js");
   const app = await bundleApp();
   const worker = await bundleApp("worker.ts");
   const ggufWorker = await bundleApp("ggufWorker.ts");
@@ -207,6 +218,7 @@ export async function buildPlayground({ out = DEFAULT_OUT } = {}) {
   await writeFile(join(out, "app.js"), app);
   await writeFile(join(out, "worker.js"), worker);
   await writeFile(join(out, "gguf-job.js"), ggufJob.code);
+  await writeFile(join(out, "hf-job.js"), hfJob.code);
   await writeFile(join(out, "gguf-worker.js"), ggufWorker);
   await writeFile(join(out, "gguf-band-worker.js"), ggufBandWorker);
   for (const file of ["index.html", "style.css"]) await copyFile(join(ROOT, "playground", file), join(out, file));
@@ -214,6 +226,7 @@ export async function buildPlayground({ out = DEFAULT_OUT } = {}) {
     out, coreBytes: core.bytes, coreGzipBytes: core.gzipBytes,
     modelFilesBytes: modelFiles.bytes, modelFilesGzipBytes: modelFiles.gzipBytes,
     ggufJobBytes: ggufJob.bytes, ggufJobGzipBytes: ggufJob.gzipBytes,
+    hfJobBytes: hfJob.bytes, hfJobGzipBytes: hfJob.gzipBytes,
   };
 }
 
@@ -303,6 +316,8 @@ async function cli(argv) {
     `${built.modelFilesGzipBytes} bytes minified+gzipped (${kib(built.modelFilesGzipBytes)})`);
   console.log(`gguf-job.js (the GGUF panel's quantization job, loaded when that panel is first used): ${built.ggufJobBytes} bytes minified, ` +
     `${built.ggufJobGzipBytes} bytes minified+gzipped (${kib(built.ggufJobGzipBytes)})`);
+  console.log(`hf-job.js (the Hugging Face folder panel's job, loaded when that panel first runs one): ${built.hfJobBytes} bytes minified, ` +
+    `${built.hfJobGzipBytes} bytes minified+gzipped (${kib(built.hfJobGzipBytes)})`);
   if (command === "build") return;
   const portText = option(args, "--port") ?? process.env.PORT ?? String(DEFAULT_PORT);
   const port = Number(portText);

@@ -1,12 +1,35 @@
 /** What the GGUF panel (ggufPanel.ts) and its worker (ggufWorker.ts) say to each other. */
 
-/** Page to worker: the job, once; then an acknowledgement of each chunk written. */
+/** Page to worker: the job, once (a GGUF model's, or a Hugging Face folder's); then an acknowledgement of each chunk written. */
+export type GgufWorkerRequest = GgufJobRequest | HfJobRequest;
+
+/** A GGUF model quantized to a preset. */
 export interface GgufJobRequest {
+  readonly kind?: undefined;
   readonly file: File;
   /** An importance matrix (llama-imatrix's .gguf or legacy .dat), as --imatrix FILE gives one. */
   readonly imatrix?: File;
   readonly preset: string;
   readonly allowRequantize: boolean;
+}
+
+/**
+ * A Hugging Face folder made a GGUF: convert_hf_to_gguf's outtype (`convert DIR --to T`), or a
+ * llama-quantize preset (`quantize DIR --mode PRESET`).
+ */
+export interface HfJobRequest {
+  readonly kind: "hf";
+  /** The folder's own name (gguf-py names the model after it). */
+  readonly folderName: string;
+  /** Its plain files, by name. */
+  readonly files: readonly { readonly name: string; readonly file: File }[];
+  /** The names of its subfolders (listed, never read). */
+  readonly subfolders: readonly string[];
+  readonly mode: "convert" | "quantize";
+  /** float32, float16, bfloat16, q8_0 or auto (convert). */
+  readonly outtype: string;
+  /** A llama-quantize preset (quantize). */
+  readonly preset: string;
 }
 
 /** A tensor of the output, as the plan made it. */

@@ -7,7 +7,7 @@
  */
 import { byId, el } from "./dom.js";
 import { table } from "./filePanel.js";
-import type { GgufJobMessage, GgufJobRequest, GgufJobTensor } from "./ggufMessages.js";
+import type { GgufJobMessage, GgufJobRequest, GgufJobTensor, GgufWorkerRequest } from "./ggufMessages.js";
 import { track } from "./schedule.js";
 
 /** The tensor table lists at most this many rows. */
@@ -29,11 +29,11 @@ interface Writable {
 }
 type SavePicker = (options: { suggestedName: string; types: { description: string; accept: Record<string, string[]> }[] }) => Promise<{ createWritable(): Promise<Writable> }>;
 
-const picker = (): SavePicker | undefined => (globalThis as unknown as { showSaveFilePicker?: SavePicker }).showSaveFilePicker;
+export const picker = (): SavePicker | undefined => (globalThis as unknown as { showSaveFilePicker?: SavePicker }).showSaveFilePicker;
 
-/** The job under way: `stop` ends it as failed with the error given. */
-let running: { stop(e: unknown): void } | undefined;
-let downloadUrl: string | undefined;
+/** The job under way in each panel (by its id prefix): `stop` ends it as failed with the error given. */
+const running = new Map<string, { stop(e: unknown): void; readonly noun: string }>();
+const downloadUrls = new Map<string, string>();
 
 function fileOutput(w: Writable): Output {
   return {
@@ -64,30 +64,31 @@ function blobOutput(): Output {
   };
 }
 
-function status(text: string): void {
-  byId("gq-status", HTMLParagraphElement).textContent = text;
+function status(p: string, text: string): void {
+  byId(`${p}-status`, HTMLParagraphElement).textContent = text;
 }
 
-function showError(text: string): void {
-  const line = byId("gq-error", HTMLParagraphElement);
+/** Shows `text` on the panel's error line. */
+export function showError(p: string, text: string): void {
+  const line = byId(`${p}-error`, HTMLParagraphElement);
   line.textContent = text;
   line.hidden = false;
 }
 
-function setRunning(on: boolean): void {
-  byId("gq-run", HTMLButtonElement).disabled = on;
-  byId("gq-cancel", HTMLButtonElement).disabled = !on;
-  if (on) byId("gguf-quantize", HTMLElement).dataset.state = "running";
+function setRunning(j: JobSpec, on: boolean): void {
+  byId(`${j.p}-run`, HTMLButtonElement).disabled = on;
+  byId(`${j.p}-cancel`, HTMLButtonElement).disabled = !on;
+  if (on) byId(j.section, HTMLElement).dataset.state = "running";
 }
 
-function showPlan(file: string, preset: string, size: number, tensors: readonly GgufJobTensor[]): void {
+function showPlan(p: string, file: string, preset: string, size: number, tensors: readonly GgufJobTensor[]): void {
   const changed = tensors.filter((t) => t.from !== t.to).length;
   const fallbacks = tensors.filter((t) => t.fallbackFrom).length;
-  byId("gq-summary", HTMLParagraphElement).textContent = `${file} as ${preset}: ${tensors.length.toLocaleString("en")} tensors, ` +
+  byId(`${p}-summary`, HTMLParagraphElement).textContent = `${file} as ${preset}: ${tensors.length.toLocaleString("en")} tensors, ` +
     `${changed.toLocaleString("en")} of them quantized${fallbacks > 0 ? ` (${fallbacks.toLocaleString("en")} fell back to another type: their rows are not whole blocks)` : ""}, ` +
     `${size.toLocaleString("en")} bytes out.`;
   const rows = tensors.slice(0, MAX_ROWS).map((t) => [t.name, t.from, t.to, t.fallbackFrom ?? ""]);
-  byId("gq-tensors", HTMLDivElement).replaceChildren(table(`the tensors of ${file} as ${preset}`, ["name", "from", "to", "fell back from"], rows, "gq-tensor-table"),
+  byId(`${p}-tensors`, HTMLDivElement).replaceChildren(table(`the tensors of ${file} as ${preset}`, ["name", "from", "to", "fell back from"], rows, `${p}-tensor-table`),
     ...(tensors.length > MAX_ROWS ? [el("p", { class: "note" }, `The first ${MAX_ROWS.toLocaleString("en")} of ${tensors.length.toLocaleString("en")} tensors.`)] : []));
 }
 
@@ -96,53 +97,69 @@ function outputName(file: string, preset: string): string {
   return `${file.replace(/\.gguf$/i, "")}-${preset.toUpperCase()}.gguf`;
 }
 
+/** A job of one of the two panels: the ids' prefix, its section, what it reads, writes and says. */
+export interface JobSpec {
+  /** The prefix of the panel's element ids: "gq" (a GGUF model), "hf" (a Hugging Face folder). */
+  readonly p: string;
+  readonly section: string;
+  /** The input as the page names it: a file's name, a folder's. */
+  readonly input: string;
+  /** The output's suggested name. */
+  readonly name: string;
+  /** "Quantizing", "Converting". */
+  readonly verb: string;
+  /** What the job is to the cancel message: "quantization", "conversion". */
+  readonly noun: string;
+  /** What it is made into, until the plan says: a preset, an outtype. */
+  readonly target: string;
+  readonly request: GgufWorkerRequest;
+}
+
+/** Clears what the panel showed of its last job. */
+export function clearPanel(p: string): void {
+  byId(`${p}-error`, HTMLParagraphElement).hidden = true;
+  byId(`${p}-download`, HTMLParagraphElement).replaceChildren();
+  const url = downloadUrls.get(p);
+  if (url) URL.revokeObjectURL(url);
+  downloadUrls.delete(p);
+  byId(`${p}-tensors`, HTMLDivElement).replaceChildren();
+  byId(`${p}-summary`, HTMLParagraphElement).textContent = "";
+}
+
 /** One job: the output chosen, the worker started, its chunks written in order, its outcome shown. */
-async function quantize(): Promise<void> {
-  const line = byId("gq-error", HTMLParagraphElement);
-  line.hidden = true;
-  const section = byId("gguf-quantize", HTMLElement);
-  const file = byId("gq-file", HTMLInputElement).files?.[0];
-  if (!file) {
-    showError("Pick a .gguf model first.");
-    section.dataset.state = "error";
-    return;
-  }
-  const preset = byId("gq-preset", HTMLInputElement).value.trim();
-  const name = outputName(file.name, preset);
-  const link = byId("gq-download", HTMLParagraphElement);
-  link.replaceChildren();
-  if (downloadUrl) URL.revokeObjectURL(downloadUrl);
-  downloadUrl = undefined;
-  byId("gq-tensors", HTMLDivElement).replaceChildren();
-  byId("gq-summary", HTMLParagraphElement).textContent = "";
+export async function runJob(j: JobSpec): Promise<void> {
+  const { p, name } = j;
+  const section = byId(j.section, HTMLElement);
+  clearPanel(p);
+  const link = byId(`${p}-download`, HTMLParagraphElement);
   let output: Output;
   const save = picker();
-  if (byId("gq-save", HTMLSelectElement).value === "picker" && save) {
+  if (byId(`${p}-save`, HTMLSelectElement).value === "picker" && save) {
     try {
       // Asked first, while the click still counts as the user's gesture.
       const handle = await save({ suggestedName: name, types: [{ description: "GGUF model", accept: { "application/octet-stream": [".gguf"] } }] });
       output = fileOutput(await handle.createWritable());
     } catch (e) {
       if (e instanceof DOMException && e.name === "AbortError") {
-        status("No file picked: nothing was written.");
+        status(p, "No file picked: nothing was written.");
         section.dataset.state = "";
         return;
       }
       // A picker refused (no user gesture left, a policy): the download way still works.
-      showError(`The browser refused its save picker (${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}); choose "a download" to save the output instead.`);
+      showError(p, `The browser refused its save picker (${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}); choose "a download" to save the output instead.`);
       section.dataset.state = "error";
       return;
     }
   } else output = blobOutput();
-  const progress = byId("gq-progress", HTMLProgressElement);
+  const progress = byId(`${p}-progress`, HTMLProgressElement);
   progress.value = 0;
   const worker = new Worker(new URL("./gguf-worker.js", import.meta.url), { type: "module" });
-  setRunning(true);
-  status(`Quantizing ${file.name} to ${preset}\u2026`);
+  setRunning(j, true);
+  status(p, `${j.verb} ${j.input} to ${j.target}\u2026`);
   let written = 0;
   try {
     await new Promise<void>((resolve, reject) => {
-      running = { stop: reject };
+      running.set(p, { stop: reject, noun: j.noun });
       // One message at a time: a chunk is written before anything after it is handled.
       let queue = Promise.resolve();
       worker.onerror = (e) => reject(new Error(`the worker failed: ${e.message}`));
@@ -151,9 +168,9 @@ async function quantize(): Promise<void> {
         queue = queue.then(async () => {
           switch (m.kind) {
             case "plan":
-              showPlan(file.name, m.preset, m.size, m.tensors);
+              showPlan(p, j.input, m.preset, m.size, m.tensors);
               section.dataset.bandWorkers = String(m.bandWorkers);
-              status(`Quantizing ${file.name} to ${m.preset} (${m.bandWorkers > 0 ? `on ${m.bandWorkers} band workers` : "in one worker"})\u2026`);
+              status(p, `${j.verb} ${j.input} to ${m.preset} (${m.bandWorkers > 0 ? `on ${m.bandWorkers} band workers` : "in one worker"})\u2026`);
               return;
             case "chunk":
               if (m.position !== written) throw new Error(`the worker sent bytes for ${m.position}, after ${written}`);
@@ -169,10 +186,10 @@ async function quantize(): Promise<void> {
               const url = await output.finish(name);
               progress.value = 1;
               if (url) {
-                downloadUrl = url;
-                link.replaceChildren(el("a", { href: url, download: name, id: "gq-download-link" }, `Download ${name}`), ` (${written.toLocaleString("en")} bytes)`);
-                status(`${name}: ${written.toLocaleString("en")} bytes, ready to download.`);
-              } else status(`${name}: ${written.toLocaleString("en")} bytes written.`);
+                downloadUrls.set(p, url);
+                link.replaceChildren(el("a", { href: url, download: name, id: `${p}-download-link` }, `Download ${name}`), ` (${written.toLocaleString("en")} bytes)`);
+                status(p, `${name}: ${written.toLocaleString("en")} bytes, ready to download.`);
+              } else status(p, `${name}: ${written.toLocaleString("en")} bytes written.`);
               resolve();
               return;
             }
@@ -182,34 +199,48 @@ async function quantize(): Promise<void> {
           }
         }).catch(reject);
       };
-      const imatrix = byId("gq-imatrix", HTMLInputElement).files?.[0];
-      const request: GgufJobRequest = { file, preset, allowRequantize: byId("gq-requantize", HTMLInputElement).checked, ...(imatrix ? { imatrix } : {}) };
-      worker.postMessage(request);
+      worker.postMessage(j.request);
     });
     section.dataset.state = "done";
   } catch (e) {
     await output.abort();
     progress.value = 0;
-    status("");
+    status(p, "");
     const shown = (e as { shown?: unknown }).shown;
-    showError(typeof shown === "string" ? shown : e instanceof Error ? `the page failed: ${e.message}` : String(e));
+    showError(p, typeof shown === "string" ? shown : e instanceof Error ? `the page failed: ${e.message}` : String(e));
     section.dataset.state = "error";
   } finally {
     worker.terminate();
-    running = undefined;
-    setRunning(false);
+    running.delete(p);
+    setRunning(j, false);
   }
 }
 
-/** Stops the job under way: its worker ended, its output discarded (a picked file is left as it was). */
-function cancel(): void {
-  running?.stop(Object.assign(new Error("cancelled"), { shown: "The quantization was cancelled: nothing was kept." }));
+/** The GGUF panel's job: the picked model, the preset, the importance matrix. */
+function quantize(): Promise<void> {
+  const file = byId("gq-file", HTMLInputElement).files?.[0];
+  if (!file) {
+    byId("gq-error", HTMLParagraphElement).hidden = true;
+    showError("gq", "Pick a .gguf model first.");
+    byId("gguf-quantize", HTMLElement).dataset.state = "error";
+    return Promise.resolve();
+  }
+  const preset = byId("gq-preset", HTMLInputElement).value.trim();
+  const imatrix = byId("gq-imatrix", HTMLInputElement).files?.[0];
+  const request: GgufJobRequest = { file, preset, allowRequantize: byId("gq-requantize", HTMLInputElement).checked, ...(imatrix ? { imatrix } : {}) };
+  return runJob({ p: "gq", section: "gguf-quantize", input: file.name, name: outputName(file.name, preset), verb: "Quantizing", noun: "quantization", target: preset, request });
+}
+
+/** Stops the panel's job under way: its worker ended, its output discarded (a picked file is left as it was). */
+export function cancel(p: string): void {
+  const job = running.get(p);
+  job?.stop(Object.assign(new Error("cancelled"), { shown: `The ${job.noun} was cancelled: nothing was kept.` }));
 }
 
 let presets: Promise<void> | undefined;
 
-/** The preset list, from gguf-job.js, loaded the first time the panel is used. */
-function loadPresets(): void {
+/** The preset list (both panels'), from gguf-job.js, loaded the first time a panel is used. */
+export function loadPresets(): void {
   presets ??= import("tensorcast-gguf-job").then((m) => {
     byId("gq-presets", HTMLDataListElement).replaceChildren(...m.LLAMA_PRESETS.map((p) => el("option", { value: p.name })));
   }, () => {
@@ -228,5 +259,5 @@ export function wireGgufPanel(): void {
   byId("gq-preset", HTMLInputElement).addEventListener("focus", loadPresets);
   byId("gq-file", HTMLInputElement).addEventListener("change", loadPresets);
   byId("gq-run", HTMLButtonElement).addEventListener("click", () => void track(quantize()));
-  byId("gq-cancel", HTMLButtonElement).addEventListener("click", cancel);
+  byId("gq-cancel", HTMLButtonElement).addEventListener("click", () => cancel("gq"));
 }

@@ -1,12 +1,15 @@
 /**
- * The GGUF panel's worker: one quantization job, off the page's thread. The model is read from the
- * File a band of rows at a time (Blob slices); the bands are quantized on band workers
+ * The GGUF panels' worker: one job, off the page's thread: a GGUF model quantized to a preset, or
+ * a Hugging Face folder (its Files by name) converted to an outtype or quantized to a preset, by the
+ * core's folder job (src/io/hf-gguf/folder.ts), the one tensorcast/node runs, from hf-job.js (imported
+ * when a folder's job first comes, so the GGUF panel does not load it). The input is read
+ * from the Files a band of rows (or a chunk of a tensor) at a time (Blob slices); the bands are quantized on band workers
  * (ggufBandWorker.ts, one per core, at most MAX_BAND_WORKERS; in this worker on a single core),
  * two per band worker in flight; each piece of output goes to the page as it is made, in order, and
  * the next waits until the page has written it, so memory stays the bands in flight.
  */
 import { blobSource, ggufModel, quantizeGgufModel, readGguf, readImatrix, type Band } from "tensorcast-gguf-job";
-import type { BandReply, BandRequest, GgufJobMessage, GgufJobRequest } from "./ggufMessages.js";
+import type { BandReply, BandRequest, GgufJobMessage, GgufJobRequest, GgufWorkerRequest, HfJobRequest } from "./ggufMessages.js";
 
 /** Band workers at most: past a few, the one thread reading the File and writing the output is the limit. */
 const MAX_BAND_WORKERS = 8;
@@ -85,14 +88,30 @@ class BandPool {
   }
 }
 
+/** The band workers for this engine's cores (none on one core: bands are quantized here). */
+function bandPool(): BandPool | undefined {
+  const cores = Math.min(MAX_BAND_WORKERS, (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency ?? 1);
+  return cores > 1 ? new BandPool(cores) : undefined;
+}
+
+/** A progress message per percent at most. */
+function progressSender(): (done: number, total: number) => void {
+  let last = -1;
+  return (done, total) => {
+    const pct = Math.floor((done / total) * 100);
+    if (pct === last) return;
+    last = pct;
+    send({ kind: "progress", done, total });
+  };
+}
+
+const sink = { write: (bytes: Uint8Array, position: number) => chunk(bytes, position) };
+
 async function run(req: GgufJobRequest): Promise<void> {
   const model = ggufModel([await readGguf(blobSource(req.file, req.file.name), { name: req.file.name })], req.file.name);
   // The file's name stands where llama-quantize stores the path given on its command line (quantize.imatrix.file).
   const im = req.imatrix ? await readImatrix(blobSource(req.imatrix, req.imatrix.name), req.imatrix.name) : undefined;
-  const sink = { write: (bytes: Uint8Array, position: number) => chunk(bytes, position) };
-  const cores = Math.min(MAX_BAND_WORKERS, (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency ?? 1);
-  const pool = cores > 1 ? new BandPool(cores) : undefined;
-  let lastProgress = -1;
+  const pool = bandPool();
   try {
     const { layout } = await quantizeGgufModel(model, sink, {
       preset: req.preset, allowRequantize: req.allowRequantize,
@@ -102,15 +121,61 @@ async function run(req: GgufJobRequest): Promise<void> {
         kind: "plan", preset: plan.preset.name, size: planned.size, bandWorkers: pool?.size ?? 0,
         tensors: plan.tensors.map((p) => ({ name: p.name, from: p.from.name, to: p.to.name, ...(p.fallbackFrom ? { fallbackFrom: p.fallbackFrom.name } : {}) })),
       }),
-      onProgress: (done, total) => {
-        // A message per percent at most.
-        const pct = Math.floor((done / total) * 100);
-        if (pct === lastProgress) return;
-        lastProgress = pct;
-        send({ kind: "progress", done, total });
-      },
+      onProgress: progressSender(),
     });
     send({ kind: "done", size: layout.size });
+  } finally {
+    pool?.close();
+  }
+}
+
+/** convert_hf_to_gguf's outtype names, as the plan's summary names them. */
+const OUTTYPE_NAMES: Readonly<Record<string, string>> = { float32: "F32", float16: "F16", bfloat16: "BF16", q8_0: "Q8_0" };
+
+/**
+ * A Hugging Face folder's job: `convert DIR --to T` (T an outtype: the plan's tensors encoded as
+ * they are read, in this worker) or `quantize DIR --mode PRESET` (the --outtype auto rows made
+ * here, quantized on the band workers).
+ */
+async function runHf(req: HfJobRequest): Promise<void> {
+  const { blobFolder, hfGgufLayout, hfQuantizeJob, hfTensorHeaders, planHfFolder, readHfFolderFiles, runGgufJob, writeHfGguf } = await import("tensorcast-hf-job");
+  const folder = blobFolder(req.folderName, new Map(req.files.map((f) => [f.name, f.file])), req.subfolders);
+  const files = await readHfFolderFiles(folder);
+  const { layout, tensors } = await folder.openWeights();
+  const headers = hfTensorHeaders(layout);
+  if (req.mode === "convert") {
+    if (!["float32", "float16", "bfloat16", "q8_0", "auto"].includes(req.outtype)) throw new Error(`outtype ${req.outtype}: the page offers float32, float16, bfloat16, q8_0 and auto`);
+    const { plan, outtype } = planHfFolder(files, headers, req.outtype as "auto");
+    const size = hfGgufLayout(plan).size;
+    send({ kind: "plan", preset: OUTTYPE_NAMES[outtype] ?? outtype, size, bandWorkers: 0, tensors: plan.tensors.map((t) => ({ name: t.name, from: t.parts.length > 0 ? t.parts.map((x) => x.dtype).filter((d, i, a) => a.indexOf(d) === i).join(", ") : "generated", to: t.type })) });
+    // Progress as the values are read: the writer takes each tensor's chunks in turn.
+    const progress = progressSender();
+    const total = plan.tensors.reduce((n, t) => n + t.shape.reduce((a, b) => a * b, 1), 0);
+    let done = 0;
+    const counted = new Map([...tensors].map(([name, r]) => [name, {
+      read: async (start: number, count: number) => {
+        const bytes = await r.read(start, count);
+        done += count;
+        progress(Math.min(done, total), total);
+        return bytes;
+      },
+    }]));
+    send({ kind: "done", size: (await writeHfGguf(sink, plan, counted)).size });
+    return;
+  }
+  const { plan } = planHfFolder(files, headers, "auto");
+  const job = hfQuantizeJob(plan, tensors, { preset: req.preset });
+  const pool = bandPool();
+  try {
+    const { layout: out } = await runGgufJob(job, sink, {
+      ...(pool ? { quantize: pool.quantize, inFlight: 2 * pool.size } : {}),
+      onPlan: ({ plan: q }, planned) => send({
+        kind: "plan", preset: q.preset.name, size: planned.size, bandWorkers: pool?.size ?? 0,
+        tensors: q.tensors.map((p) => ({ name: p.name, from: p.from.name, to: p.to.name, ...(p.fallbackFrom ? { fallbackFrom: p.fallbackFrom.name } : {}) })),
+      }),
+      onProgress: progressSender(),
+    });
+    send({ kind: "done", size: out.size });
   } finally {
     pool?.close();
   }
@@ -123,7 +188,8 @@ scope.onmessage = (e) => {
     f?.();
     return;
   }
-  run(e.data as GgufJobRequest).catch((err: unknown) => {
+  const req = e.data as GgufWorkerRequest;
+  (req.kind === "hf" ? runHf(req) : run(req)).catch((err: unknown) => {
     const x = err as { name?: unknown; code?: unknown; message?: unknown };
     send({
       kind: "error", name: typeof x?.name === "string" ? x.name : "Error", message: typeof x?.message === "string" ? x.message : String(err),

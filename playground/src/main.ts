@@ -23,6 +23,7 @@ import { fromWire, runToWire, type WireOutcome } from "./wire.js";
 import { quantizeOutputTypes, SCALE_TYPES } from "./quantBox.js";
 import { shownStats, wireFilePanel } from "./filePanel.js";
 import { wireGgufPanel } from "./ggufPanel.js";
+import { wireHfPanel } from "./hfPanel.js";
 
 /** The order rows are shown in: floats widest first, then signed and unsigned integers, bool, string, complex. */
 const ORDER = [
@@ -647,6 +648,7 @@ inspectorView.now();
 tensorView.now();
 wireFilePanel();
 wireGgufPanel();
+wireHfPanel();
 
 /** For the browser tests: resolves once every view has finished redrawing; how the redraws were sliced. */
 (globalThis as unknown as { playground: object }).playground = { settled, sliceStats, shownStats };

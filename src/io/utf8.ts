@@ -37,3 +37,18 @@ export function utf8Encode(s: string): Uint8Array {
   }
   return Uint8Array.from(out);
 }
+
+// ES2022's lib has no TextDecoder (a Web and Node global); the sliver used is declared here.
+interface Utf8Decoder {
+  decode(input: Uint8Array): string;
+}
+declare const TextDecoder: new (label: string, options: { fatal: boolean; ignoreBOM: boolean }) => Utf8Decoder;
+
+/**
+ * The text of UTF-8 bytes, a byte-order mark kept as U+FEFF. `fatal`: a TypeError for bytes that
+ * are not UTF-8; otherwise each bad sequence is U+FFFD (as Node's Buffer.toString("utf8") reads it).
+ * @example utf8Decode(new Uint8Array([0x61, 0xff]), false) // "a\ufffd"
+ */
+export function utf8Decode(bytes: Uint8Array, fatal: boolean): string {
+  return new TextDecoder("utf-8", { fatal, ignoreBOM: true }).decode(bytes);
+}

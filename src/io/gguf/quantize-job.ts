@@ -214,8 +214,17 @@ export interface QuantizeGgufModelOptions extends GgufModelJobOptions {
  * @throws TensorcastError as ggufModelJob; INVALID_DATA for a tensor whose data ggml_validate_row_data
  *         refuses; whatever the model's source or the sink throws.
  */
-export async function quantizeGgufModel(model: GgufModel, sink: GgufSink, opts: QuantizeGgufModelOptions): Promise<{ job: GgufModelJob; layout: GgufLayout }> {
-  const job = ggufModelJob(model, opts);
+export function quantizeGgufModel(model: GgufModel, sink: GgufSink, opts: QuantizeGgufModelOptions): Promise<{ job: GgufModelJob; layout: GgufLayout }> {
+  return runGgufJob(ggufModelJob(model, opts), sink, opts);
+}
+
+/**
+ * Writes `job` (a GGUF model's, ggufModelJob; a Hugging Face folder's, hfQuantizeJob) to `sink` as
+ * one GGUF file, band by band, as quantizeGgufModel does.
+ * @throws TensorcastError INVALID_DATA for a tensor whose data ggml_validate_row_data refuses;
+ *         whatever the job's sources or the sink throws.
+ */
+export async function runGgufJob(job: GgufModelJob, sink: GgufSink, opts: Omit<QuantizeGgufModelOptions, keyof GgufModelJobOptions> & Pick<GgufModelJobOptions, "imatrixData">): Promise<{ job: GgufModelJob; layout: GgufLayout }> {
   const { tensors } = job.plan;
   await opts.onPlan?.(job, layoutGguf(job.metadata, tensors.map((p) => ({ name: p.name, ggmlType: p.to, dims: p.dims }))));
   const bandValues = opts.bandValues ?? BAND_VALUES;

@@ -8,11 +8,10 @@
 import { promises as fsp } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { TensorcastError } from "../../errors.js";
-import { autoOuttype, planHfToGguf, type HfGgufPlanOptions, type HfFolderFiles, type HfGgufOuttype, type HfGgufPlan, type HfGgufTensor, type HfTensorHeader } from "../../io/hf-gguf/plan.js";
-import { encodeGenerated, encodeRowChunk, partRows, rowGroup, rowLength } from "../../io/hf-gguf/encode.js";
-import type { FileTensor, TensorFile } from "../io/tensors.js";
+import type { HfGgufPlanOptions, HfFolderFiles, HfGgufOuttype, HfGgufPlan, HfTensorHeader } from "../../io/hf-gguf/plan.js";
+import { CHUNK_VALUES, hfTensorChunks, hfTensorHeaders, planHfFolder, readHfFolderFiles as readCoreFolderFiles, type HfFolderReader, type HfGgufOuttypeOrAuto } from "../../io/hf-gguf/folder.js";
+import type { TensorFile } from "../io/tensors.js";
 import { isPytorchFolder, openPytorchFolder } from "../io/pytorch-folder.js";
-import type { Json } from "../../io/hf-gguf/json.js";
 import { layoutGguf, writeGguf } from "../../io/gguf/write.js";
 import { splitByGgufPy, splitMetadata, splitOutputPaths, type GgufSplitLimits } from "../../io/gguf/split-write.js";
 import { openCheckpoint, readCheckpoint } from "../io/checkpoint.js";
@@ -34,47 +33,31 @@ export interface HfGgufReport {
   readonly notes: readonly string[];
 }
 
-async function readOptional(path: string): Promise<Buffer | undefined> {
-  try {
-    return await fsp.readFile(path);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw new TensorcastError("IO_ERROR", `${path}: cannot be read (${(e as Error).message})`);
-  }
-}
-
-function parseJson(path: string, b: Buffer | undefined): Json | undefined {
-  if (b === undefined) return undefined;
-  try {
-    return JSON.parse(b.toString("utf8")) as Json;
-  } catch (e) {
-    throw new TensorcastError("INVALID_DATA", `${path}: not JSON (${(e as Error).message})`);
-  }
-}
-
-/** The files of `folder` the plan reads. */
-export async function readHfFolderFiles(folder: string): Promise<HfFolderFiles> {
-  const at = (n: string): string => join(folder, n);
-  const config = parseJson(at("config.json"), await readOptional(at("config.json")));
-  if (config === undefined) throw new TensorcastError("INVALID_DATA", `${folder}: has no config.json, which names the model class to convert`);
-  if ((await readOptional(at("added_tokens.json"))) !== undefined && (await readOptional(at("tokenizer.model"))) !== undefined) {
-    throw new TensorcastError("UNSUPPORTED_TYPE", `${folder}: added_tokens.json beside tokenizer.model is not read; convert without it or with the tokens in tokenizer_config.json`);
-  }
-  const jinja = await readOptional(at("chat_template.jinja"));
-  const model = await readOptional(at("tokenizer.model"));
+/** A folder on disk as the core reads its small files (src/io/hf-gguf/folder.ts). */
+function diskReader(folder: string): HfFolderReader {
   return {
     folderName: basename(resolve(folder)),
-    config,
-    tokenizerJson: parseJson(at("tokenizer.json"), await readOptional(at("tokenizer.json"))),
-    tokenizerConfig: parseJson(at("tokenizer_config.json"), await readOptional(at("tokenizer_config.json"))),
-    tokenizerModel: model === undefined ? undefined : new Uint8Array(model.buffer, model.byteOffset, model.byteLength),
-    chatTemplateJinja: jinja?.toString("utf8"),
-    chatTemplateJson: parseJson(at("chat_template.json"), await readOptional(at("chat_template.json"))),
+    label: folder,
+    pathOf: (n) => join(folder, n),
+    async readOptional(n) {
+      const path = join(folder, n);
+      try {
+        const b = await fsp.readFile(path);
+        return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+        throw new TensorcastError("IO_ERROR", `${path}: cannot be read (${(e as Error).message})`);
+      }
+    },
   };
 }
 
-/** An outtype, or convert_hf_to_gguf's default "auto" (autoOuttype: the 16-bit type of the folder's first 2-D tensor). */
-export type HfGgufOuttypeOrAuto = HfGgufOuttype | "auto";
+/** The files of `folder` the plan reads. */
+export function readHfFolderFiles(folder: string): Promise<HfFolderFiles> {
+  return readCoreFolderFiles(diskReader(folder));
+}
+
+export type { HfGgufOuttypeOrAuto } from "../../io/hf-gguf/folder.js";
 
 /** A folder's plan and a way to open its tensors (by their names in the folder) for reading. */
 export interface PreparedFolder {
@@ -98,12 +81,7 @@ async function folderTensors(folder: string): Promise<{ headers: HfTensorHeader[
       await f.close();
     }
   }
-  const c = await readCheckpoint(folder);
-  const headers: HfTensorHeader[] = [];
-  for (const list of c.tensors) {
-    const sorted = [...list].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    for (const t of sorted) headers.push({ name: t.name, dtype: t.dtype, shape: t.shape });
-  }
+  const headers = hfTensorHeaders(await readCheckpoint(folder));
   return { headers, open: () => openCheckpoint(folder) };
 }
 
@@ -111,8 +89,7 @@ async function folderTensors(folder: string): Promise<{ headers: HfTensorHeader[
 export async function prepareFolder(folder: string, outtype: HfGgufOuttypeOrAuto, opts: HfGgufPlanOptions = {}): Promise<PreparedFolder> {
   const files = await readHfFolderFiles(folder);
   const { headers, open } = await folderTensors(folder);
-  const resolved = outtype === "auto" ? autoOuttype(headers) : outtype;
-  return { plan: planHfToGguf(files, headers, resolved, opts), outtype: resolved, open };
+  return { ...planHfFolder(files, headers, outtype, opts), open };
 }
 
 /** The plan for a folder: its tensors in convert_hf_to_gguf's order (folderTensors). */
@@ -175,7 +152,7 @@ export async function convertHfToGguf(folder: string, output: string, outtype: H
       outs.push(out);
       const tensors = part.tensors.map((t) => ({
         name: t.name, ggmlType: t.type, dims: t.dims,
-        data: chunks(t, byName, opts.chunkValues ?? CHUNK_VALUES),
+        data: hfTensorChunks(t, byName, opts.chunkValues ?? CHUNK_VALUES),
       }));
       await writeGguf(out, part.metadata, tensors);
       await out.finish(part.layout.size);
@@ -194,30 +171,4 @@ export async function convertHfToGguf(folder: string, output: string, outtype: H
   };
 }
 
-/** About 16 MiB of float32 values per chunk (`chunkValues` in tests), whole row groups (a row group alone when bigger). */
-export const CHUNK_VALUES = 4 * 1024 * 1024;
-
-/**
- * A tensor's stored bytes, read and encoded a chunk of rows at a time, part after part (merged
- * experts: one expert's rows, then the next's): memory stays a few chunks whatever the tensor's
- * size or its number of experts.
- */
-async function* chunks(t: HfGgufTensor, byName: ReadonlyMap<string, FileTensor>, chunkValues: number): AsyncGenerator<Uint8Array> {
-  if (t.generated !== undefined) {
-    yield encodeGenerated(t);
-    return;
-  }
-  const len = rowLength(t);
-  const rows = partRows(t);
-  const group = rowGroup(t);
-  const per = Math.max(group, Math.floor(chunkValues / Math.max(1, len * group)) * group);
-  for (const part of t.parts) {
-    const s = byName.get(part.name);
-    if (s === undefined) throw new TensorcastError("INTERNAL", `tensor ${part.name} of the plan is not in the folder`);
-    for (let r = 0; r < rows; r += per) {
-      const n = Math.min(per, rows - r);
-      yield encodeRowChunk(t, await s.read(r * len, n * len), part.dtype);
-    }
-  }
-}
-
+export { CHUNK_VALUES } from "../../io/hf-gguf/folder.js";

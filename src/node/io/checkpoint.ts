@@ -23,52 +23,25 @@ import { promises as fsp } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
 import { dtype, TensorcastError } from "../../index.js";
 import { fileError, RandomAccessFile, systemError } from "./file.js";
-import { firstTooDeep, parseJsonFile } from "./json.js";
+import { firstTooDeep } from "./json.js";
 import { MAX_JSON_DEPTH } from "../../io/safetensors/json.js";
 import { describe, expectObject } from "../../args.js";
-import { NameIndex } from "../../io/name-index.js";
 import { openTensorFile, type OpenOptions } from "./reader.js";
 import { isPytorchFolder, openPytorchFolder, readPytorchCheckpoint } from "./pytorch-folder.js";
 import type { PytorchFile, PytorchOptions } from "./pytorch.js";
 import type { FileTensor, TensorFile } from "./tensors.js";
 import { expectOptionsObject, expectPath } from "../args.js";
 
-/**
- * How a Hugging Face index's name ends: model.safetensors.index.json, model.fp16.safetensors.index.json, ...
- * @example "model.safetensors.index.json".endsWith(INDEX_SUFFIX) // true
- */
-export const INDEX_SUFFIX = ".safetensors.index.json";
-/** The index name when none is inherited from an input: "model.safetensors.index.json", as transformers names it. */
-export const DEFAULT_INDEX_NAME = "model.safetensors.index.json";
-/** Indexes are kilobytes to a few megabytes; a larger one is refused before it is read. */
-const MAX_INDEX_BYTES = 256 * 1024 * 1024;
-/** A shard of a numbered set, as transformers and huggingface_hub name them. */
-const NUMBERED = /^(.*)-(\d+)-of-(\d+)\.safetensors$/;
+import {
+  DEFAULT_INDEX_NAME, INDEX_SUFFIX, indexedLayout, locateWeights, missingFile, oneFileLayout, type CheckpointFolder, type CheckpointLayout, type FolderEntry, type ShardTensor,
+} from "../../io/checkpoint-layout.js";
 
-/** transformers' name of a checkpoint's weights when they are one file (SAFE_WEIGHTS_NAME). */
-export const ONE_FILE_NAME = "model.safetensors";
+export { INDEX_SUFFIX, DEFAULT_INDEX_NAME, ONE_FILE_NAME, type ShardTensor } from "../../io/checkpoint-layout.js";
 
-/** A validated checkpoint folder: sharded with an index, or one weights file without one. */
-export interface Checkpoint {
+/** A validated checkpoint folder (the core's CheckpointLayout, and what Node adds): sharded with an index, or one weights file without one. */
+export interface Checkpoint extends CheckpointLayout {
   /** The folder holding the index and the shards. */
   readonly folder: string;
-  /**
-   * The index file's name inside the folder; for a one-file folder, the name its index would have
-   * (the file's name and ".index.json", as save_pretrained names it when it shards).
-   */
-  readonly indexName: string;
-  /** Whether the folder has an index; false: its weights are the one file `shards[0]`. */
-  readonly indexed: boolean;
-  /** The index's `metadata`, every key kept (total_size as the input had it); empty without an index. */
-  readonly metadata: Readonly<Record<string, unknown>>;
-  /** The shard files, sorted by name (the order `--shard K/N` slices). */
-  readonly shards: readonly string[];
-  /** Tensor name -> shard file, in the index's order. */
-  readonly weightMap: ReadonlyMap<string, string>;
-  /** The shards' tensors: tensors[i] lists shards[i]'s, in file order. */
-  readonly tensors: readonly (readonly ShardTensor[])[];
-  /** The sum of every tensor's data bytes: what total_size should be. */
-  readonly dataBytes: number;
   /** Other regular files of the folder (config.json, tokenizer files, ...), sorted. */
   readonly others: readonly string[];
   /** What the folder holds that is neither: with the reason it is left out of a conversion. */
@@ -81,14 +54,6 @@ export interface Checkpoint {
    * own index (pytorch_model.bin.index.json), `key` picks the state dict.
    */
   readonly pytorch?: { readonly key?: string; readonly index?: string; readonly files: ReadonlyMap<string, string> };
-}
-
-/** A tensor as its shard's header lists it. */
-export interface ShardTensor {
-  readonly name: string;
-  readonly dtype: string;
-  readonly shape: readonly number[];
-  readonly byteLength: number;
 }
 
 /**
@@ -123,27 +88,26 @@ export async function locateIndex(path: string): Promise<{ folder: string; index
     }
     return { folder: dirname(path), indexName: basename(path) };
   }
-  const entries = await listFolder(path);
-  const names = entries.filter((e) => e.name.endsWith(INDEX_SUFFIX)).map((e) => e.name).sort();
-  if (names.length === 1) return { folder: path, indexName: names[0] };
-  if (names.length > 1) {
-    throw fileError("INVALID_DATA", path, `holds ${names.length} indexes (${names.join(", ")}); name the one to read: ${join(path, names[0])}`);
-  }
-  // As transformers' from_pretrained looks: model.safetensors first (a consolidated.safetensors
-  // beside it is another layout of the same weights, left out).
-  const files = entries.filter((e) => (e.isFile() || e.isSymbolicLink()) && e.name.endsWith(".safetensors") && !e.name.startsWith(".")).map((e) => e.name).sort();
-  const weights = files.includes(ONE_FILE_NAME) ? ONE_FILE_NAME : files.length === 1 ? files[0] : undefined;
-  if (weights !== undefined) return { folder: path, indexName: `${weights}.index.json`, weights };
-  if (files.length === 0) {
-    throw fileError(
-      "INVALID_DATA", path,
-      `is a folder without safetensors weights: neither a sharded checkpoint's index (a file named like ${DEFAULT_INDEX_NAME}) nor a ${ONE_FILE_NAME}; give a safetensors file, or a model folder holding one of those`,
-    );
-  }
-  throw fileError(
-    "INVALID_DATA", path,
-    `holds ${files.length} safetensors files (${files.slice(0, 4).join(", ")}${files.length > 4 ? ", ..." : ""}) but no index and no ${ONE_FILE_NAME} saying which are the model; give one of the files`,
-  );
+  const folder = diskFolder(path, await listFolder(path));
+  return { folder: path, ...locateWeights(folder, await folder.entries()) };
+}
+
+/** A folder on disk as the core's checks read it (src/io/checkpoint-layout.ts): shards opened through shardPath. */
+function diskFolder(folder: string, entries?: import("node:fs").Dirent[]): CheckpointFolder {
+  const kind = (e: import("node:fs").Dirent): FolderEntry["kind"] => (e.isFile() ? "file" : e.isSymbolicLink() ? "link" : e.isDirectory() ? "folder" : "other");
+  return {
+    label: folder,
+    pathOf: (name) => join(folder, name),
+    entries: async () => (entries ?? await listFolder(folder)).map((e) => ({ name: e.name, kind: kind(e) })),
+    async shardTensors(name, role) {
+      const file = await openTensorFile(await shardPath(folder, name, role), { format: "safetensors" });
+      try {
+        return file.tensors.map((t) => ({ name: t.name, dtype: t.dtype.name, shape: t.shape, byteLength: t.byteLength }));
+      } finally {
+        await file.close();
+      }
+    },
+  };
 }
 
 /** A folder's entries. @throws TensorcastError IO_ERROR when it cannot be read. */
@@ -153,18 +117,6 @@ export async function listFolder(folder: string): Promise<import("node:fs").Dire
   } catch (e) {
     throw systemError(folder, "read the folder", e);
   }
-}
-
-/** Why `name` may not be a shard's name in an index, or undefined when it may. */
-function badShardName(name: string): string | undefined {
-  if (name === "") return "is empty";
-  if (isAbsolute(name) || /^[A-Za-z]:/.test(name)) return "is an absolute path";
-  if (name.includes("/") || name.includes("\\")) return "is a path, not a file name in the folder";
-  if (name === "." || name === "..") return "names a folder";
-  if (name.startsWith(".")) return "is a hidden name (tensorcast's temporaries are hidden)";
-  if (name.includes("\0")) return "holds a NUL character";
-  if (!name.endsWith(".safetensors")) return "is not a .safetensors file";
-  return undefined;
 }
 
 /**
@@ -182,7 +134,7 @@ export async function shardPath(folder: string, name: string, role: string): Pro
   try {
     stat = await fsp.lstat(path);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") throw fileError("INVALID_DATA", path, `${role}, but there is no such file in ${folder}`);
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") throw missingFile(diskFolder(folder), name, role);
     throw fileError("IO_ERROR", path, `cannot look at it: ${(e as Error).message}`);
   }
   if (stat.isFile()) return path;
@@ -212,44 +164,13 @@ export async function shardPath(folder: string, name: string, role: string): Pro
   return path;
 }
 
-/** The index's JSON, checked for the two members it must have. */
-async function readIndexJson(path: string): Promise<{ metadata: Record<string, unknown>; weightMap: Map<string, string> }> {
-  const file = await RandomAccessFile.open(path);
-  let text: string;
-  try {
-    if (file.size > MAX_INDEX_BYTES) throw fileError("INVALID_DATA", path, `is ${file.size} bytes, over the ${MAX_INDEX_BYTES}-byte limit for an index`);
-    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(await file.read(0, file.size));
-  } catch (e) {
-    if (e instanceof TypeError) throw fileError("INVALID_DATA", path, "is not valid UTF-8");
-    throw e;
-  } finally {
-    await file.close();
-  }
-  const json = parseJsonFile(text, path);
-  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-  if (!isObject(json)) throw fileError("INVALID_DATA", path, "is not a JSON object with a weight_map");
-  const map = json.weight_map;
-  if (!isObject(map)) throw fileError("INVALID_DATA", path, `has no "weight_map" object (tensor name -> shard file)`);
-  const meta = json.metadata ?? {};
-  if (!isObject(meta)) throw fileError("INVALID_DATA", path, `"metadata" is ${JSON.stringify(meta).slice(0, 40)}, not an object`);
-  const weightMap = new Map<string, string>();
-  for (const [tensor, shard] of Object.entries(map)) {
-    if (typeof shard !== "string") throw fileError("INVALID_DATA", path, `weight_map maps tensor ${JSON.stringify(tensor)} to ${JSON.stringify(shard)}, not to a file name`);
-    const why = badShardName(shard);
-    if (why) throw fileError("INVALID_DATA", path, `weight_map maps tensor ${JSON.stringify(tensor)} to ${JSON.stringify(shard)}, which ${why}`);
-    weightMap.set(tensor, shard);
-  }
-  if (weightMap.size === 0) throw fileError("INVALID_DATA", path, "has an empty weight_map");
-  return { metadata: meta, weightMap };
-}
-
 /** Files that hold weights in another form, left out of a converted folder rather than copied unconverted. */
 export const OTHER_WEIGHTS = /\.(safetensors|bin|pt|pth|ckpt|h5|msgpack|onnx|onnx_data|gguf|npy|npz|pb|index\.json)$/;
 
 /**
  * Reads and validates the checkpoint at `path` (a folder, or its index file).
  * @example (await readCheckpoint("Llama-3-8B")).shards // ["model-00001-of-00004.safetensors", ...] Every shard's header
- * is read and checked (safetensors' own rules, then the index's claims); no tensor data is read.
+ * is read and checked (safetensors' own rules, then the index's claims: src/io/checkpoint-layout.ts); no tensor data is read.
  * @throws TensorcastError INVALID_DATA naming the index or the shard and what is wrong.
  */
 export async function readCheckpoint(path: string, opts: { pytorch?: PytorchOptions } = {}): Promise<Checkpoint> {
@@ -262,22 +183,9 @@ export async function readCheckpoint(path: string, opts: { pytorch?: PytorchOpti
 
 /** The Checkpoint of a folder whose weights are the one file `weights`: its weight_map is the file's tensors. */
 async function readOneFile(folder: string, indexName: string, weights: string): Promise<Checkpoint> {
-  const p = await shardPath(folder, weights, "is the folder's weights");
-  const file = await openTensorFile(p, { format: "safetensors" });
-  const list: ShardTensor[] = [];
-  const weightMap = new Map<string, string>();
-  let dataBytes = 0;
-  try {
-    for (const t of file.tensors) {
-      list.push({ name: t.name, dtype: t.dtype.name, shape: t.shape, byteLength: t.byteLength });
-      weightMap.set(t.name, weights);
-      dataBytes += t.byteLength;
-    }
-  } finally {
-    await file.close();
-  }
+  const layout = await oneFileLayout(diskFolder(folder), indexName, weights);
   const { others, skipped } = await otherFiles(folder, await listFolder(folder), [weights], `weights other than ${weights}`);
-  return { folder, indexName, indexed: false, metadata: {}, shards: [weights], weightMap, tensors: [list], dataBytes, others, skipped };
+  return { folder, ...layout, others, skipped };
 }
 
 /**
@@ -286,57 +194,17 @@ async function readOneFile(folder: string, indexName: string, weights: string): 
  * @example await checkCheckpoint("out", "model.safetensors.index.json", "out/.model.safetensors.index.json.tensorcast-42-ab12cd34.tmp")
  */
 export async function checkCheckpoint(folder: string, indexName: string, indexPath: string): Promise<Checkpoint> {
-  const { metadata, weightMap } = await readIndexJson(indexPath);
-  const shards = [...new Set(weightMap.values())].sort();
   const entries = await listFolder(folder);
-  const present = new Set(entries.map((e) => e.name));
-  // A numbered set must be complete: a shard the map forgets would be lost without a word.
-  const sets = new Map<string, number>();
-  for (const s of shards) {
-    const m = NUMBERED.exec(s);
-    if (m) sets.set(`${m[1]}\0${m[3]}`, (sets.get(`${m[1]}\0${m[3]}`) ?? 0) + 1);
+  const index = await RandomAccessFile.open(indexPath);
+  let layout: CheckpointLayout;
+  try {
+    const disk = diskFolder(folder, entries);
+    layout = await indexedLayout(disk, indexName, index, indexPath, await disk.entries());
+  } finally {
+    await index.close();
   }
-  for (const name of [...present].sort()) {
-    const m = NUMBERED.exec(name);
-    if (!m || shards.includes(name)) continue;
-    if (sets.has(`${m[1]}\0${m[3]}`)) {
-      throw fileError("INVALID_DATA", join(folder, indexName), `maps no tensor to ${name}, a shard of the same numbered set as the others`);
-    }
-  }
-  const tensors: ShardTensor[][] = [];
-  let dataBytes = 0;
-  const seen = new NameIndex();
-  const seenIn: number[] = [];
-  for (let i = 0; i < shards.length; i++) {
-    const p = await shardPath(folder, shards[i], `is named by ${indexName}`);
-    const file = await openTensorFile(p, { format: "safetensors" });
-    try {
-      const list: ShardTensor[] = [];
-      for (const t of file.tensors) {
-        const j = seen.find(t.name);
-        if (j >= 0) {
-          throw fileError("INVALID_DATA", p, `holds tensor ${JSON.stringify(t.name)}, which ${shards[seenIn[j]]} holds too; a tensor must be in one shard`);
-        }
-        seen.add(t.name);
-        seenIn.push(i);
-        const mapped = weightMap.get(t.name);
-        if (mapped === undefined) throw fileError("INVALID_DATA", p, `holds tensor ${JSON.stringify(t.name)}, which ${indexName}'s weight_map does not list`);
-        if (mapped !== shards[i]) throw fileError("INVALID_DATA", p, `holds tensor ${JSON.stringify(t.name)}, which ${indexName} says is in ${mapped}`);
-        list.push({ name: t.name, dtype: t.dtype.name, shape: t.shape, byteLength: t.byteLength });
-        dataBytes += t.byteLength;
-      }
-      tensors.push(list);
-    } finally {
-      await file.close();
-    }
-  }
-  if (seen.names.length !== weightMap.size) {
-    for (const [t, s] of weightMap) {
-      if (seen.find(t) < 0) throw fileError("INVALID_DATA", join(folder, s), `has no tensor ${JSON.stringify(t)}, which ${indexName} says it holds`);
-    }
-  }
-  const { others, skipped } = await otherFiles(folder, entries, [indexName, ...shards], "weights the index does not list");
-  return { folder, indexName, indexed: true, metadata, shards, weightMap, tensors, dataBytes, others, skipped };
+  const { others, skipped } = await otherFiles(folder, entries, [indexName, ...layout.shards], "weights the index does not list");
+  return { folder, ...layout, others, skipped };
 }
 
 /**

@@ -15,6 +15,7 @@ import { listFolder, otherFiles, shardPath } from "./checkpoint.js";
 import { fileError, RandomAccessFile } from "./file.js";
 import { parseJsonFile } from "./json.js";
 import { NameIndex } from "../../io/name-index.js";
+import { isPytorchListing } from "../../io/checkpoint-layout.js";
 import type { PytorchFile, PytorchOptions } from "./pytorch.js";
 import type { Checkpoint, ShardTensor } from "./checkpoint.js";
 import { openTensorFile } from "./reader.js";
@@ -55,8 +56,7 @@ async function entriesOf(folder: string): Promise<string[] | undefined> {
 export async function isPytorchFolder(path: string): Promise<boolean> {
   if (path.endsWith(PYTORCH_INDEX_SUFFIX)) return true;
   const names = await entriesOf(path);
-  if (!names || names.some((n) => n.endsWith(".safetensors.index.json") || n === "model.safetensors")) return false;
-  return names.some((n) => n.endsWith(PYTORCH_INDEX_SUFFIX)) || names.includes(ONE_FILE);
+  return names !== undefined && isPytorchListing(names);
 }
 
 /**
