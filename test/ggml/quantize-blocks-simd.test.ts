@@ -104,3 +104,15 @@ for (const type of ["F16", "BF16"]) {
     assertSame(type, new Float32Array(u.buffer), 64, "every exponent");
   });
 }
+
+test("Q8_0: the SIMD kernel rounds x / d's exact halves away from zero, as roundf, at every integer part", () => {
+  // amax 127 * 2^e makes d = 2^e and 1 / d exact, so (k + 0.5) * 2^e lands on k + 0.5.
+  const rng = new Rng(0x8a1f);
+  const x = new Float32Array(32 * 64);
+  for (let at = 0; at < x.length; at += 32) {
+    const s = 2 ** (rng.below(61) - 30);
+    x[at] = (rng.below(2) === 0 ? 127 : -127) * s;
+    for (let j = 1; j < 32; j++) x[at + j] = (rng.below(2) === 0 ? 1 : -1) * (rng.below(127) + 0.5) * s;
+  }
+  assertSame("Q8_0", x, 256, "halves");
+});
