@@ -25,6 +25,12 @@ const ENCODERS: Partial<Record<GgmlTypeName, RowEncoder>> = {
   IQ1_S: iq1_s, IQ1_M: iq1_m, IQ2_XXS: iq2_xxs, IQ2_XS: iq2_xs, IQ2_S: iq2_s, IQ3_XXS: iq3_xxs, IQ3_S: iq3_s, IQ4_NL: iq4_nl, IQ4_XS: iq4_xs, TQ1_0: tq1_0, TQ2_0: tq2_0, MXFP4: mxfp4,
 };
 
+/**
+ * The types whose rows are independent runs of blocks without an importance matrix: their encoder
+ * takes all rows at once, as one row (so that a fast path copies whole chunks, not row by row).
+ */
+const ROWLESS: ReadonlySet<GgmlTypeName> = new Set(["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"]);
+
 /** The types ggml makes only with an importance matrix (ggml_quantize_requires_imatrix). */
 const NEED_IMATRIX: ReadonlySet<GgmlTypeName> = new Set(["IQ2_XXS", "IQ2_XS", "IQ1_S"]);
 
@@ -73,6 +79,10 @@ export function quantizeRows(type: GgmlType | string, rows: Float32Array, rowLen
   }
   const nrows = rows.length / rowLength;
   const out = new Uint8Array(nrows * rowBytes);
+  if (imatrix === undefined && ROWLESS.has(t.name)) {
+    encode(rows, 0, rows.length, out, 0, undefined);
+    return out;
+  }
   for (let r = 0; r < nrows; r++) encode(rows, r * rowLength, rowLength, out, r * rowBytes, imatrix);
   return out;
 }

@@ -12,17 +12,21 @@
  * square, and the codes come from make_qx_quants (Q4_0, Q5_0) or make_qkx3_quants (Q4_1, Q5_1);
  * Q8_0 ignores the matrix, as ggml does.
  *
+ * Without one, blocks-simd.ts's WebAssembly SIMD kernels give the same bytes where they can.
+ *
  * Browser-safe: no Node built-ins.
  */
 import { fp16Bits } from "../scalars.js";
 import { put16, put32, type RowEncoder } from "./row.js";
 import { roundAway, toInt8, toUint8 } from "./rounding.js";
 import { makeQkxQuants, makeQxQuants, type MinOut } from "./search.js";
+import { encodeBlocksSimd } from "./blocks-simd.js";
 
 const fr = Math.fround;
 const FLT_MAX = 3.4028234663852886e38;
 
 export const q8_0: RowEncoder = (x, s, n, y, o) => {
+  if (encodeBlocksSimd("Q8_0", x, s, n, y, o)) return;
   for (let b = 0; b < n; b += 32, s += 32, o += 34) {
     let amax = 0;
     for (let j = 0; j < 32; j++) {
@@ -75,6 +79,7 @@ export const q4_0: RowEncoder = (x, s, n, y, o, qw) => {
     }
     return;
   }
+  if (encodeBlocksSimd("Q4_0", x, s, n, y, o)) return;
   for (let b = 0; b < n; b += 32, s += 32, o += 18) {
     const d = fr(signedMax(x, s) / -8);
     const id = d !== 0 ? fr(1 / d) : 0;
@@ -98,6 +103,7 @@ export const q5_0: RowEncoder = (x, s, n, y, o, qw) => {
     }
     return;
   }
+  if (encodeBlocksSimd("Q5_0", x, s, n, y, o)) return;
   for (let b = 0; b < n; b += 32, s += 32, o += 22) {
     const d = fr(signedMax(x, s) / -16);
     const id = d !== 0 ? fr(1 / d) : 0;
@@ -136,6 +142,7 @@ function withMin(bits: 4 | 5): RowEncoder {
       }
       return;
     }
+    if (encodeBlocksSimd(bits === 4 ? "Q4_1" : "Q5_1", x, s, n, y, o)) return;
     for (let b = 0; b < n; b += 32, s += 32, o += size) {
       let min = FLT_MAX;
       let max = -FLT_MAX;

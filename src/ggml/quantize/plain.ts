@@ -1,11 +1,13 @@
 /**
  * The plain types ggml_quantize_chunk also writes: F32 (a bit copy), F16 (ggml_fp32_to_fp16_row:
  * nearest-even, NaN to 0x7E00 with its sign) and BF16 (ggml_fp32_to_bf16_row_ref: nearest-even,
- * NaN keeps its top half with the quiet bit set).
+ * NaN keeps its top half with the quiet bit set); F16 and BF16 through blocks-simd.ts's kernels
+ * where they can.
  *
  * Browser-safe: no Node built-ins.
  */
 import { bf16OfBits } from "../scalars.js";
+import { encodeBlocksSimd } from "./blocks-simd.js";
 import { put16, put32, type RowEncoder } from "./row.js";
 
 /** A view of the input's bits: reading a NaN through a JS number may quiet it. */
@@ -44,6 +46,7 @@ const SCRATCH = new Uint32Array(1);
 const SCRATCH_F = new Float32Array(SCRATCH.buffer);
 
 export const f16: RowEncoder = (x, s, n, y, o) => {
+  if (encodeBlocksSimd("F16", x, s, n, y, o)) return;
   const u = bitsOf(x, s, n);
   for (let j = 0; j < n; j++, o += 2) {
     const h = fp16OfBits(u[j]);
@@ -53,6 +56,7 @@ export const f16: RowEncoder = (x, s, n, y, o) => {
 };
 
 export const bf16: RowEncoder = (x, s, n, y, o) => {
+  if (encodeBlocksSimd("BF16", x, s, n, y, o)) return;
   const u = bitsOf(x, s, n);
   for (let j = 0; j < n; j++, o += 2) put16(y, o, bf16OfBits(u[j]));
 };

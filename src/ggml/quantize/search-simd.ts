@@ -107,7 +107,7 @@ const where = (mask: number, a: Code, b: Code): Code => select(a, b, get(mask));
 const lanes32 = (a: Code, b: Code, l: readonly number[]): Code => shuffle(a, b, l.flatMap((x) => [4 * x, 4 * x + 1, 4 * x + 2, 4 * x + 3]));
 
 /** The 4 x 4 transpose of the 32-bit lanes of `rows` (expressions) into locals `to`, through locals `t`. */
-function transpose4(rows: readonly Code[], t: readonly number[], to: readonly number[]): Code[] {
+export function transpose4(rows: readonly Code[], t: readonly number[], to: readonly number[]): Code[] {
   return [
     set(t[0], lanes32(rows[0], rows[1], [0, 4, 1, 5])),
     set(t[1], lanes32(rows[0], rows[1], [2, 6, 3, 7])),
@@ -623,11 +623,17 @@ function instance(name: SearchName): Loaded | null {
 }
 
 /**
- * For tests and benchmarks: false makes every search kernel decline, so the reference searches run.
+ * For tests and benchmarks: false makes every search kernel (and blocks-simd.ts's per-block
+ * kernels) decline, so the reference encoders run.
  * @example useGgmlQuantizeSimd(false); quantizeRows("Q4_K", rows, 4096); useGgmlQuantizeSimd(true);
  */
 export function useGgmlQuantizeSimd(on: boolean): void {
   enabled = on;
+}
+
+/** Whether useGgmlQuantizeSimd left the kernels on (blocks-simd.ts follows the same switch). */
+export function ggmlQuantizeSimdOn(): boolean {
+  return enabled;
 }
 
 /** Whether the search kernels are available here (instantiates Q2_K's on first call). */

@@ -281,3 +281,13 @@ export const f32x4Sqrt = unary(0xe3);
 export const i32x4Ne = binary(0x38);
 /** i32.gt_s: 1 when a > b as signed numbers. */
 export const i32GtS = (a: Code, b: Code): Code => cat(a, b, [0x4a]);
+
+// ---- for the per-block quantizers (../../ggml/quantize/blocks-simd.ts) -------------------------
+/** f32x4.trunc: toward zero, exact (as truncf). */
+export const f32x4Trunc = unary(0x69);
+/** i32x4.shr_s by a constant. */
+export const i32x4ShrS = (a: Code, n: number): Code => cat(a, i32(n), simd(0xac));
+/** i8x16.bitmask: i32 of the top bit of each byte, byte 0 in bit 0. */
+export const i8x16Bitmask = unary(0x64);
+/** i32.store16 of the low 16 bits of `v` at `addr` + `offset` (alignment hint 2). */
+export const storeI16 = (addr: Code, v: Code, offset = 0): Code => cat(addr, v, [0x3b, 1], uleb(offset));

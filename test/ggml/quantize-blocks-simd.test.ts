@@ -1,0 +1,118 @@
+/**
+ * The WebAssembly SIMD encoders of the types without a search (src/ggml/quantize/blocks-simd.ts:
+ * F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 without an importance matrix) against the reference
+ * encoders, bit for bit: weight-like rows at scales 2^-40 .. 2^40, rows of adversarial blocks
+ * (zeros, constants, subnormals, values near FLT_MAX, roundf's halves, NaN and Inf, NaN payloads),
+ * blocks whose largest magnitude comes twice with both signs (the first one decides Q4_0 / Q5_0),
+ * every float32 bit pattern class for F16 and BF16 (the thresholds of their roundings), and
+ * lengths that end inside a chunk of the kernels and inside a group of four blocks.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { ggmlType, quantizeRows } from "../../src/ggml/index.js";
+import { encodeBlocksSimd, type BlockTypeName } from "../../src/ggml/quantize/blocks-simd.js";
+import { useGgmlQuantizeSimd } from "../../src/ggml/quantize/search-simd.js";
+import { Rng } from "../support/rng.js";
+import { adversarialRows, ROW_KINDS } from "./rows.js";
+
+const TYPES: BlockTypeName[] = ["Q8_0", "F16", "BF16", "Q4_0", "Q5_0", "Q4_1", "Q5_1"];
+
+function byteDifference(a: Uint8Array, b: Uint8Array, typeSize: number): string | undefined {
+  if (a.length !== b.length) return `lengths ${a.length} and ${b.length}`;
+  for (let i = 0; i < a.length; i++) {
+    if (a[i] !== b[i]) return `byte ${i} (block ${Math.floor(i / typeSize)}, offset ${i % typeSize}): SIMD 0x${a[i].toString(16)}, reference 0x${b[i].toString(16)}`;
+  }
+  return undefined;
+}
+
+function assertSame(type: string, x: Float32Array, n: number, what: string): void {
+  const fast = quantizeRows(type, x, n);
+  useGgmlQuantizeSimd(false);
+  let ref: Uint8Array;
+  try {
+    ref = quantizeRows(type, x, n);
+  } finally {
+    useGgmlQuantizeSimd(true);
+  }
+  const diff = byteDifference(fast, ref, ggmlType(type).typeSize);
+  if (diff !== undefined) assert.fail(`${type}, ${what}: ${diff}`);
+}
+
+function gaussianRows(rows: number, n: number, seed: number, e: number): Float32Array {
+  const rng = new Rng(seed);
+  const u = (): number => (rng.u32() + 0.5) / 2 ** 32;
+  const x = new Float32Array(rows * n);
+  for (let i = 0; i < x.length; i++) x[i] = Math.sqrt(-2 * Math.log(u())) * Math.cos(2 * Math.PI * u()) * 2 ** e * (rng.below(32) === 0 ? 6 : 1);
+  return x;
+}
+
+/** Blocks of smaller values with the largest magnitude at two or three places, of either sign. */
+function tiedRows(n: number, seed: number): Float32Array {
+  const rng = new Rng(seed);
+  const x = new Float32Array(n);
+  for (let at = 0; at < n; at += 32) {
+    const m = 2 ** (rng.below(41) - 20) * (1 + rng.below(8) / 8);
+    for (let j = 0; j < 32; j++) x[at + j] = m * (rng.below(2000) - 1000) / 1001;
+    for (let k = 2 + rng.below(2); k > 0; k--) x[at + rng.below(32)] = rng.below(2) === 0 ? m : -m;
+  }
+  return x;
+}
+
+/** Float32 bit patterns around each threshold of the F16 and BF16 roundings, and random ones. */
+function edgeBits(seed: number): Float32Array {
+  const rng = new Rng(seed);
+  const edges = [0, 0x00000001, 0x007fffff, 0x00800000, 0x33000000, 0x33800000, 0x387fe000, 0x387ff000, 0x387fffff, 0x38800000, 0x38801000,
+    0x477fe000, 0x477fefff, 0x477ff000, 0x477fffff, 0x47800000, 0x7f7fffff, 0x7f800000, 0x7f800001, 0x7fc00000, 0x7fffffff];
+  const u: number[] = [];
+  for (const e of edges) for (const sign of [0, 0x80000000]) for (let d = -3; d <= 3; d++) u.push(((e + d) >>> 0 | sign) >>> 0);
+  // Halfway cases of both roundings, even and odd.
+  for (let k = 0; k < 2000; k++) u.push((((rng.u32() & 0xffff0000) | (rng.below(2) === 0 ? 0x8000 : 0x1000)) ^ (rng.below(2) << 13)) >>> 0);
+  for (let k = 0; k < 20000; k++) u.push(rng.u32() >>> 0);
+  return new Float32Array(new Uint32Array(u).buffer);
+}
+
+test("the per-block SIMD kernels are available here", () => {
+  for (const type of TYPES) assert.equal(encodeBlocksSimd(type, new Float32Array(32), 0, 32, new Uint8Array(64), 0), true, type);
+});
+
+for (const type of TYPES) {
+  test(`${type}: the SIMD kernel gives the reference's bytes on weight-like rows at scales 2^-40 .. 2^40`, () => {
+    for (let e = -40; e <= 40; e += 4) assertSame(type, gaussianRows(3, 1024, 0x100 + e, e), 1024, `scale 2^${e}`);
+  });
+  test(`${type}: the SIMD kernel gives the reference's bytes on adversarial blocks, NaN payloads included`, () => {
+    for (let seed = 1; seed <= 40; seed++) assertSame(type, adversarialRows(4, 512, 32, seed * 11 + 3, ROW_KINDS), 512, `seed ${seed}`);
+  });
+  test(`${type}: the SIMD kernel gives the reference's bytes on blocks whose largest magnitude repeats with either sign`, () => {
+    for (let seed = 1; seed <= 20; seed++) assertSame(type, tiedRows(2048, seed), 256, `seed ${seed}`);
+  });
+  test(`${type}: the SIMD kernel gives the reference's bytes on lengths ending inside a chunk and a group`, () => {
+    for (const n of [32, 96, 160, 16384, 16384 + 32 * 5, 3 * 16384 + 96]) assertSame(type, gaussianRows(1, n, n, -3), n, `${n} values`);
+    const x = gaussianRows(7, 96, 5, 0);
+    assertSame(type, x, 96, "7 rows of 96");
+  });
+}
+
+for (const type of ["F16", "BF16"]) {
+  test(`${type}: the SIMD kernel gives the reference's bytes around every threshold of the rounding, and on lengths of any count`, () => {
+    const x = edgeBits(0xf16);
+    assertSame(type, x, x.length, "edge bit patterns");
+    for (const n of [1, 3, 7, 127, 129, 16383, 16385]) assertSame(type, edgeBits(n).subarray(0, n), n, `${n} values`);
+    // Every exponent and sign with random mantissas.
+    const u = new Uint32Array(512 * 64);
+    const rng = new Rng(77);
+    for (let i = 0; i < u.length; i++) u[i] = (((i % 512) << 23) | (rng.u32() & 0x7fffff)) >>> 0;
+    assertSame(type, new Float32Array(u.buffer), 64, "every exponent");
+  });
+}
+
+test("Q8_0: the SIMD kernel rounds x / d's exact halves away from zero, as roundf, at every integer part", () => {
+  // amax 127 * 2^e makes d = 2^e and 1 / d exact, so (k + 0.5) * 2^e lands on k + 0.5.
+  const rng = new Rng(0x8a1f);
+  const x = new Float32Array(32 * 64);
+  for (let at = 0; at < x.length; at += 32) {
+    const s = 2 ** (rng.below(61) - 30);
+    x[at] = (rng.below(2) === 0 ? 127 : -127) * s;
+    for (let j = 1; j < 32; j++) x[at + j] = (rng.below(2) === 0 ? 1 : -1) * (rng.below(127) + 0.5) * s;
+  }
+  assertSame("Q8_0", x, 256, "halves");
+});
