@@ -3,6 +3,7 @@
  * convert_hf_to_gguf.py's (test/fixtures/hf-gguf/) byte for byte, from a one-file folder and from
  * the same folder sharded; no temporary is left; refusals name what was given and what is taken.
  */
+import { shardedCopy } from "../support/hf-folders.js";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { copyFileSync, cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -32,42 +33,9 @@ for (const c of CASES) {
   });
 }
 
-/** A copy of a case's folder in two shards, the sorted names split in half (or before `at`), each shard's header in reverse. */
+/** A copy of a case's folder in two shards (shardedCopy), kept under the folder's own name: general.name is made from it. */
 function sharded(c: string, at?: string): string {
-  const src = join(DIR, c);
-  // the folder keeps its name: general.name is made from it
-  const dir = join(OUT, `shards-${c}`, c);
-  cpSync(src, dir, { recursive: true });
-  const buf = readFileSync(join(dir, "model.safetensors"));
-  const n = Number(buf.readBigUInt64LE(0));
-  const header = JSON.parse(buf.subarray(8, 8 + n).toString("utf8")) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
-  const names = Object.keys(header).filter((k) => k !== "__metadata__").sort();
-  const half = at === undefined ? Math.ceil(names.length / 2) : names.indexOf(at);
-  assert.ok(half > 0, at);
-  const shards = [names.slice(0, half), names.slice(half)];
-  const weightMap: Record<string, string> = {};
-  shards.forEach((list, i) => {
-    const file = `model-0000${i + 1}-of-00002.safetensors`;
-    // the shard's own header lists its tensors in reverse, so its order is not what sorting gives
-    const entries: Record<string, unknown> = {};
-    const datas: Buffer[] = [];
-    let at = 0;
-    for (const name of [...list].reverse()) {
-      const h = header[name]!;
-      const data = buf.subarray(8 + n + h.data_offsets[0], 8 + n + h.data_offsets[1]);
-      entries[name] = { dtype: h.dtype, shape: h.shape, data_offsets: [at, at + data.length] };
-      datas.push(data);
-      at += data.length;
-      weightMap[name] = file;
-    }
-    const json = Buffer.from(JSON.stringify(entries));
-    const len = Buffer.alloc(8);
-    len.writeBigUInt64LE(BigInt(json.length));
-    writeFileSync(join(dir, file), Buffer.concat([len, json, ...datas]));
-  });
-  rmSync(join(dir, "model.safetensors"));
-  writeFileSync(join(dir, "model.safetensors.index.json"), JSON.stringify({ metadata: { total_size: 0 }, weight_map: weightMap }));
-  return dir;
+  return shardedCopy(join(DIR, c), join(OUT, `shards-${c}`, c), at);
 }
 
 test("convert of a sharded folder: the same file as from one file (shards by name, each one's tensors by name)", async () => {

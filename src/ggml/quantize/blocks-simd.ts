@@ -25,10 +25,10 @@ import {
   load, moduleBytes, narrowU, narrowU8, or, select, set, shuffle, store, storeI16, storeI32, truncSatS, whileNot, type Code,
 } from "../../kernels/wasm/encoder.js";
 import type { WasmApi } from "../../kernels/wasm/index.js";
+import { V128Locals } from "../../kernels/wasm/v128-locals.js";
 import type { WasmMemory } from "../../kernels/wasm/resident.js";
 import { ggmlQuantizeSimdOn, transpose4 } from "./search-simd.js";
 
-const f32BitsOf = (v: number): number => new Uint32Array(new Float32Array([v]).buffer)[0];
 
 /** Values per kernel call; the output region follows the input's. */
 const CHUNK = 16384;
@@ -45,24 +45,10 @@ const P = 2;
 const Q = 3;
 const FIRST_V128 = 4;
 
-/** A kernel's v128 locals and its constants, built from `zero` before the loop. */
-class Kernel {
-  private next = FIRST_V128;
-  private readonly constants = new Map<number, number>();
-  v(): number {
-    return this.next++;
-  }
-  c(w: number): Code {
-    w |= 0;
-    let i = this.constants.get(w);
-    if (i === undefined) {
-      i = this.v();
-      this.constants.set(w, i);
-    }
-    return get(i);
-  }
-  f(v: number): Code {
-    return this.c(f32BitsOf(v));
+/** A kernel's v128 locals and constants (built from `zero` before the loop), and its module. */
+class Kernel extends V128Locals {
+  constructor() {
+    super(FIRST_V128, ZERO);
   }
   /** The kernel: per group of GROUP values, `body`, then P on by 4 * GROUP bytes and Q by `outBytes`. */
   bytes(body: Code[], outBytes: number): Uint8Array {
@@ -76,9 +62,7 @@ class Kernel {
         ...set(GROUPS, i32Sub(get(GROUPS), i32(1))),
       ]),
     ];
-    const prologue: Code[] = [];
-    for (const [w, i] of this.constants) prologue.push(set(i, i32x4Splat(i32Add(get(ZERO), i32(w)))));
-    return moduleBytes([{ name: "encode", params: 2, i32Locals: 2, v128Locals: this.next - FIRST_V128, body: [...prologue.flat(), ...loop] }], PAGES);
+    return moduleBytes([{ name: "encode", params: 2, i32Locals: 2, v128Locals: this.count, body: [...this.prologue().flat(), ...loop] }], PAGES);
   }
 }
 

@@ -33,10 +33,10 @@ import {
   i16x8Shl, i16x8ShrU, i32ShrU, i32x4Splat, i32x4Sub, ifElse, load, moduleBytes, narrowU, narrowU8, or, pick, select, set, shuffle, store, whileNot, type Code, type Func,
 } from "../../kernels/wasm/encoder.js";
 import type { WasmApi } from "../../kernels/wasm/index.js";
+import { V128Locals } from "../../kernels/wasm/v128-locals.js";
 import type { WasmMemory } from "../../kernels/wasm/resident.js";
 
 const fr = Math.fround;
-const f32BitsOf = (v: number): number => new Uint32Array(new Float32Array([v]).buffer)[0];
 
 /** Values per kernel call: 16 sub-blocks of 256, within the regions below. */
 export const SEARCH_CHUNK = 4096;
@@ -64,31 +64,13 @@ const Q = 3;
 const IS = 4;
 const FIRST_V128 = 5;
 
-/** A kernel's v128 locals; constants built from `zero` before the loop (so V8 keeps them in registers). */
-class Kernel {
-  private next = FIRST_V128;
-  private readonly constants = new Map<number, number>();
-  v(): number {
-    return this.next++;
-  }
-  /** The splat of 32-bit word `w`. */
-  c(w: number): Code {
-    w |= 0;
-    let i = this.constants.get(w);
-    if (i === undefined) {
-      i = this.v();
-      this.constants.set(w, i);
-    }
-    return get(i);
-  }
-  /** The splat of float32 `v`. */
-  f(v: number): Code {
-    return this.c(f32BitsOf(v));
+/** A kernel's v128 locals and constants (built from `zero` before the loop), and its function. */
+class Kernel extends V128Locals {
+  constructor() {
+    super(FIRST_V128, ZERO);
   }
   func(name: string, body: Code[]): Func {
-    const prologue: Code[] = [];
-    for (const [w, i] of this.constants) prologue.push(set(i, i32x4Splat(i32Add(get(ZERO), i32(w)))));
-    return { name, params: 2, i32Locals: 3, v128Locals: this.next - FIRST_V128, body: [...prologue.flat(), ...body.flat()] };
+    return { name, params: 2, i32Locals: 3, v128Locals: this.count, body: [...this.prologue().flat(), ...body.flat()] };
   }
 }
 
