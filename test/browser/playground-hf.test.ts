@@ -28,6 +28,7 @@ import { changedCopy, shardedCopy } from "../support/hf-folders.js";
 import { HF_GGUF_DIR } from "../io/hf-gguf/fixtures.js";
 import { ENGINE_LABEL, ENGINES, type EnginePage } from "./engines.js";
 import { setControls, withPlaygroundPage } from "./playground-page.js";
+import { fakePicker } from "./save-picker.js";
 import { axeViolations, OUTPUT } from "./support.js";
 
 /** The page as the in-page functions below use it (the tests have no DOM types). */
@@ -45,25 +46,6 @@ interface Outcome {
   closed?: boolean;
   aborted?: boolean;
   link?: string | null;
-}
-
-/** In the page: showSaveFilePicker replaced by a writable that keeps every chunk the page writes. */
-function fakePicker(): void {
-  const g = globalThis as G;
-  g.saved = { chunks: [], closed: false, aborted: false, name: undefined };
-  g.showSaveFilePicker = async (o: G) => {
-    g.saved.name = o.suggestedName;
-    return {
-      createWritable: async () => ({
-        write: async (d: G) => {
-          if (g.saved.closed || g.saved.aborted) throw new Error("written after close or abort");
-          g.saved.chunks.push(new Uint8Array(d).slice());
-        },
-        close: async () => { g.saved.closed = true; },
-        abort: async () => { g.saved.aborted = true; },
-      }),
-    };
-  };
 }
 
 /** In the page: runs the panel (its button clicked) and reports what came out. */
