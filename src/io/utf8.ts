@@ -50,5 +50,10 @@ declare const TextDecoder: new (label: string, options: { fatal: boolean; ignore
  * @example utf8Decode(new Uint8Array([0x61, 0xff]), false) // "a\ufffd"
  */
 export function utf8Decode(bytes: Uint8Array, fatal: boolean): string {
-  return new TextDecoder("utf-8", { fatal, ignoreBOM: true }).decode(bytes);
+  const d = (fatal ? strict : lenient) ?? new TextDecoder("utf-8", { fatal, ignoreBOM: true });
+  if (fatal) strict = d;
+  else lenient = d;
+  return d.decode(bytes);
 }
+let strict: Utf8Decoder | undefined;
+let lenient: Utf8Decoder | undefined;

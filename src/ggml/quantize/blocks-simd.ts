@@ -24,8 +24,8 @@ import {
   i32Eqz, i32Or, i32Shl, i32Sub, i32x4Add, i32x4ExtractLane, i32x4GtS, i32x4MinS, i32x4Shl, i32x4ShrS, i32x4ShrU, i32x4Splat, i8x16Bitmask,
   load, moduleBytes, narrowU, narrowU8, or, select, set, shuffle, store, storeI16, storeI32, truncSatS, whileNot, type Code,
 } from "../../kernels/wasm/encoder.js";
-import type { WasmApi } from "../../kernels/wasm/index.js";
 import { V128Locals } from "../../kernels/wasm/v128-locals.js";
+import { ownInstance } from "../../kernels/wasm/own-instance.js";
 import type { WasmMemory } from "../../kernels/wasm/resident.js";
 import { ggmlQuantizeSimdOn, transpose4 } from "./search-simd.js";
 
@@ -257,18 +257,9 @@ const loaded = new Map<BlockTypeName, Loaded | null>();
 function instance(type: BlockTypeName): Loaded | null {
   let l = loaded.get(type);
   if (l === undefined) {
-    l = null;
-    try {
-      const w = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-      const code = w ? blockModule(type) : undefined;
-      if (w && code && w.validate(code)) {
-        const e = new w.Instance(new w.Module(code), {}).exports;
-        const memory = e.memory as WasmMemory;
-        l = { encode: e.encode as Loaded["encode"], u32: new Uint32Array(memory.buffer), u8: new Uint8Array(memory.buffer) };
-      }
-    } catch {
-      l = null; // e.g. a Content-Security-Policy without 'wasm-unsafe-eval'
-    }
+    const e = ownInstance(() => blockModule(type));
+    const memory = e?.memory as WasmMemory | undefined;
+    l = e && memory ? { encode: e.encode as Loaded["encode"], u32: new Uint32Array(memory.buffer), u8: new Uint8Array(memory.buffer) } : null;
     loaded.set(type, l);
   }
   return l;

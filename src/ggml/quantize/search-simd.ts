@@ -32,8 +32,8 @@ import {
   f32x4Ne, f32x4Neg, f32x4Splat, f32x4Sqrt, f32x4Sub, get, i32, i32Add, i32Eqz, i32GtS, i32Sub, i32x4Add, i32x4MaxS, i32x4MinS, i32x4Ne,
   i16x8Shl, i16x8ShrU, i32ShrU, i32x4Splat, i32x4Sub, ifElse, load, moduleBytes, narrowU, narrowU8, or, pick, select, set, shuffle, store, whileNot, type Code, type Func,
 } from "../../kernels/wasm/encoder.js";
-import type { WasmApi } from "../../kernels/wasm/index.js";
 import { V128Locals } from "../../kernels/wasm/v128-locals.js";
+import { ownInstance } from "../../kernels/wasm/own-instance.js";
 import type { WasmMemory } from "../../kernels/wasm/resident.js";
 
 const fr = Math.fround;
@@ -587,18 +587,9 @@ const loaded = new Map<SearchName, Loaded | null>();
 function instance(name: SearchName): Loaded | null {
   let l = loaded.get(name);
   if (l === undefined) {
-    l = null;
-    try {
-      const w = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-      const code = w ? searchModule(name) : undefined;
-      if (w && code && w.validate(code)) {
-        const e = new w.Instance(new w.Module(code), {}).exports;
-        const memory = e.memory as WasmMemory;
-        l = { search: e.search as KernelFn, requant: e.requant as KernelFn, pack: e.pack as KernelFn | undefined, f32: new Float32Array(memory.buffer), u8: new Uint8Array(memory.buffer) };
-      }
-    } catch {
-      l = null; // e.g. a Content-Security-Policy without 'wasm-unsafe-eval'
-    }
+    const e = ownInstance(() => searchModule(name));
+    const memory = e?.memory as WasmMemory | undefined;
+    l = e && memory ? { search: e.search as KernelFn, requant: e.requant as KernelFn, pack: e.pack as KernelFn | undefined, f32: new Float32Array(memory.buffer), u8: new Uint8Array(memory.buffer) } : null;
     loaded.set(name, l);
   }
   return l;

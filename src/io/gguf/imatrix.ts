@@ -16,6 +16,7 @@ import { isGguf, readGguf } from "./header.js";
 import { readGgufBlocks } from "./records.js";
 import { ggufModel } from "./split.js";
 import type { GgufMetadataEntry } from "./values.js";
+import { utf8Decode, utf8Encode } from "../utf8.js";
 
 export interface Imatrix {
   /** The weights by tensor name. */
@@ -30,18 +31,11 @@ function bad(path: string, message: string): TensorcastError {
   return new TensorcastError("INVALID_DATA", `${path}: importance matrix: ${message}`);
 }
 
-// ES2022's lib has no TextEncoder / TextDecoder (Web and Node globals); the slivers used are
-// declared, as cursor.ts declares its decoder, so the core compiles without the DOM or Node types.
-declare const TextEncoder: new () => { encode(s: string): Uint8Array };
-declare const TextDecoder: new () => { decode(b: Uint8Array): string };
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 /** strncpy(val_str, s, 127): llama_model_kv_override's 128-byte string. */
 function clip127(s: string): string {
-  const b = encoder.encode(s);
-  return b.length <= 127 ? s : decoder.decode(b.subarray(0, 127));
+  const b = utf8Encode(s);
+  return b.length <= 127 ? s : utf8Decode(b.subarray(0, 127), false);
 }
 
 function imatrix(weights: Map<string, Float32Array>, datasets: string[], chunkCount: number): Imatrix {
@@ -133,7 +127,7 @@ function legacy(path: string, b: Uint8Array): Imatrix {
     const raw = b.subarray(at, at + len);
     at += len;
     const nul = raw.indexOf(0);
-    const name = decoder.decode(nul >= 0 ? raw.subarray(0, nul) : raw);
+    const name = utf8Decode(nul >= 0 ? raw.subarray(0, nul) : raw, false);
     const ncall = i32(`entry ${e + 1}'s call count`);
     const nval = i32(`entry ${e + 1}'s value count`);
     if (nval < 1) throw bad(path, `failed reading the number of values of entry ${e + 1}`);
@@ -159,7 +153,7 @@ function legacy(path: string, b: Uint8Array): Imatrix {
         if (len > 0 && at + len <= b.length) {
           const raw = b.subarray(at, at + len);
           const nul = raw.indexOf(0);
-          datasets.push(decoder.decode(nul >= 0 ? raw.subarray(0, nul) : raw));
+          datasets.push(utf8Decode(nul >= 0 ? raw.subarray(0, nul) : raw, false));
         }
       }
     }
