@@ -8,7 +8,10 @@
  * that the encoders' searches take the paths real tensors make them take. Before timing, the two
  * outputs are compared byte for byte; a difference stops the run. Each contender's time is per call
  * over --n values; the contenders take turns for --reps calls; the table gives M values/s by the
- * median (the fastest) and the ratio ours / ggml's (above 1: tensorcast is faster).
+ * median (the fastest) and the ratio ours / ggml's (above 1: tensorcast is faster). Three
+ * tensorcast contenders: quantizeRows (a fresh output each call, its page faults included),
+ * quantizeRowsInto an output allocated once (as ggml's), and quantizeRowsInto with the rows and the
+ * output in one arena (the per-block kernels then run in place, with no copy in or out).
  *
  * Arguments: --n N (values per call, default 1 Mi), --reps R (default 7), --only NAME,NAME,
  * --row N (values per row, default 4096), --imatrix (with importance weights, for both),
@@ -18,7 +21,8 @@
 import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { ggmlRowBytes, ggmlType } from "../src/ggml/types.js";
-import { quantizeRows } from "../src/ggml/quantize/index.js";
+import { createArena } from "../src/arena.js";
+import { quantizeRows, quantizeRowsInto } from "../src/ggml/quantize/index.js";
 import { useGgmlQuantizeSimd } from "../src/ggml/quantize/search-simd.js";
 import { GGML_BASE, ggmlPeer, peerKoffi } from "../test/support/ggml-peer.js";
 import { Rng } from "../test/support/rng.js";
@@ -75,11 +79,18 @@ for (const name of TYPES) {
   const nrows = N / ROW;
   const theirs = new Uint8Array(nrows * ggmlRowBytes(t, ROW)!);
   quantizeInit(t.id);
+  const into = new Uint8Array(theirs.length);
+  const arena = createArena(4 * N + theirs.length + 4096);
+  const xIn = arena.zeros("float32", [N]).data as Float32Array;
+  xIn.set(x);
+  const outIn = arena.zeros("uint8", [theirs.length]).data as Uint8Array;
   const runs: Record<string, () => unknown> = {
     ggml: () => {
       quantizeChunk(t.id, x, theirs, 0, nrows, ROW, qw ?? null);
     },
     tensorcast: () => quantizeRows(t, x, ROW, qw),
+    into: () => quantizeRowsInto(t, x, ROW, into, qw),
+    arena: () => quantizeRowsInto(t, xIn, ROW, outIn, qw),
   };
   if (REFERENCE) {
     runs.reference = () => {
@@ -94,6 +105,10 @@ for (const name of TYPES) {
   const ours = runs.tensorcast() as Uint8Array;
   runs.ggml();
   if (ours.length !== theirs.length || ours.some((b, i) => b !== theirs[i])) throw new Error(`${name}: tensorcast and ggml_quantize_chunk differ on the bench's rows`);
+  for (const k of ["into", "arena"]) {
+    const o = runs[k]() as Uint8Array;
+    if (o.some((b, i) => b !== theirs[i])) throw new Error(`${name}: tensorcast (${k}) and ggml_quantize_chunk differ on the bench's rows`);
+  }
   const ref = runs.reference?.() as Uint8Array | undefined;
   if (ref !== undefined && ref.some((b, i) => b !== theirs[i])) throw new Error(`${name}: tensorcast's reference path and ggml_quantize_chunk differ on the bench's rows`);
   const times: Record<string, number[]> = Object.fromEntries(Object.keys(runs).map((k) => [k, []]));
@@ -108,11 +123,11 @@ for (const name of TYPES) {
   const rate = (ms: number): string => (N / ms / 1000).toFixed(ms > 0 && N / ms / 1000 < 10 ? 2 : 0);
   const cell = (k: string): string => `${rate(median(times[k]))} (${rate(Math.min(...times[k]))})`;
   const ratio = (k: string): string => `${(median(times.ggml) / median(times[k])).toFixed(2)}x (${(Math.min(...times.ggml) / Math.min(...times[k])).toFixed(2)}x)`;
-  rows.push([name, cell("ggml"), cell("tensorcast"), ratio("tensorcast"), ...(REFERENCE ? [cell("reference"), ratio("reference")] : [])]);
+  rows.push([name, cell("ggml"), cell("tensorcast"), ratio("tensorcast"), cell("into"), ratio("into"), cell("arena"), ratio("arena"), ...(REFERENCE ? [cell("reference"), ratio("reference")] : [])]);
   console.error(`${name} done`);
 }
 
 console.log(`GGML quantization, ${N} values per call (rows of ${ROW})${IMATRIX ? ", with importance weights" : ""}, ${REPS} calls each, one thread; M values/s by the median (the fastest); bytes equal; load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}\n`);
-const head = ["type", "ggml_quantize_chunk", "tensorcast", "tensorcast / ggml", ...(REFERENCE ? ["reference", "reference / ggml"] : [])];
+const head = ["type", "ggml_quantize_chunk", "quantizeRows", "/ ggml", "into", "/ ggml", "arena", "/ ggml", ...(REFERENCE ? ["reference", "reference / ggml"] : [])];
 const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
 for (const r of [head, ...rows]) console.log(r.map((c, i) => c.padEnd(width[i])).join("  "));

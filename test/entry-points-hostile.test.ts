@@ -186,6 +186,7 @@ function entries(): Entry[] {
     writeGguf: () => [{ write: () => undefined }, GGUF_META, ggufTensors()], layoutGguf: () => [GGUF_META, ggufTensors()], ggmlDims: () => [[2, 3], true],
     ggmlType: () => ["q4_k"], ggmlTypeOfId: () => [12], ggmlRowBytes: () => [gguf.ggmlType("Q4_K"), 256],
     dequantizeGgml: () => ["Q8_0", new Uint8Array(34)], quantizeRows: () => ["Q8_0", new Float32Array(32), 32],
+    quantizeRowsInto: () => ["Q8_0", new Float32Array(32), 32, new Uint8Array(34)],
     canQuantize: () => [gguf.ggmlType("IQ2_XS"), true], quantizableTypes: () => [],
   };
   for (const [entry, mod, good] of [["tensorcast/web", web, goodWeb], ["tensorcast/onnx", onnx, goodOnnx], ["tensorcast/node", node, goodNode], ["tensorcast/gguf", gguf, goodGguf]] as const) {

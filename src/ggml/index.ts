@@ -8,4 +8,4 @@ export {
   type GgmlType, type GgmlTypeName, type GgmlField, type GgmlFieldKind,
 } from "./types.js";
 export { dequantizeGgml, dequantizeBlocks, canDequantize, IQ4_NL_LEVELS, GGML_FP4_DOUBLED } from "./dequantize.js";
-export { quantizeRows, canQuantize, quantizableTypes } from "./quantize/index.js";
+export { quantizeRows, quantizeRowsInto, canQuantize, quantizableTypes } from "./quantize/index.js";

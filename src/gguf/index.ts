@@ -19,6 +19,6 @@ export {
   ggufRecords, readGgufBlocks, ggufTensor, layoutGguf, writeGguf, ggmlDims, ggmlRowBytes, canQuantize,
 } from "./checked.js";
 export {
-  GGML_TYPES, REMOVED_GGML_TYPES, ggmlType, ggmlTypeOfId, dequantizeGgml, quantizeRows, quantizableTypes,
+  GGML_TYPES, REMOVED_GGML_TYPES, ggmlType, ggmlTypeOfId, dequantizeGgml, quantizeRows, quantizeRowsInto, quantizableTypes,
   type GgmlType, type GgmlTypeName, type GgmlField, type GgmlFieldKind,
 } from "../ggml/index.js";

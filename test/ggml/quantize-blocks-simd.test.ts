@@ -9,7 +9,9 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ggmlType, quantizeRows } from "../../src/ggml/index.js";
+import { createArena } from "../../src/arena.js";
+import { TensorcastError } from "../../src/errors.js";
+import { ggmlType, quantizeRows, quantizeRowsInto } from "../../src/ggml/index.js";
 import { encodeBlocksSimd, type BlockTypeName } from "../../src/ggml/quantize/blocks-simd.js";
 import { useGgmlQuantizeSimd } from "../../src/ggml/quantize/search-simd.js";
 import { Rng } from "../support/rng.js";
@@ -115,4 +117,42 @@ test("Q8_0: the SIMD kernel rounds x / d's exact halves away from zero, as round
     for (let j = 1; j < 32; j++) x[at + j] = (rng.below(2) === 0 ? 1 : -1) * (rng.below(127) + 0.5) * s;
   }
   assertSame("Q8_0", x, 256, "halves");
+});
+
+for (const type of TYPES) {
+  test(`${type}: quantizeRowsInto with rows and output in one arena encodes in place, the reference's bytes, nothing around the output touched`, () => {
+    const t = ggmlType(type);
+    // Whole groups of four blocks in place, then a last part group through the private memory.
+    for (const n of [128, 128 * 3 + 32, 16384 + 96, type === "F16" || type === "BF16" ? 16384 * 2 + 7 : 32]) {
+      const x = gaussianRows(1, n, n + 9, -4);
+      x.set(adversarialRows(1, Math.min(n - (n % 32), 256), 32, n, ROW_KINDS).subarray(0, Math.min(n - (n % 32), 256)));
+      useGgmlQuantizeSimd(false);
+      let ref: Uint8Array;
+      try {
+        ref = quantizeRows(type, x, n);
+      } finally {
+        useGgmlQuantizeSimd(true);
+      }
+      const arena = createArena(4 * n + ref.length + 4096);
+      const rows = arena.zeros("float32", [n]).data as Float32Array;
+      rows.set(x);
+      const frame = arena.zeros("uint8", [ref.length + 64]).data as Uint8Array;
+      frame.fill(0xa5);
+      const out = frame.subarray(32, 32 + ref.length);
+      assert.equal(quantizeRowsInto(type, rows, n, out), out);
+      const diff = byteDifference(out, ref, t.typeSize);
+      if (diff !== undefined) assert.fail(`${type}, ${n} values in an arena: ${diff}`);
+      for (const i of [...Array(32).keys(), ...Array.from({ length: 32 }, (_, k) => 32 + ref.length + k)]) assert.equal(frame[i], 0xa5, `${type}, ${n}: byte ${i} around the output`);
+      // The same bytes into an ordinary array.
+      assert.equal(byteDifference(quantizeRowsInto(type, x, n, new Uint8Array(ref.length)), ref, t.typeSize), undefined, `${type}, ${n} into an array`);
+    }
+  });
+}
+
+test("quantizeRowsInto refuses an output of the wrong length or one sharing bytes with the rows", () => {
+  const x = new Float32Array(64);
+  assert.throws(() => quantizeRowsInto("Q8_0", x, 32, new Uint8Array(67)), (e: unknown) => e instanceof TensorcastError && e.code === "SHAPE_MISMATCH" && /68 bytes; out has 67/.test(e.message));
+  const shared = new Uint8Array(x.buffer, 100, 68);
+  assert.throws(() => quantizeRowsInto("Q8_0", x, 32, shared), (e: unknown) => e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE" && /shares bytes/.test(e.message));
+  assert.throws(() => quantizeRowsInto("Q8_0", x, 32, [] as unknown as Uint8Array), (e: unknown) => e instanceof TensorcastError && e.code === "INVALID_ATTRIBUTE");
 });

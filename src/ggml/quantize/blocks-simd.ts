@@ -16,6 +16,9 @@
  * The rows of these types have no per-row state, so the caller passes the whole tensor as one
  * stream of blocks, copied in chunks of CHUNK values; a chunk's last group of four blocks is padded
  * with zeros and only the real blocks' bytes copied out. One small module per type, built on first use.
+ * When the values and the output both live in one arena (src/arena.ts), the module is instantiated
+ * on the arena's memory and encodes the whole groups in place, with no copy; only a last part group
+ * goes through the private memory, since a group's stores would run past the output's end.
  *
  * Browser-safe; built from source at run time like ../simd.ts (no generated file).
  */
@@ -26,7 +29,8 @@ import {
 } from "../../kernels/wasm/encoder.js";
 import { V128Locals } from "../../kernels/wasm/v128-locals.js";
 import { ownInstance } from "../../kernels/wasm/own-instance.js";
-import type { WasmMemory } from "../../kernels/wasm/resident.js";
+import { residentMemoryOf, type WasmMemory } from "../../kernels/wasm/resident.js";
+import type { WasmApi } from "../../kernels/wasm/index.js";
 import { ggmlQuantizeSimdOn, transpose4 } from "./search-simd.js";
 
 
@@ -38,23 +42,24 @@ const PAGES = 2;
 /** Values per kernel step: four blocks of 32. */
 const GROUP = 128;
 
-// Parameters (groups, zero), then i32 locals.
+// Parameters (groups, zero, the values' address, the output's address).
 const GROUPS = 0;
 const ZERO = 1;
 const P = 2;
 const Q = 3;
 const FIRST_V128 = 4;
 
-/** A kernel's v128 locals and constants (built from `zero` before the loop), and its module. */
+/**
+ * A kernel's v128 locals and constants (built from `zero` before the loop), and its module: with a
+ * memory of its own, or importing one of `importPages` pages (an arena's).
+ */
 class Kernel extends V128Locals {
-  constructor() {
+  constructor(private readonly importPages?: number) {
     super(FIRST_V128, ZERO);
   }
   /** The kernel: per group of GROUP values, `body`, then P on by 4 * GROUP bytes and Q by `outBytes`. */
   bytes(body: Code[], outBytes: number): Uint8Array {
     const loop = [
-      ...set(P, i32(IN)),
-      ...set(Q, i32(OUT)),
       ...whileNot(i32Eqz(get(GROUPS)), [
         ...body.flat(),
         ...set(P, i32Add(get(P), i32(4 * GROUP))),
@@ -62,7 +67,8 @@ class Kernel extends V128Locals {
         ...set(GROUPS, i32Sub(get(GROUPS), i32(1))),
       ]),
     ];
-    return moduleBytes([{ name: "encode", params: 2, i32Locals: 2, v128Locals: this.count, body: [...this.prologue().flat(), ...loop] }], PAGES);
+    const func = { name: "encode", params: 4, i32Locals: 0, v128Locals: this.count, body: [...this.prologue().flat(), ...loop] };
+    return this.importPages === undefined ? moduleBytes([func], PAGES) : moduleBytes([func], this.importPages, undefined, "plain");
   }
 }
 
@@ -241,18 +247,22 @@ const TYPES = {
 
 export type BlockTypeName = keyof typeof TYPES;
 
-/** The module of `type`'s kernel (exported as "encode"). */
-export function blockModule(type: BlockTypeName): Uint8Array {
-  return TYPES[type].build(new Kernel());
+/** The module of `type`'s kernel (exported as "encode"), with its own memory or importing one of `importPages`. */
+export function blockModule(type: BlockTypeName, importPages?: number): Uint8Array {
+  return TYPES[type].build(new Kernel(importPages));
 }
 
 interface Loaded {
-  readonly encode: (groups: number, zero: number) => void;
+  readonly encode: (groups: number, zero: number, p: number, q: number) => void;
   readonly u32: Uint32Array;
   readonly u8: Uint8Array;
 }
 
 const loaded = new Map<BlockTypeName, Loaded | null>();
+type Encode = Loaded["encode"];
+const onArenas = new WeakMap<WasmMemory, Map<BlockTypeName, Encode | null>>();
+/** Compiled arena modules by type and page count (an arena's memory never grows). */
+const arenaModules = new Map<string, object | null>();
 
 function instance(type: BlockTypeName): Loaded | null {
   let l = loaded.get(type);
@@ -261,6 +271,32 @@ function instance(type: BlockTypeName): Loaded | null {
     const memory = e?.memory as WasmMemory | undefined;
     l = e && memory ? { encode: e.encode as Loaded["encode"], u32: new Uint32Array(memory.buffer), u8: new Uint8Array(memory.buffer) } : null;
     loaded.set(type, l);
+  }
+  return l;
+}
+
+/** `type`'s kernel on the arena memory `memory` (null where it cannot be built there). */
+function arenaKernel(type: BlockTypeName, memory: WasmMemory): Encode | null {
+  let byType = onArenas.get(memory);
+  if (byType === undefined) onArenas.set(memory, (byType = new Map()));
+  let l = byType.get(type);
+  if (l === undefined) {
+    l = null;
+    try {
+      const w = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
+      const pages = memory.buffer.byteLength / 65536;
+      const key = `${type}/${pages}`;
+      let module = arenaModules.get(key);
+      if (module === undefined && w) {
+        const code = blockModule(type, pages);
+        module = w.validate(code) ? new w.Module(code) : null;
+        arenaModules.set(key, module);
+      }
+      if (w && module) l = new w.Instance(module, { env: { memory } }).exports.encode as Encode;
+    } catch {
+      l = null; // e.g. a Content-Security-Policy without 'wasm-unsafe-eval'
+    }
+    byType.set(type, l);
   }
   return l;
 }
@@ -275,6 +311,17 @@ export function encodeBlocksSimd(type: BlockTypeName, x: Float32Array, s: number
   const l = instance(type);
   if (!l) return false;
   const per = TYPES[type].bytes;
+  const memory = x.buffer === y.buffer && (x.byteOffset + 4 * s) % 4 === 0 ? residentMemoryOf(x.buffer) : undefined;
+  const arena = memory && arenaKernel(type, memory);
+  if (arena) {
+    const groups = Math.floor(n / GROUP);
+    // Addresses past 2^31 reach the i32 parameters as negative numbers, which WebAssembly reads unsigned.
+    if (groups > 0) arena(groups, 0, x.byteOffset + 4 * s, y.byteOffset + o);
+    const done = groups * GROUP;
+    s += done;
+    o += (done * per) / 32;
+    n -= done;
+  }
   // The input's bits, not its values: reading a NaN through a JS number may quiet it.
   const bits = new Uint32Array(x.buffer, x.byteOffset, x.length);
   for (let done = 0; done < n; done += CHUNK) {
@@ -282,7 +329,7 @@ export function encodeBlocksSimd(type: BlockTypeName, x: Float32Array, s: number
     l.u32.set(bits.subarray(s + done, s + done + count), IN / 4);
     const groups = Math.ceil(count / GROUP);
     if (groups * GROUP > count) l.u32.fill(0, IN / 4 + count, IN / 4 + groups * GROUP);
-    l.encode(groups, 0);
+    l.encode(groups, 0, IN, OUT);
     const bytes = (count * per) / 32;
     y.set(l.u8.subarray(OUT, OUT + bytes), o + (done * per) / 32);
   }

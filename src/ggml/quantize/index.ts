@@ -57,6 +57,37 @@ export function quantizableTypes(): GgmlTypeName[] {
  *         block or `rows` not whole rows, INVALID_DATA when imatrix's length is not rowLength.
  */
 export function quantizeRows(type: GgmlType | string, rows: Float32Array, rowLength: number, imatrix?: Float32Array): Uint8Array {
+  const { t, rowBytes } = checked(type, rows, rowLength, imatrix);
+  const out = new Uint8Array((rows.length / rowLength) * rowBytes);
+  encodeRows(t, rows, rowLength, rowBytes, out, imatrix);
+  return out;
+}
+
+/**
+ * quantizeRows into `out`, a Uint8Array of exactly the rows' bytes (ggmlRowBytes(type, rowLength)
+ * per row), for a caller that reuses one output. When `rows` and `out` are views of one arena's
+ * memory (src/arena.ts), the types with a per-block kernel (F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
+ * Q5_1, without an importance matrix) encode in place, with no copy.
+ * @example quantizeRowsInto("Q8_0", rows, 4096, out) // out, holding quantizeRows("Q8_0", rows, 4096)'s bytes
+ * @throws TensorcastError as quantizeRows; SHAPE_MISMATCH when out's length is not the rows' bytes,
+ *         INVALID_ATTRIBUTE when out is no Uint8Array or shares bytes with rows.
+ */
+export function quantizeRowsInto(type: GgmlType | string, rows: Float32Array, rowLength: number, out: Uint8Array, imatrix?: Float32Array): Uint8Array {
+  const { t, rowBytes } = checked(type, rows, rowLength, imatrix);
+  if (!(out instanceof Uint8Array)) throw new TensorcastError("INVALID_ATTRIBUTE", `quantizeRowsInto writes into a Uint8Array; got ${describe(out)}`);
+  const bytes = (rows.length / rowLength) * rowBytes;
+  if (out.length !== bytes) {
+    throw new TensorcastError("SHAPE_MISMATCH", `${rows.length / rowLength} ${t.name} rows of ${rowLength} take ${bytes} bytes; out has ${out.length}`);
+  }
+  if (out.buffer === rows.buffer && out.byteOffset < rows.byteOffset + rows.byteLength && rows.byteOffset < out.byteOffset + out.byteLength) {
+    throw new TensorcastError("INVALID_ATTRIBUTE", "quantizeRowsInto's out shares bytes with its rows; give it an output of its own");
+  }
+  encodeRows(t, rows, rowLength, rowBytes, out, imatrix);
+  return out;
+}
+
+/** The checks of quantizeRows: the type, its encoder, the rows' shape and the importance matrix. */
+function checked(type: GgmlType | string, rows: Float32Array, rowLength: number, imatrix: Float32Array | undefined): { t: GgmlType; rowBytes: number } {
   const t = typeof type === "string" ? ggmlType(type) : type;
   if (!GGML_TYPES.includes(t)) throw new TensorcastError("INVALID_ATTRIBUTE", "quantizeRows's type must be a GGML type name or a row of GGML_TYPES");
   const encode = ENCODERS[t.name];
@@ -77,12 +108,15 @@ export function quantizeRows(type: GgmlType | string, rows: Float32Array, rowLen
   if (imatrix !== undefined && (!(imatrix instanceof Float32Array) || imatrix.length !== rowLength)) {
     throw new TensorcastError("INVALID_DATA", `the importance matrix must be a Float32Array of one weight per column (${rowLength}); got ${imatrix instanceof Float32Array ? `${imatrix.length} weights` : typeof imatrix}`);
   }
-  const nrows = rows.length / rowLength;
-  const out = new Uint8Array(nrows * rowBytes);
+  return { t, rowBytes };
+}
+
+function encodeRows(t: GgmlType, rows: Float32Array, rowLength: number, rowBytes: number, out: Uint8Array, imatrix: Float32Array | undefined): void {
+  const encode = ENCODERS[t.name]!;
   if (imatrix === undefined && ROWLESS.has(t.name)) {
     encode(rows, 0, rows.length, out, 0, undefined);
-    return out;
+    return;
   }
+  const nrows = rows.length / rowLength;
   for (let r = 0; r < nrows; r++) encode(rows, r * rowLength, rowLength, out, r * rowBytes, imatrix);
-  return out;
 }
