@@ -40,7 +40,7 @@ for (const name of GGML_SIMD_TYPES) {
   });
 
   test(`${name}: many chunks' worth of blocks from an odd offset into an offset output`, () => {
-    const blocks = Math.ceil(20000 / t.blockSize) + 3;
+    const blocks = Math.ceil(40000 / t.blockSize) + 3;
     const raw = edgeBlocks(t, blocks, 7 + t.id);
     const shifted = new Uint8Array(raw.length + 5);
     shifted.set(raw, 3);
