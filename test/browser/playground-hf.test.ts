@@ -10,9 +10,10 @@
  * the library's TensorcastError (as the core's folder job throws it for the same files in Node);
  * axe-core finds nothing with the panel's table on show.
  *
- * The folder is picked through the driver's own call (playwright's setInputFiles with the folder's
- * path, which sets each File's webkitRelativePath); the other engines' drivers take files, not
- * folders (below), so this runs in Chromium. An engine that is not installed is skipped with the reason,
+ * In Chromium the folder is picked through the driver's own call (playwright's setInputFiles with the
+ * folder's path, which sets each File's webkitRelativePath); Firefox's and WebKit's drivers take
+ * files, not folders (below), so there the input is given the folder's Files as the engine's own
+ * folder picking gives them (`pick`). An engine that is not installed is skipped with the reason,
  * except under CI, where it fails.
  */
 import { test, type TestContext } from "node:test";
@@ -78,8 +79,29 @@ async function runPanel(): Promise<Outcome> {
   return out;
 }
 
+/**
+ * Picks `dir` in the panel's directory input: through the driver in Chromium; in the engines whose
+ * drivers take files only, as the input holds a picked folder: its Files (made in the page from the
+ * folder's bytes, each with the webkitRelativePath the engine gives a folder's files) set through a
+ * DataTransfer, then the input's change event.
+ */
 async function pick(page: EnginePage, dir: string): Promise<void> {
-  await page.setFile("#hf-folder", dir);
+  if (page.engine === "chromium") await page.setFile("#hf-folder", dir);
+  else {
+    const files = await Promise.all((await readdir(dir)).map(async (n) => [n, (await readFile(join(dir, n))).toString("base64")] as const));
+    await page.evaluate(({ folder, files }) => {
+      const g = globalThis as G;
+      const input = g.document.getElementById("hf-folder");
+      const dt = new g.DataTransfer();
+      for (const [n, b64] of files) {
+        const file = new g.File([Uint8Array.from(g.atob(b64), (c: string) => c.charCodeAt(0))], n);
+        Object.defineProperty(file, "webkitRelativePath", { value: `${folder}/${n}` });
+        dt.items.add(file);
+      }
+      input.files = dt.files;
+      input.dispatchEvent(new g.Event("change", { bubbles: true }));
+    }, { folder: basename(dir), files });
+  }
   await page.evaluate(() => (globalThis as G).playground.settled());
 }
 
@@ -282,8 +304,9 @@ async function check(t: TestContext, page: EnginePage, name: string): Promise<vo
 }
 
 // Firefox's driver refuses a folder (WebDriver BiDi input.setFiles: "File error: Is directory",
-// NS_ERROR_FILE_IS_DIRECTORY), and WebKitWebDriver's Send Keys takes file paths only.
-for (const engine of ENGINES.filter((e) => e === "chromium")) {
+// NS_ERROR_FILE_IS_DIRECTORY), and WebKitWebDriver's Send Keys takes file paths only: `pick` sets
+// the Files there.
+for (const engine of ENGINES) {
   const name = ENGINE_LABEL[engine];
   test(`the playground in ${name}: a Hugging Face folder made a GGUF in the folder panel, the bytes of Node's tensorcast convert and quantize`, { timeout: 600_000 }, async (t) => {
     await withPlaygroundPage(t, engine, "playground-site-hf", {}, async (page, url) => {
