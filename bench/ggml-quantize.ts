@@ -38,8 +38,9 @@ const ONLY = arg("--only")?.toUpperCase().split(",");
 const IMATRIX = process.argv.includes("--imatrix");
 const REFERENCE = process.argv.includes("--reference");
 
-/** The types `tensorcast quantize` and `convert --to` write without an importance matrix. */
-const TYPES = ["F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0", "MXFP4"];
+/** The types `tensorcast quantize` and `convert --to` write without an importance matrix; with one, also the IQ1 / IQ2 / IQ3 types. */
+const TYPES = ["F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0", "MXFP4",
+  ...(IMATRIX ? ["IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S"] : [])];
 
 const peer = ggmlPeer();
 const koffi = peerKoffi(GGML_BASE, "the ggml peer");
