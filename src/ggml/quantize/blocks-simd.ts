@@ -287,6 +287,8 @@ export interface BlockKernel {
   readonly block: number;
   readonly bytes: number;
   readonly step?: number;
+  /** The i32 locals it needs beyond P and Q. */
+  readonly scalars?: number;
 }
 
 const TYPES = {
@@ -317,7 +319,7 @@ const loaded = new Map<BlockKernel, Loaded | null>();
 function instance(kernel: BlockKernel): Loaded | null {
   let l = loaded.get(kernel);
   if (l === undefined) {
-    const e = ownInstance(() => kernel.build(new Kernel()));
+    const e = ownInstance(() => kernel.build(new Kernel(kernel.scalars)));
     const memory = e?.memory as WasmMemory | undefined;
     l = e && memory ? { encode: e.encode as Loaded["encode"], u32: new Uint32Array(memory.buffer), u8: new Uint8Array(memory.buffer) } : null;
     loaded.set(kernel, l);
