@@ -14,10 +14,12 @@ import { TensorcastError } from "../../src/errors.js";
 import { ggmlType, quantizeRows, quantizeRowsInto } from "../../src/ggml/index.js";
 import { encodeBlocksSimd, type BlockTypeName } from "../../src/ggml/quantize/blocks-simd.js";
 import { useGgmlQuantizeSimd } from "../../src/ggml/quantize/search-simd.js";
+import { encodeSmallSimd, type SmallTypeName } from "../../src/ggml/quantize/small-simd.js";
 import { Rng } from "../support/rng.js";
 import { adversarialRows, ROW_KINDS } from "./rows.js";
 
 const TYPES: BlockTypeName[] = ["Q8_0", "F16", "BF16", "Q4_0", "Q5_0", "Q4_1", "Q5_1"];
+const SMALL: SmallTypeName[] = ["TQ1_0", "TQ2_0", "MXFP4"];
 
 function byteDifference(a: Uint8Array, b: Uint8Array, typeSize: number): string | undefined {
   if (a.length !== b.length) return `lengths ${a.length} and ${b.length}`;
@@ -75,9 +77,10 @@ function edgeBits(seed: number): Float32Array {
 
 test("the per-block SIMD kernels are available here", () => {
   for (const type of TYPES) assert.equal(encodeBlocksSimd(type, new Float32Array(32), 0, 32, new Uint8Array(64), 0), true, type);
+  for (const type of SMALL) assert.equal(encodeSmallSimd(type, new Float32Array(256), 0, 256, new Uint8Array(256), 0), true, type);
 });
 
-for (const type of TYPES) {
+for (const type of [...TYPES, ...SMALL]) {
   test(`${type}: the SIMD kernel gives the reference's bytes on weight-like rows at scales 2^-40 .. 2^40`, () => {
     for (let e = -40; e <= 40; e += 4) assertSame(type, gaussianRows(3, 1024, 0x100 + e, e), 1024, `scale 2^${e}`);
   });
@@ -88,9 +91,10 @@ for (const type of TYPES) {
     for (let seed = 1; seed <= 20; seed++) assertSame(type, tiedRows(2048, seed), 256, `seed ${seed}`);
   });
   test(`${type}: the SIMD kernel gives the reference's bytes on lengths ending inside a chunk and a group`, () => {
-    for (const n of [32, 96, 160, 16384, 16384 + 32 * 5, 3 * 16384 + 96]) assertSame(type, gaussianRows(1, n, n, -3), n, `${n} values`);
-    const x = gaussianRows(7, 96, 5, 0);
-    assertSame(type, x, 96, "7 rows of 96");
+    const b = ggmlType(type).blockSize;
+    for (const blocks of [1, 3, 5, 512, 512 + 5, 3 * 512 + 3]) assertSame(type, gaussianRows(1, blocks * b, blocks, -3), blocks * b, `${blocks * b} values`);
+    const x = gaussianRows(7, 3 * b, 5, 0);
+    assertSame(type, x, 3 * b, `7 rows of ${3 * b}`);
   });
 }
 
@@ -117,6 +121,68 @@ test("Q8_0: the SIMD kernel rounds x / d's exact halves away from zero, as round
     for (let j = 1; j < 32; j++) x[at + j] = (rng.below(2) === 0 ? 1 : -1) * (rng.below(127) + 0.5) * s;
   }
   assertSame("Q8_0", x, 256, "halves");
+});
+
+const fromBits = (u: readonly number[]): Float32Array => new Float32Array(new Uint32Array(u.map((b) => b >>> 0)).buffer);
+
+test("TQ1_0 / TQ2_0: the SIMD kernels round x * id's halves as lroundf and give lroundf's low bits for values past amax (a NaN before them)", () => {
+  const rng = new Rng(0x7e1);
+  const x = new Float32Array(256 * 64);
+  for (let at = 0; at < x.length; at += 256) {
+    const s = 2 ** (rng.below(61) - 30);
+    const kind = rng.below(3);
+    for (let j = 0; j < 256; j++) x[at + j] = (rng.below(2) === 0 ? 1 : -1) * [0.5, 1, 0, 0.25, 0.75][rng.below(5)] * s;
+    x[at + rng.below(256)] = s;
+    if (kind > 0) {
+      // Values up to 2^40 times amax before a NaN: x * id reaches 2^31, 2^32 and beyond, and Inf where id is huge.
+      const nan = 64 + rng.below(128);
+      for (let j = 0; j < nan; j++) x[at + j] = (rng.below(2) === 0 ? 1 : -1) * (rng.below(2000) + rng.below(2) / 2) * 2 ** rng.below(40) * s;
+      x[at + nan] = NaN;
+      if (kind === 2) x[at + rng.below(nan)] = rng.below(2) === 0 ? 3e38 : -Infinity;
+      for (let j = nan + 1; j < 256; j++) x[at + j] = (rng.below(2) === 0 ? 1 : -1) * rng.below(3) * s * 2 ** -rng.below(100);
+    }
+  }
+  for (const type of ["TQ1_0", "TQ2_0"]) assertSame(type, x, 1024, "halves and values past amax");
+  // The exact halves near 2^31, 2^32 and 2^63 of x * id, with id = 1.
+  const big = [2 ** 31 - 128, 2 ** 31 - 0.5 * 0 - 64, 2 ** 31, 2 ** 32, 2 ** 32 + 512, 2 ** 40 + 2 ** 17, 2 ** 63, 2 ** 64, 1e38, 5e8 + 0.5 * 0, 12345.5, 2.5, 3.5, 255.5, 256.5];
+  const y = new Float32Array(256 * 4);
+  for (let at = 0; at < y.length; at += 256) {
+    for (let j = 0; j < 200; j++) y[at + j] = (j % 2 === 0 ? 1 : -1) * big[(j + at / 256) % big.length];
+    y[at + 200] = NaN;
+    y[at + 201] = 1;
+  }
+  for (const type of ["TQ1_0", "TQ2_0"]) assertSame(type, y, 1024, "values near 2^31 and 2^63");
+});
+
+test("MXFP4: the SIMD kernel ties at every level's midpoint, one ulp either side, at e from 0 to 255", () => {
+  const rng = new Rng(0x4f4);
+  const mids = [0.5, 1.5, 2.5, 3.5, 5, 7, 10, 0, 1, 2, 3, 4, 6, 8, 12];
+  const u: number[] = [];
+  const f = new Float32Array(1);
+  const bitsOf = (v: number): number => (f[0] = v, new Uint32Array(f.buffer)[0]);
+  for (let b = 0; b < 600; b++) {
+    // amax just below 2^(E + 1) makes d = 2^(E - 3), or 2^(E - 2) where log2f rounds up.
+    const E = rng.below(280) - 150;
+    const amax = bitsOf(2 ** (E + 1)) - rng.below(3) * (1 + rng.below(100));
+    const d = 2 ** (E - 3);
+    u.push(amax | (rng.below(2) << 31));
+    for (let j = 1; j < 32; j++) {
+      const v = bitsOf(mids[rng.below(mids.length)] * d * (rng.below(3) === 0 ? 2 : 1));
+      u.push((v + rng.below(3) - 1) | (rng.below(2) << 31));
+    }
+  }
+  assertSame("MXFP4", fromBits(u), 32 * 20, "midpoints");
+});
+
+test("MXFP4: the SIMD kernel follows C's scan where a block's amax is Inf (e = 0, d = 2^-128)", () => {
+  const rng = new Rng(0x1f);
+  const x = new Float32Array(32 * 64);
+  for (let at = 0; at < x.length; at += 32) {
+    for (let j = 0; j < 32; j++) x[at + j] = (rng.below(2) === 0 ? 1 : -1) * [0.5, 1, 1.5, 3, 5, 7, 10, 12, 13, 2 ** 20, 2 ** 30, 0][rng.below(12)] * 2 ** -128 * 2 ** (rng.below(8) === 0 ? rng.below(200) : 0);
+    if (rng.below(4) !== 0) x[at + rng.below(32)] = rng.below(2) === 0 ? Infinity : -Infinity;
+    if (rng.below(4) === 0) x[at + rng.below(32)] = NaN;
+  }
+  assertSame("MXFP4", x, 256, "infinite amax");
 });
 
 for (const type of TYPES) {

@@ -16,16 +16,17 @@
  * The rows of these types have no per-row state, so the caller passes the whole tensor as one
  * stream of blocks, copied in chunks of CHUNK values; a chunk's last group of four blocks is padded
  * with zeros and only the real blocks' bytes copied out. One small module per type, built on first use.
- * When the values and the output both live in one arena (src/arena.ts), the module is instantiated
- * on the arena's memory and encodes the whole groups in place, with no copy; only a last part group
- * goes through the private memory, since a group's stores would run past the output's end.
+ *
+ * When the values and the output both live in one arena (src/arena.ts), the per-block kernels are
+ * instantiated on the arena's memory and encode the whole steps in place, with no copy; only a last
+ * part step goes through the private memory, since a step's stores would run past the output's end.
  *
  * Browser-safe; built from source at run time like ../simd.ts (no generated file).
  */
 import {
-  and, f32x4Abs, f32x4Add, f32x4Div, f32x4Ge, f32x4Gt, f32x4Lt, f32x4Mul, f32x4Ne, f32x4Sub, f32x4Trunc, get, i16x8Shl, i32, i32Add,
-  i32Eqz, i32Or, i32Shl, i32Sub, i32x4Add, i32x4ExtractLane, i32x4GtS, i32x4MinS, i32x4Shl, i32x4ShrS, i32x4ShrU, i32x4Splat, i8x16Bitmask,
-  load, moduleBytes, narrowU, narrowU8, or, select, set, shuffle, store, storeI16, storeI32, truncSatS, whileNot, type Code,
+  and, anyTrue, f32x4Abs, f32x4Add, f32x4Div, f32x4Eq, f32x4Ge, f32x4Gt, f32x4Lt, f32x4Mul, f32x4Ne, f32x4Pmax, f32x4Pmin, f32x4Sub, f32x4Trunc,
+  get, i16x8Shl, i32, i32Add, i32Eqz, i32Or, i32Shl, i32Sub, i32x4Add, i32x4ExtractLane, i32x4GtS, i32x4MinS, i32x4Shl, i32x4ShrS, i32x4ShrU,
+  i8x16Bitmask, ifElse, load, moduleBytes, narrowU, narrowU8, or, select, set, shuffle, store, storeI16, storeI32, truncSatS, whileNot, type Code,
 } from "../../kernels/wasm/encoder.js";
 import { V128Locals } from "../../kernels/wasm/v128-locals.js";
 import { ownInstance } from "../../kernels/wasm/own-instance.js";
@@ -34,46 +35,60 @@ import type { WasmApi } from "../../kernels/wasm/index.js";
 import { ggmlQuantizeSimdOn, transpose4 } from "./search-simd.js";
 
 
-/** Values per kernel call; the output region follows the input's. */
-const CHUNK = 16384;
+/** Values per kernel call; the output region follows the input's, a region for tables the outputs'. */
+export const CHUNK = 16384;
 const IN = 0;
 const OUT = 4 * CHUNK;
+/** Where a kernel's data segment (a table) goes: past the largest output, F16's two bytes a value. */
+export const TABLE = OUT + 2 * CHUNK;
 const PAGES = 2;
-/** Values per kernel step: four blocks of 32. */
+/** Values per kernel step unless a type says otherwise: four blocks of 32. */
 const GROUP = 128;
 
-// Parameters (groups, zero, the values' address, the output's address).
+// Parameters (groups, zero), then i32 locals.
 const GROUPS = 0;
 const ZERO = 1;
-const P = 2;
-const Q = 3;
-const FIRST_V128 = 4;
+/** The i32 locals every kernel has: the input's and the output's address in the step. */
+export const P = 2;
+export const Q = 3;
+const FIRST_I32 = 4;
 
-/**
- * A kernel's v128 locals and constants (built from `zero` before the loop), and its module: with a
- * memory of its own, or importing one of `importPages` pages (an arena's).
- */
-class Kernel extends V128Locals {
-  constructor(private readonly importPages?: number) {
-    super(FIRST_V128, ZERO);
+/** A kernel's v128 locals and constants (built from `zero` before the loop), its extra i32 locals, and its module. */
+export class Kernel extends V128Locals {
+  /** `i32s`: how many i32 locals the kernel needs beyond P and Q, numbered from 4 (see `scalar`). */
+  /** `importPages`: the module imports a memory of that many pages (an arena's) instead of its own. */
+  constructor(private readonly i32s = 0, private readonly importPages?: number) {
+    super(FIRST_I32 + i32s, ZERO);
   }
-  /** The kernel: per group of GROUP values, `body`, then P on by 4 * GROUP bytes and Q by `outBytes`. */
-  bytes(body: Code[], outBytes: number): Uint8Array {
+  /** The index of extra i32 local `i` (0 .. i32s - 1). */
+  scalar(i: number): number {
+    if (i >= this.i32s) throw new Error(`Kernel: i32 local ${i} of ${this.i32s}`);
+    return FIRST_I32 + i;
+  }
+  /**
+   * The kernel: per step of `step` values, `body`, then P on by 4 * step bytes and Q by `outBytes`;
+   * `table`, where given, is written at TABLE when the module is instantiated.
+   */
+  bytes(body: Code[], outBytes: number, step = GROUP, table?: Uint8Array): Uint8Array {
+    // P and Q are parameters: the chunk regions of the kernel's own memory, or places in an arena.
     const loop = [
       ...whileNot(i32Eqz(get(GROUPS)), [
         ...body.flat(),
-        ...set(P, i32Add(get(P), i32(4 * GROUP))),
+        ...set(P, i32Add(get(P), i32(4 * step))),
         ...set(Q, i32Add(get(Q), i32(outBytes))),
         ...set(GROUPS, i32Sub(get(GROUPS), i32(1))),
       ]),
     ];
-    const func = { name: "encode", params: 4, i32Locals: 0, v128Locals: this.count, body: [...this.prologue().flat(), ...loop] };
-    return this.importPages === undefined ? moduleBytes([func], PAGES) : moduleBytes([func], this.importPages, undefined, "plain");
+    const func = { name: "encode", params: 4, i32Locals: this.i32s, v128Locals: this.count, body: [...this.prologue().flat(), ...loop] };
+    if (this.importPages === undefined) return moduleBytes([func], PAGES, table && { offset: TABLE, bytes: table });
+    // A table would be written over the arena's own bytes.
+    if (table) throw new Error("Kernel: a kernel with a table runs in its own memory only");
+    return moduleBytes([func], this.importPages, undefined, "plain");
   }
 }
 
 /** fp16OfBits (plain.ts) of each lane's binary32 bits. */
-function fp16(k: Kernel, u: number): Code[] {
+export function fp16(k: Kernel, u: number): Code[] {
   const [A, H] = [k.v(), k.v()];
   return [
     set(A, and(get(u), k.c(0x7fffffff))),
@@ -107,23 +122,23 @@ function roundAwayInt(k: Kernel, f: number): Code[] {
   ];
 }
 
-/** Vector i of block j of the group. */
-const xOf = (j: number, i: number): Code => load(get(P), IN + 128 * j + 16 * i);
+/** Vector i of block j of the step, blocks of `block` values. */
+export const xOf = (j: number, i: number, block = 32): Code => load(get(P), IN + 4 * block * j + 16 * i);
 /** Lane j of v in every lane. */
-const lane = (v: Code, j: number): Code => shuffle(v, v, Array.from({ length: 16 }, (_, b) => 4 * j + (b & 3)));
+export const lane = (v: Code, j: number): Code => shuffle(v, v, Array.from({ length: 16 }, (_, b) => 4 * j + (b & 3)));
 /** Sixteen i32 lanes (each 0..255) of four vectors as bytes. */
-const bytesOf = (v: readonly Code[]): Code => narrowU8(narrowU(v[0], v[1]), narrowU(v[2], v[3]));
+export const bytesOf = (v: readonly Code[]): Code => narrowU8(narrowU(v[0], v[1]), narrowU(v[2], v[3]));
 
 /**
- * The four blocks' scan in lanes: `step(t)` for each of the 32 transposed vectors (value i of the
- * four blocks, in order i = 0 .. 31).
+ * The four blocks' scan in lanes: `step(t)` for each of the `block` transposed vectors (value i of
+ * the four blocks of `block` values, in order i = 0 .. block - 1).
  */
-function scan(k: Kernel, step: (t: Code) => Code[]): Code[] {
+export function scan(k: Kernel, step: (t: Code) => Code[], block = 32): Code[] {
   const t = [k.v(), k.v(), k.v(), k.v()];
   const c = [k.v(), k.v(), k.v(), k.v()];
   const code: Code[] = [];
-  for (let q = 0; q < 8; q++) {
-    code.push(...transpose4([0, 1, 2, 3].map((j) => xOf(j, q)), t, c));
+  for (let q = 0; q < block / 4; q++) {
+    code.push(...transpose4([0, 1, 2, 3].map((j) => xOf(j, q, block)), t, c));
     for (let r = 0; r < 4; r++) code.push(...step(get(c[r])));
   }
   return code;
@@ -139,14 +154,14 @@ function packQ5(k: Kernel, lo: number, hi: number, at: number): Code[] {
 }
 
 /** Q4 packing: the low nibble of each of values 0..15 with value j + 16's above it (its low byte kept). */
-const packQ4 = (k: Kernel, c: readonly number[]): Code =>
+export const packQ4 = (k: Kernel, c: readonly number[]): Code =>
   bytesOf([0, 1, 2, 3].map((i) => and(or(get(c[i]), i32x4Shl(get(c[i + 4]), 4)), k.c(0xff))));
 
 /** The low byte of an i32, sign-extended (a C int8_t). */
 const int8 = (v: Code): Code => i32x4ShrS(i32x4Shl(v, 24), 24);
 
 /** The reference's id: 1 / d where d is not zero, else 0. */
-const inverse = (k: Kernel, d: Code): Code => select(f32x4Div(k.f(1), d), k.c(0), f32x4Ne(d, k.c(0)));
+export const inverse = (k: Kernel, d: Code): Code => select(f32x4Div(k.f(1), d), k.c(0), f32x4Ne(d, k.c(0)));
 
 function q8_0(k: Kernel): Uint8Array {
   const [AMAX, A, D, ID, H, IDJ, F] = [k.v(), k.v(), k.v(), k.v(), k.v(), k.v(), k.v()];
@@ -193,16 +208,51 @@ function qx_0(k: Kernel, bits: 4 | 5): Uint8Array {
   return k.bytes(body, 4 * size);
 }
 
-/** Q4_1 (4 bits) and Q5_1 (5 bits). */
+/**
+ * Q4_1 (4 bits) and Q5_1 (5 bits).
+ *
+ * The scan: `if (v < min) min = v` is f32x4.pmin(min, v) (and max's pmax), which a NaN never
+ * enters, so each block's min and max are the same in any order (equal floats have equal bits) but
+ * for the sign of a zero, which C takes from the block's first zero: each block folds its own
+ * vectors lane by lane, four lanes then merge; where a block's min or max is a zero, the step takes
+ * the exact scan in order (four blocks in four lanes) instead.
+ *
+ * The codes: id is kept only where 1 / d is finite (an infinite id makes every code of C's 0: NaN
+ * or Inf to cvttss2si's 0x80000000, whose low byte is 0, and id = 0 does too). Then (x - min) * id
+ * is NaN or in [0, nmax * (1 + 2^-20)], so + 0.5 truncated is at most nmax, as C's conversion and
+ * cap give it: pmax(0, f) sends NaN to 0, trunc and + 2^23 leave the code in the low bits.
+ */
 function qx_1(k: Kernel, bits: 4 | 5): Uint8Array {
   const nmax = (1 << bits) - 1;
   const size = bits === 4 ? 20 : 24;
-  const [MIN, MAX, D, ID, H, M, IDJ, MJ, F, LO, HI] = Array.from({ length: 11 }, () => k.v());
+  const [MIN, MAX, D, ID, H, M, IDJ, MJ, T, LO, HI] = Array.from({ length: 11 }, () => k.v());
+  const lows = [k.v(), k.v(), k.v(), k.v()];
+  const highs = [k.v(), k.v(), k.v(), k.v()];
+  const t = [k.v(), k.v(), k.v(), k.v()];
+  const c = [k.v(), k.v(), k.v(), k.v()];
   const codes = Array.from({ length: 8 }, () => k.v());
-  const body: Code[] = [set(MIN, k.f(3.4028234663852886e38)), set(MAX, k.f(-3.4028234663852886e38))];
-  body.push(...scan(k, (t) => [set(MIN, select(t, get(MIN), f32x4Lt(t, get(MIN)))), set(MAX, select(t, get(MAX), f32x4Gt(t, get(MAX))))]));
+  const flt = 3.4028234663852886e38;
+  const body: Code[] = [];
+  for (let j = 0; j < 4; j++) body.push(set(lows[j], k.f(flt)), set(highs[j], k.f(-flt)));
+  for (let i = 0; i < 8; i++) {
+    for (let j = 0; j < 4; j++) {
+      body.push(set(T, xOf(j, i)), set(lows[j], f32x4Pmin(get(lows[j]), get(T))), set(highs[j], f32x4Pmax(get(highs[j]), get(T))));
+    }
+  }
+  const merge = (v: number[], to: number, op: (a: Code, b: Code) => Code): Code[] => [
+    ...transpose4(v.map(get), t, c),
+    set(to, op(op(get(c[0]), get(c[1])), op(get(c[2]), get(c[3])))),
+  ];
+  body.push(...merge(lows, MIN, f32x4Pmin), ...merge(highs, MAX, f32x4Pmax));
+  const exact = [
+    set(MIN, k.f(flt)), set(MAX, k.f(-flt)),
+    ...scan(k, (v) => [set(MIN, f32x4Pmin(get(MIN), v)), set(MAX, f32x4Pmax(get(MAX), v))]),
+  ];
+  body.push(ifElse(anyTrue(or(f32x4Eq(get(MIN), k.c(0)), f32x4Eq(get(MAX), k.c(0)))), exact.flat(), []));
   body.push(
-    set(D, f32x4Div(f32x4Sub(get(MAX), get(MIN)), k.f(nmax))), set(ID, inverse(k, get(D))),
+    set(D, f32x4Div(f32x4Sub(get(MAX), get(MIN)), k.f(nmax))),
+    set(ID, f32x4Div(k.f(1), get(D))),
+    set(ID, and(get(ID), f32x4Lt(f32x4Abs(get(ID)), k.f(Infinity)))),
     set(H, get(D)), ...fp16(k, H), set(M, get(MIN)), ...fp16(k, M),
   );
   for (let j = 0; j < 4; j++) {
@@ -213,12 +263,14 @@ function qx_1(k: Kernel, bits: 4 | 5): Uint8Array {
       set(MJ, lane(get(MIN), j)),
     );
     for (let i = 0; i < 8; i++) {
-      body.push(set(F, f32x4Add(f32x4Mul(f32x4Sub(xOf(j, i), get(MJ)), get(IDJ)), k.f(0.5))));
-      const c = cvtt(k, get(F), f32x4Abs(get(F)));
-      body.push(set(codes[i], bits === 4 ? i32x4MinS(k.c(15), int8(c)) : and(c, k.c(0xff))));
+      const f = f32x4Pmax(k.c(0), f32x4Add(f32x4Mul(f32x4Sub(xOf(j, i), get(MJ)), get(IDJ)), k.f(0.5)));
+      body.push(set(codes[i], f32x4Add(f32x4Trunc(f), k.f(8388608))));
     }
     if (bits === 4) body.push(store(get(Q), packQ4(k, codes), size * j + 4));
-    else body.push(set(LO, bytesOf(codes.slice(0, 4).map(get))), set(HI, bytesOf(codes.slice(4).map(get))), ...packQ5(k, LO, HI, size * j + 4));
+    else {
+      const low = (v: number): Code => and(get(v), k.c(0xff));
+      body.push(set(LO, bytesOf(codes.slice(0, 4).map(low))), set(HI, bytesOf(codes.slice(4).map(low))), ...packQ5(k, LO, HI, size * j + 4));
+    }
   }
   return k.bytes(body, 4 * size);
 }
@@ -234,22 +286,34 @@ function half(k: Kernel, brain: boolean): Uint8Array {
   return k.bytes(body, 2 * GROUP);
 }
 
-/** Each type's kernel and its output bytes per 32 values. */
+/**
+ * A block type's kernel: its builder, its output bytes per `block` values, and its values per step
+ * (GROUP unless given; a multiple of `block` dividing CHUNK).
+ */
+export interface BlockKernel {
+  readonly build: (k: Kernel) => Uint8Array;
+  readonly block: number;
+  readonly bytes: number;
+  readonly step?: number;
+  /** The i32 locals it needs beyond P and Q. */
+  readonly scalars?: number;
+}
+
 const TYPES = {
-  F16: { build: (k: Kernel) => half(k, false), bytes: 64 },
-  BF16: { build: (k: Kernel) => half(k, true), bytes: 64 },
-  Q8_0: { build: q8_0, bytes: 34 },
-  Q4_0: { build: (k: Kernel) => qx_0(k, 4), bytes: 18 },
-  Q5_0: { build: (k: Kernel) => qx_0(k, 5), bytes: 22 },
-  Q4_1: { build: (k: Kernel) => qx_1(k, 4), bytes: 20 },
-  Q5_1: { build: (k: Kernel) => qx_1(k, 5), bytes: 24 },
-} as const;
+  F16: { build: (k: Kernel) => half(k, false), block: 32, bytes: 64 },
+  BF16: { build: (k: Kernel) => half(k, true), block: 32, bytes: 64 },
+  Q8_0: { build: q8_0, block: 32, bytes: 34 },
+  Q4_0: { build: (k: Kernel) => qx_0(k, 4), block: 32, bytes: 18 },
+  Q5_0: { build: (k: Kernel) => qx_0(k, 5), block: 32, bytes: 22 },
+  Q4_1: { build: (k: Kernel) => qx_1(k, 4), block: 32, bytes: 20 },
+  Q5_1: { build: (k: Kernel) => qx_1(k, 5), block: 32, bytes: 24 },
+} as const satisfies Record<string, BlockKernel>;
 
 export type BlockTypeName = keyof typeof TYPES;
 
-/** The module of `type`'s kernel (exported as "encode"), with its own memory or importing one of `importPages`. */
-export function blockModule(type: BlockTypeName, importPages?: number): Uint8Array {
-  return TYPES[type].build(new Kernel(importPages));
+/** The module of `type`'s kernel (exported as "encode"). */
+export function blockModule(type: BlockTypeName): Uint8Array {
+  return TYPES[type].build(new Kernel((TYPES[type] as BlockKernel).scalars));
 }
 
 interface Loaded {
@@ -258,47 +322,42 @@ interface Loaded {
   readonly u8: Uint8Array;
 }
 
-const loaded = new Map<BlockTypeName, Loaded | null>();
-type Encode = Loaded["encode"];
-const onArenas = new WeakMap<WasmMemory, Map<BlockTypeName, Encode | null>>();
-/** Compiled arena modules by type and page count (an arena's memory never grows). */
-const arenaModules = new Map<string, object | null>();
+const loaded = new Map<BlockKernel, Loaded | null>();
 
-function instance(type: BlockTypeName): Loaded | null {
-  let l = loaded.get(type);
+function instance(kernel: BlockKernel): Loaded | null {
+  let l = loaded.get(kernel);
   if (l === undefined) {
-    const e = ownInstance(() => blockModule(type));
+    const e = ownInstance(() => kernel.build(new Kernel(kernel.scalars)));
     const memory = e?.memory as WasmMemory | undefined;
     l = e && memory ? { encode: e.encode as Loaded["encode"], u32: new Uint32Array(memory.buffer), u8: new Uint8Array(memory.buffer) } : null;
-    loaded.set(type, l);
+    loaded.set(kernel, l);
   }
   return l;
 }
 
-/** `type`'s kernel on the arena memory `memory` (null where it cannot be built there). */
-function arenaKernel(type: BlockTypeName, memory: WasmMemory): Encode | null {
-  let byType = onArenas.get(memory);
-  if (byType === undefined) onArenas.set(memory, (byType = new Map()));
-  let l = byType.get(type);
-  if (l === undefined) {
-    l = null;
-    try {
-      const w = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-      const pages = memory.buffer.byteLength / 65536;
-      const key = `${type}/${pages}`;
-      let module = arenaModules.get(key);
-      if (module === undefined && w) {
-        const code = blockModule(type, pages);
-        module = w.validate(code) ? new w.Module(code) : null;
-        arenaModules.set(key, module);
-      }
-      if (w && module) l = new w.Instance(module, { env: { memory } }).exports.encode as Encode;
-    } catch {
-      l = null; // e.g. a Content-Security-Policy without 'wasm-unsafe-eval'
-    }
-    byType.set(type, l);
+/**
+ * Runs `kernel` (built and instantiated on first use) over the n values of x from `s` (whole
+ * blocks, or any count where the kernel takes one value at a time) into y from byte `o`, and
+ * returns true; or returns false, having written nothing.
+ */
+export function encodeWithKernel(kernel: BlockKernel, x: Float32Array, s: number, n: number, y: Uint8Array, o: number): boolean {
+  if (!ggmlQuantizeSimdOn()) return false;
+  const l = instance(kernel);
+  if (!l) return false;
+  const { block, bytes: per } = kernel;
+  const step = kernel.step ?? GROUP;
+  // The input's bits, not its values: reading a NaN through a JS number may quiet it.
+  const bits = new Uint32Array(x.buffer, x.byteOffset, x.length);
+  for (let done = 0; done < n; done += CHUNK) {
+    const count = Math.min(CHUNK, n - done);
+    l.u32.set(bits.subarray(s + done, s + done + count), IN / 4);
+    const steps = Math.ceil(count / step);
+    if (steps * step > count) l.u32.fill(0, IN / 4 + count, IN / 4 + steps * step);
+    l.encode(steps, 0, IN, OUT);
+    const bytes = (count * per) / block;
+    y.set(l.u8.subarray(OUT, OUT + bytes), o + (done * per) / block);
   }
-  return l;
+  return true;
 }
 
 /**
@@ -308,30 +367,54 @@ function arenaKernel(type: BlockTypeName, memory: WasmMemory): Encode | null {
  */
 export function encodeBlocksSimd(type: BlockTypeName, x: Float32Array, s: number, n: number, y: Uint8Array, o: number): boolean {
   if (!ggmlQuantizeSimdOn()) return false;
-  const l = instance(type);
-  if (!l) return false;
-  const per = TYPES[type].bytes;
-  const memory = x.buffer === y.buffer && (x.byteOffset + 4 * s) % 4 === 0 ? residentMemoryOf(x.buffer) : undefined;
-  const arena = memory && arenaKernel(type, memory);
+  const kernel: BlockKernel = TYPES[type];
+  const memory = x.buffer === y.buffer ? residentMemoryOf(x.buffer) : undefined;
+  const arena = memory && arenaKernel(kernel, memory);
   if (arena) {
-    const groups = Math.floor(n / GROUP);
+    const step = kernel.step ?? GROUP;
+    const steps = Math.floor(n / step);
     // Addresses past 2^31 reach the i32 parameters as negative numbers, which WebAssembly reads unsigned.
-    if (groups > 0) arena(groups, 0, x.byteOffset + 4 * s, y.byteOffset + o);
-    const done = groups * GROUP;
+    if (steps > 0) arena(steps, 0, x.byteOffset + 4 * s, y.byteOffset + o);
+    const done = steps * step;
     s += done;
-    o += (done * per) / 32;
+    o += (done * kernel.bytes) / kernel.block;
     n -= done;
+    if (n === 0) return true;
   }
-  // The input's bits, not its values: reading a NaN through a JS number may quiet it.
-  const bits = new Uint32Array(x.buffer, x.byteOffset, x.length);
-  for (let done = 0; done < n; done += CHUNK) {
-    const count = Math.min(CHUNK, n - done);
-    l.u32.set(bits.subarray(s + done, s + done + count), IN / 4);
-    const groups = Math.ceil(count / GROUP);
-    if (groups * GROUP > count) l.u32.fill(0, IN / 4 + count, IN / 4 + groups * GROUP);
-    l.encode(groups, 0, IN, OUT);
-    const bytes = (count * per) / 32;
-    y.set(l.u8.subarray(OUT, OUT + bytes), o + (done * per) / 32);
+  return encodeWithKernel(kernel, x, s, n, y, o);
+}
+
+type Encode = Loaded["encode"];
+const onArenas = new WeakMap<WasmMemory, Map<BlockKernel, Encode | null>>();
+/** Compiled arena modules by kernel and page count (an arena's memory never grows). */
+const arenaModules = new Map<BlockKernel, Map<number, object | null>>();
+
+/**
+ * `kernel` instantiated on the arena memory `memory`, encoding in place (null where it cannot be
+ * built there): the per-block kernels of TYPES, none of which has a table.
+ */
+function arenaKernel(kernel: BlockKernel, memory: WasmMemory): Encode | null {
+  let byKernel = onArenas.get(memory);
+  if (byKernel === undefined) onArenas.set(memory, (byKernel = new Map()));
+  let l = byKernel.get(kernel);
+  if (l === undefined) {
+    l = null;
+    try {
+      const w = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
+      const pages = memory.buffer.byteLength / 65536;
+      let byPages = arenaModules.get(kernel);
+      if (byPages === undefined) arenaModules.set(kernel, (byPages = new Map()));
+      let module = byPages.get(pages);
+      if (module === undefined && w) {
+        const code = kernel.build(new Kernel(kernel.scalars, pages));
+        module = w.validate(code) ? new w.Module(code) : null;
+        byPages.set(pages, module);
+      }
+      if (w && module) l = new w.Instance(module, { env: { memory } }).exports.encode as Encode;
+    } catch {
+      l = null; // e.g. a Content-Security-Policy without 'wasm-unsafe-eval'
+    }
+    byKernel.set(kernel, l);
   }
-  return true;
+  return l;
 }

@@ -29,7 +29,7 @@ const ENCODERS: Partial<Record<GgmlTypeName, RowEncoder>> = {
  * The types whose rows are independent runs of blocks without an importance matrix: their encoder
  * takes all rows at once, as one row (so that a fast path copies whole chunks, not row by row).
  */
-const ROWLESS: ReadonlySet<GgmlTypeName> = new Set(["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"]);
+const ROWLESS: ReadonlySet<GgmlTypeName> = new Set(["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "TQ1_0", "TQ2_0", "MXFP4"]);
 
 /** The types ggml makes only with an importance matrix (ggml_quantize_requires_imatrix). */
 const NEED_IMATRIX: ReadonlySet<GgmlTypeName> = new Set(["IQ2_XXS", "IQ2_XS", "IQ1_S"]);

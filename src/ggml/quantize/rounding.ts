@@ -56,3 +56,8 @@ export function toInt8(f: number): number {
 export function toUint8(f: number): number {
   return truncInt32(f) & 0xff;
 }
+
+/** floorf(log2f(a)) for a float32 a > 0: glibc's log2f is correctly rounded here, as fround of log2. */
+export function floorLog2f(a: number): number {
+  return Math.floor(fr(Math.log2(a)));
+}

@@ -3,14 +3,16 @@
  * lroundf(x / d) + 1, half away from zero) and GGML's MXFP4 (a shared exponent
  * floor(log2(amax)) - 2 and each value's nearest E2M1 level, the first on a tie, by
  * best_index_mxfp4's linear scan; not OCP's rule, which rounds the scaled value to nearest even).
- * ggml ignores an importance matrix for all three.
+ * ggml ignores an importance matrix for all three. small-simd.ts's WebAssembly SIMD kernels give the
+ * same bytes where they can.
  *
  * Browser-safe: no Node built-ins.
  */
 import { GGML_FP4_DOUBLED } from "../dequantize.js";
 import { e8m0Half, fp16Bits } from "../scalars.js";
 import { put16, type RowEncoder } from "./row.js";
-import { lroundfPlusOne, toUint8 } from "./rounding.js";
+import { floorLog2f, lroundfPlusOne, toUint8 } from "./rounding.js";
+import { encodeSmallSimd } from "./small-simd.js";
 
 const fr = Math.fround;
 const FP4 = Int8Array.from(GGML_FP4_DOUBLED);
@@ -30,6 +32,7 @@ function ternaryByte(q: number): number {
 }
 
 export const tq1_0: RowEncoder = (x, s, n, y, o) => {
+  if (encodeSmallSimd("TQ1_0", x, s, n, y, o)) return;
   for (let b = 0; b < n; b += 256, o += 54) {
     const d = amaxOf(x, s, 256);
     const id = d !== 0 ? fr(1 / d) : 0;
@@ -53,6 +56,7 @@ export const tq1_0: RowEncoder = (x, s, n, y, o) => {
 };
 
 export const tq2_0: RowEncoder = (x, s, n, y, o) => {
+  if (encodeSmallSimd("TQ2_0", x, s, n, y, o)) return;
   for (let b = 0; b < n; b += 256, o += 66) {
     const d = amaxOf(x, s, 256);
     const id = d !== 0 ? fr(1 / d) : 0;
@@ -79,11 +83,12 @@ function bestFp4(x: number, e: number): number {
 }
 
 export const mxfp4: RowEncoder = (x, s, n, y, o) => {
+  if (encodeSmallSimd("MXFP4", x, s, n, y, o)) return;
   for (let b = 0; b < n; b += 32, s += 32, o += 17) {
     let amax = 0;
     for (let j = 0; j < 32; j++) if (amax < Math.abs(x[s + j])) amax = Math.abs(x[s + j]);
     // log2f is glibc's (correctly rounded for float32 here); floor, then the float sum - 2 + 127.
-    const e = amax > 0 ? toUint8(fr(fr(Math.floor(fr(Math.log2(amax))) - 2) + 127)) : 0;
+    const e = amax > 0 ? toUint8(fr(fr(floorLog2f(amax) - 2) + 127)) : 0;
     const d = e8m0Half(e);
     y[o] = e;
     for (let j = 0; j < 16; j++) y[o + 1 + j] = bestFp4(x[s + j], d) | (bestFp4(x[s + 16 + j], d) << 4);

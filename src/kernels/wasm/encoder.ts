@@ -291,3 +291,11 @@ export const i32x4ShrS = (a: Code, n: number): Code => cat(a, i32(n), simd(0xac)
 export const i8x16Bitmask = unary(0x64);
 /** i32.store16 of the low 16 bits of `v` at `addr` + `offset` (alignment hint 2). */
 export const storeI16 = (addr: Code, v: Code, offset = 0): Code => cat(addr, v, [0x3b, 1], uleb(offset));
+
+// ---- for the ternary and MXFP4 quantizers (../../ggml/quantize/small-simd.ts) -------------------
+/** i32.clz: the count of leading zero bits (32 for 0). */
+export const i32Clz = (a: Code): Code => cat(a, [0x67]);
+/** i32.store8 of the low byte of `v` at `addr` + `offset`. */
+export const storeU8 = (addr: Code, v: Code, offset = 0): Code => cat(addr, v, [0x3a, 0], uleb(offset));
+/** i32x4.mul: the low 32 bits of each product. */
+export const i32x4Mul = binary(0xb5);
