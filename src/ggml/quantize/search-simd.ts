@@ -30,10 +30,11 @@
 import {
   and, anyTrue, f32ConvertS, f32x4Abs, f32x4Add, f32x4ConvertS, f32x4Div, f32x4Eq, f32x4Gt, f32x4Le, f32x4Lt, f32x4Mul,
   f32x4Ne, f32x4Neg, f32x4Splat, f32x4Sqrt, f32x4Sub, get, i32, i32Add, i32Eqz, i32GtS, i32Sub, i32x4Add, i32x4MaxS, i32x4MinS, i32x4Ne,
-  i16x8Shl, i16x8ShrU, i32ShrU, i32x4Splat, i32x4Sub, ifElse, load, moduleBytes, narrowU, narrowU8, or, pick, select, set, shuffle, store, whileNot, type Code, type Func,
+  i16x8Shl, i16x8ShrU, i32ShrU, i32x4Shl, i32x4ShrS, i32x4ShrU, i32x4Splat, i32x4Sub, ifElse, load, moduleBytes, narrowU, narrowU8, or, pick, select, set, shuffle, store, whileNot, type Code, type Func,
 } from "../../kernels/wasm/encoder.js";
 import { V128Locals } from "../../kernels/wasm/v128-locals.js";
 import { ownInstance } from "../../kernels/wasm/own-instance.js";
+import { f32OfHalf, fp16 } from "./half-simd.js";
 import type { WasmMemory } from "../../kernels/wasm/resident.js";
 
 const fr = Math.fround;
@@ -54,6 +55,8 @@ const IN_W = 81920;
 const CODES = 98304;
 /** The packed codes of each super-block, where the type has a packing kernel. */
 const PACKED = 102400;
+/** Q3_K's whole blocks (110 bytes each), where its kernels make them (their last store runs 2 bytes past). */
+const BLOCKS = 106496;
 const PAGES = 2;
 
 // Parameters (runs, zero), then i32 locals.
@@ -471,11 +474,11 @@ function requantKernel(k: Kernel, n: number, lo: number, hi: number, offset: num
 
 /**
  * The packing of `blocks` super-blocks' codes (bytes in order at CODES) into their blocks' code
- * bytes (at PACKED, `bytes` per block), with byte-lane masks and 16-bit shifts that move no bit
+ * bytes (from `base`, `stride` bytes per block), with byte-lane masks and 16-bit shifts that move no bit
  * across a byte: Q3_K's hmask (bit 2 of code j as bit j / 32 of byte j % 32) then its 2-bit planes;
  * Q6_K's low nibbles (elements l and l + 64 per byte) and high 2-bit pairs.
  */
-function packKernel(k: Kernel, type: "Q3_K" | "Q6_K"): Code {
+function packKernel(k: Kernel, type: "Q3_K" | "Q6_K", base = PACKED, stride: number = PACK_BYTES[type]): Code {
   const [A, B, C, D, H] = [k.v(), k.v(), k.v(), k.v(), k.v()];
   const code = (i: number): Code => load(get(P), CODES + i);
   const body: Code[] = [];
@@ -483,12 +486,12 @@ function packKernel(k: Kernel, type: "Q3_K" | "Q6_K"): Code {
     for (let h = 0; h < 32; h += 16) {
       body.push(set(H, k.c(0)));
       for (let g = 0; g < 8; g++) body.push(set(H, or(get(H), i16x8Shl(i16x8ShrU(and(code(32 * g + h), k.c(0x04040404)), 2), g))));
-      body.push(store(get(Q), get(H), PACKED + h));
+      body.push(store(get(Q), get(H), base + h));
     }
     for (let j = 0; j < 256; j += 128) {
       for (let h = 0; h < 32; h += 16) {
         const plane = (i: number, sh: number): Code => i16x8Shl(and(code(j + 32 * i + h), k.c(0x03030303)), sh);
-        body.push(store(get(Q), or(or(plane(0, 0), plane(1, 2)), or(plane(2, 4), plane(3, 6))), PACKED + 32 + j / 4 + h));
+        body.push(store(get(Q), or(or(plane(0, 0), plane(1, 2)), or(plane(2, 4), plane(3, 6))), base + 32 + j / 4 + h));
       }
     }
   } else {
@@ -498,9 +501,9 @@ function packKernel(k: Kernel, type: "Q3_K" | "Q6_K"): Code {
         const low = (v: number): Code => and(get(v), k.c(0x0f0f0f0f));
         const high = (v: number, sh: number): Code => i16x8Shl(and(i16x8ShrU(get(v), 4), k.c(0x03030303)), sh);
         body.push(
-          store(get(Q), or(low(A), i16x8Shl(low(C), 4)), PACKED + ql + h),
-          store(get(Q), or(low(B), i16x8Shl(low(D), 4)), PACKED + ql + 32 + h),
-          store(get(Q), or(or(high(A, 0), high(B, 2)), or(high(C, 4), high(D, 6))), PACKED + qh + h),
+          store(get(Q), or(low(A), i16x8Shl(low(C), 4)), base + ql + h),
+          store(get(Q), or(low(B), i16x8Shl(low(D), 4)), base + ql + 32 + h),
+          store(get(Q), or(or(high(A, 0), high(B, 2)), or(high(C, 4), high(D, 6))), base + qh + h),
         );
       }
     }
@@ -511,7 +514,64 @@ function packKernel(k: Kernel, type: "Q3_K" | "Q6_K"): Code {
     ...whileNot(i32Eqz(get(RUNS)), [
       ...body.flat(),
       ...set(P, i32Add(get(P), i32(256))),
-      ...set(Q, i32Add(get(Q), i32(PACK_BYTES[type]))),
+      ...set(Q, i32Add(get(Q), i32(stride))),
+      ...set(RUNS, i32Sub(get(RUNS), i32(1))),
+    ]),
+  ];
+}
+
+/**
+ * quantize_row_q3_K_ref's super-block scales from the sixteen scales the search left (run slot 0),
+ * four super-blocks in the four lanes (sub-block 4r + j of super-block b from lane j of run 4b + r,
+ * by lane shuffles): the first scale of largest magnitude, iscale = -32 / it, each scale's
+ * nearest_int(iscale * scale) as an int8_t clamped to [-32, 31] and biased by 32 (all 0, and d = 0,
+ * where that scale is 0), packed with d = fp16(1 / iscale) into bytes 96..109 of each block at BLOCKS
+ * (one 16-byte store, the packing after it overwrites the 2 bytes past); then each sub-block's
+ * stored scale halfValues[d] * (l - 32) into its run's slot 0, for the recomputation. `RUNS` counts
+ * groups of four super-blocks; lanes past the chunk's last block compute garbage nobody reads.
+ */
+function q3ScalesKernel(k: Kernel): Code {
+  const S = Array.from({ length: 16 }, () => k.v());
+  const t = [k.v(), k.v(), k.v(), k.v()];
+  const R = [k.v(), k.v(), k.v(), k.v()];
+  const [MAX, AMAX, AX, GT, NZ, ISC, D, HF] = Array.from({ length: 8 }, () => k.v());
+  const body: Code[] = [];
+  for (let r = 0; r < 4; r++) body.push(...transpose4([0, 1, 2, 3].map((b) => load(get(P), OUT + OUT_STRIDE * (4 * b + r))), t, S.slice(4 * r, 4 * r + 4)));
+  body.push(set(MAX, k.c(0)), set(AMAX, k.c(0)));
+  for (let j = 0; j < 16; j++) {
+    body.push(
+      set(AX, f32x4Abs(get(S[j]))),
+      set(GT, f32x4Gt(get(AX), get(AMAX))),
+      set(AMAX, where(GT, get(AX), get(AMAX))),
+      set(MAX, where(GT, get(S[j]), get(MAX))),
+    );
+  }
+  body.push(set(NZ, f32x4Ne(get(MAX), k.c(0))), set(ISC, f32x4Div(k.f(-32), get(MAX))));
+  for (let j = 0; j < 16; j++) {
+    const l = i32x4ShrS(i32x4Shl(nearest(k, f32x4Mul(get(ISC), get(S[j]))), 24), 24);
+    body.push(set(S[j], where(NZ, i32x4Add(clamp(k, l, -32, 31), k.c(32)), k.c(0))));
+  }
+  body.push(set(D, f32x4Div(k.f(1), get(ISC))), ...fp16(k, D), set(D, where(NZ, get(D), k.c(0))));
+  // Bytes 0..7: the low nibbles of scales j and j + 8; 8..11: the high 2 bits of j, j + 4, j + 8, j + 12.
+  const byteAt = (b: number): Code => (b < 8
+    ? or(and(get(S[b]), k.c(0xf)), i32x4Shl(and(get(S[b + 8]), k.c(0xf)), 4))
+    : [0, 1, 2, 3].map((q) => i32x4Shl(i32x4ShrU(get(S[4 * q + b - 8]), 4), 2 * q)).reduce((a, c) => or(a, c)));
+  const word = (w: number): Code => [0, 1, 2, 3].map((i) => i32x4Shl(byteAt(4 * w + i), 8 * i)).reduce((a, c) => or(a, c));
+  body.push(...transpose4([word(0), word(1), word(2), get(D)], t, R));
+  for (let b = 0; b < 4; b++) body.push(store(get(Q), get(R[b]), BLOCKS + 110 * b + 96));
+  body.push(set(HF, get(D)), ...f32OfHalf(k, HF));
+  for (let j = 0; j < 16; j++) body.push(set(S[j], f32x4Mul(get(HF), f32x4ConvertS(i32x4Sub(get(S[j]), k.c(32))))));
+  for (let r = 0; r < 4; r++) {
+    body.push(...transpose4(S.slice(4 * r, 4 * r + 4).map((v) => get(v)), t, R));
+    for (let b = 0; b < 4; b++) body.push(store(get(P), get(R[b]), OUT + OUT_STRIDE * (4 * b + r)));
+  }
+  return [
+    ...set(P, i32(0)),
+    ...set(Q, i32(0)),
+    ...whileNot(i32Eqz(get(RUNS)), [
+      ...body.flat(),
+      ...set(P, i32Add(get(P), i32(16 * OUT_STRIDE))),
+      ...set(Q, i32Add(get(Q), i32(4 * 110))),
       ...set(RUNS, i32Sub(get(RUNS), i32(1))),
     ]),
   ];
@@ -544,10 +604,13 @@ const KERNELS = {
   R_Q6_K: (k: Kernel) => requantKernel(k, 16, -32, 31, 32, false),
   P_Q3_K: (k: Kernel) => packKernel(k, "Q3_K"),
   P_Q6_K: (k: Kernel) => packKernel(k, "Q6_K"),
+  // Q3_K's whole blocks without importance weights: the super-block scales, the packing in place.
+  S_Q3_K: (k: Kernel) => q3ScalesKernel(k),
+  B_Q3_K: (k: Kernel) => packKernel(k, "Q3_K", BLOCKS, 110),
 } as const;
 
 type KernelName = keyof typeof KERNELS;
-export type SearchName = Exclude<KernelName, `R_${string}` | `P_${string}`>;
+export type SearchName = Exclude<KernelName, `R_${string}` | `P_${string}` | `S_${string}` | `B_${string}`>;
 
 /** Values per sub-block of each search. */
 const SUB: Record<SearchName, number> = { Q4_K: 32, Q5_K: 32, Q2_K: 16, Q4_K_IM: 32, Q5_K_IM: 32, Q2_K_IM: 16, Q6_K: 16, Q6_K_IM: 16, Q3_K_IM: 16, Q3_K: 16 };
@@ -558,11 +621,17 @@ const REQUANT: Record<SearchName, KernelName> = {
 
 /** The packing kernel of each search's type, where it has one. */
 const PACK: Partial<Record<SearchName, KernelName>> = { Q3_K: "P_Q3_K", Q3_K_IM: "P_Q3_K", Q6_K: "P_Q6_K", Q6_K_IM: "P_Q6_K" };
+/** The searches whose module also makes whole blocks: the super-block scales and the packing into BLOCKS. */
+const WHOLE: Partial<Record<SearchName, readonly [KernelName, KernelName]>> = { Q3_K: ["S_Q3_K", "B_Q3_K"] };
 
 /** The bytes of a module of search `name`, the recomputation and the packing that follow it (exported as "search", "requant", "pack"). */
 export function searchModule(name: SearchName): Uint8Array {
   const pack = PACK[name];
-  const list: [string, KernelName][] = [["search", name], ["requant", REQUANT[name]], ...(pack ? [["pack", pack] as [string, KernelName]] : [])];
+  const whole = WHOLE[name];
+  const list: [string, KernelName][] = [
+    ["search", name], ["requant", REQUANT[name]], ...(pack ? [["pack", pack] as [string, KernelName]] : []),
+    ...(whole ? [["scales", whole[0]], ["blocks", whole[1]]] as [string, KernelName][] : []),
+  ];
   const funcs = list.map(([as, kernel]) => {
     const k = new Kernel();
     const body = KERNELS[kernel](k);
@@ -576,6 +645,8 @@ interface Loaded {
   readonly search: KernelFn;
   readonly requant: KernelFn;
   readonly pack: KernelFn | undefined;
+  readonly scales: KernelFn | undefined;
+  readonly blocks: KernelFn | undefined;
   readonly f32: Float32Array;
   readonly u8: Uint8Array;
 }
@@ -589,7 +660,7 @@ function instance(name: SearchName): Loaded | null {
   if (l === undefined) {
     const e = ownInstance(() => searchModule(name));
     const memory = e?.memory as WasmMemory | undefined;
-    l = e && memory ? { search: e.search as KernelFn, requant: e.requant as KernelFn, pack: e.pack as KernelFn | undefined, f32: new Float32Array(memory.buffer), u8: new Uint8Array(memory.buffer) } : null;
+    l = e && memory ? { search: e.search as KernelFn, requant: e.requant as KernelFn, pack: e.pack as KernelFn | undefined, scales: e.scales as KernelFn | undefined, blocks: e.blocks as KernelFn | undefined, f32: new Float32Array(memory.buffer), u8: new Uint8Array(memory.buffer) } : null;
     loaded.set(name, l);
   }
   return l;
@@ -691,4 +762,25 @@ export function requantSimd(name: SearchName, count: number, dl: Float32Array, m
   }
   codes.set(u8.subarray(CODES, CODES + count));
   return 0;
+}
+
+/**
+ * quantize_row_q3_K_ref's blocks of the `count` values (a multiple of 256, at most SEARCH_CHUNK) of
+ * x from `s`, all four steps in the kernels (the search, the super-block scales, the recomputation,
+ * the packing), into y from `o`; true, or false having done nothing where the kernels decline or
+ * `name` has no whole-block kernels.
+ */
+export function blocksSimd(name: SearchName, x: Float32Array, s: number, count: number, y: Uint8Array, o: number): boolean {
+  if (!enabled || WHOLE[name] === undefined) return false;
+  const l = instance(name);
+  if (!l) return false;
+  const blocks = count / 256;
+  const runs = count / (4 * SUB[name]);
+  l.f32.set(x.subarray(s, s + count), IN_X / 4);
+  l.search(runs, 0);
+  l.scales!((blocks + 3) >> 2, 0);
+  l.requant(runs, 0);
+  l.blocks!(blocks, 0);
+  y.set(l.u8.subarray(BLOCKS, BLOCKS + 110 * blocks), o);
+  return true;
 }
