@@ -28,9 +28,9 @@
  * Browser-safe; built from source at run time like ../simd.ts (no generated file).
  */
 import {
-  and, anyTrue, f32ConvertS, f32x4Abs, f32x4Add, f32x4ConvertS, f32x4Div, f32x4Eq, f32x4Gt, f32x4Le, f32x4Lt, f32x4Mul,
-  f32x4Ne, f32x4Neg, f32x4Splat, f32x4Sqrt, f32x4Sub, get, i32, i32Add, i32Eqz, i32GtS, i32Sub, i32x4Add, i32x4MaxS, i32x4MinS, i32x4Ne,
-  i16x8Shl, i16x8ShrU, i32ShrU, i32x4Shl, i32x4ShrS, i32x4ShrU, i32x4Splat, i32x4Sub, ifElse, load, moduleBytes, narrowU, narrowU8, or, pick, select, set, shuffle, store, whileNot, type Code, type Func,
+  and, andNot, anyTrue, f32ConvertS, f32x4Abs, f32x4Add, f32x4ConvertS, f32x4Div, f32x4Eq, f32x4Gt, f32x4Le, f32x4Lt, f32x4Mul,
+  f32x4Ne, f32x4Neg, f32x4Splat, f32x4Sqrt, f32x4Sub, get, i32, i32Add, i32And, i32Eqz, i32GeU, i32GtS, i32Or, i32Shl, i32Sub, i32x4Add, i32x4MaxS, i32x4MinS, i32x4Ne,
+  i16x8Shl, i16x8ShrU, i32ShrU, i32x4Shl, i32x4ShrS, i32x4ShrU, i32x4Splat, i32x4Sub, ifElse, load, loadI32, moduleBytes, narrowU, narrowU8, or, pick, select, set, shuffle, store, storeI32, whileNot, type Code, type Func,
 } from "../../kernels/wasm/encoder.js";
 import { V128Locals } from "../../kernels/wasm/v128-locals.js";
 import { ownInstance } from "../../kernels/wasm/own-instance.js";
@@ -41,7 +41,7 @@ const fr = Math.fround;
 
 /** Values per kernel call: 16 sub-blocks of 256, within the regions below. */
 export const SEARCH_CHUNK = 4096;
-// Two pages: the values and weights transposed, codes (transposed, i32 per value), per-run
+// Three pages: the values and weights transposed, codes (transposed, i32 per value), per-run
 // results, a run's scratch; then the values, weights and codes (bytes) in the caller's order.
 const X = 0;
 const W = 16384;
@@ -57,15 +57,32 @@ const CODES = 98304;
 const PACKED = 102400;
 /** Q3_K's whole blocks (110 bytes each), where its kernels make them (their last store runs 2 bytes past). */
 const BLOCKS = 106496;
-const PAGES = 2;
+/**
+ * make_q3's later passes: per run its sums and lanes (STATE, OUT_STRIDE per run); the compact
+ * region's sums and moving lanes (CS), each lane's sub-block (CO, an i32 each), values and codes.
+ */
+const STATE = 110592;
+const CS = 114688;
+const CO = 118784;
+const CX = 122880;
+const CL = 139264;
+const PAGES = 3;
 
-// Parameters (runs, zero), then i32 locals.
+// Parameters (runs, zero), then i32 locals (V .. NR: make_q3's compact passes).
 const RUNS = 0;
 const ZERO = 1;
 const P = 2;
 const Q = 3;
 const IS = 4;
-const FIRST_V128 = 5;
+const V = 5;
+const K = 6;
+const K2 = 7;
+const SA = 8;
+const SS = 9;
+const DA = 10;
+const DS = 11;
+const NR = 12;
+const FIRST_V128 = 13;
 
 /** A kernel's v128 locals and constants (built from `zero` before the loop), and its function. */
 class Kernel extends V128Locals {
@@ -73,7 +90,7 @@ class Kernel extends V128Locals {
     super(FIRST_V128, ZERO);
   }
   func(name: string, body: Code[]): Func {
-    return { name, params: 2, i32Locals: 3, v128Locals: this.count, body: [...this.prologue().flat(), ...body.flat()] };
+    return { name, params: 2, i32Locals: FIRST_V128 - 2, v128Locals: this.count, body: [...this.prologue().flat(), ...body.flat()] };
   }
 }
 
@@ -148,6 +165,9 @@ function runLoop(n: number, body: Code[], per = 1): Code {
     ]),
   ];
 }
+
+/** Code in sequence. */
+const seq = (...parts: Code[]): Code => parts.flat();
 
 /** Statement lists of equal length, one per run, interleaved statement by statement. */
 function zip(lists: readonly Code[][]): Code[] {
@@ -380,16 +400,56 @@ function qxKernel(k: Kernel, n: number, nmax: number, weights: Weights): Code {
  * make_q3_quants with do_rmse (weights x^2): codes l + nmax; scale and codes out. Each value's step
  * waits on the sums the last one left (a division among them), so two runs go side by side, their
  * statements interleaved, to give the processor two independent chains.
+ *
+ * Most sub-blocks move no code in their first pass (which ends their passes), so the passes after
+ * it run only on the sub-blocks still moving codes: the first pass runs on every run in place, then
+ * the sub-blocks whose pass moved a code (and that are not all but zero) are copied, lane by lane,
+ * to the compact region (values, codes, sums and where each came from) and run there, four to a
+ * run, padded with inert lanes (values 0 and sumlx 0: no code moves); after each pass the compact
+ * region keeps only the sub-blocks that moved a code, the others' codes and sums going back to their
+ * own run, until none is left or the fifth pass. Each sub-block thus runs the passes ggml runs on it
+ * (a pass that moves nothing ends them), and its lanes' operations are the same in either region.
  */
 function q3Kernel(k: Kernel, n: number, nmax: number): Code {
-  const CH = k.v();
-  const one = (r: number): { pre: Code[]; pass: Code[]; post: Code[] } => {
-    const [MAX, AMAX, AX, GT, ZEROS, ISC, SLX, SL2, LI, LF, NL, NF, WX, WI, S1, S2, TAKE] = Array.from({ length: 17 }, () => k.v());
+  /**
+   * One pass over run r of the pair at P: values from region xAt, codes in region lAt, the weights
+   * `given` (W and AUX) or recomputed; the sums in locals SLX, SL2, the lanes that moved a code into CH.
+   */
+  const passOf = (r: number, xAt: number, lAt: number, given: boolean, SLX: number, SL2: number, CH: number): Code[] => {
+    const [XI, LI, LF, NL, NF, WX, WI, S1, S2, TAKE] = Array.from({ length: 10 }, () => k.v());
+    const at = 16 * n * r;
+    const pass: Code[] = [];
+    for (let i = 0; i < n; i++) {
+      pass.push(
+        set(XI, load(get(P), xAt + at + 16 * i)),
+        // The weights x^2 and fr(w * x): precomputed for the runs in place, else recomputed (the same operations).
+        set(WI, given ? load(get(P), W + at + 16 * i) : f32x4Mul(get(XI), get(XI))),
+        set(WX, given ? load(i32(0), AUX + at + 16 * i) : f32x4Mul(get(WI), get(XI))),
+        set(LI, load(get(P), lAt + at + 16 * i)),
+        set(LF, f32x4ConvertS(get(LI))),
+        set(S1, f32x4Sub(get(SLX), f32x4Mul(get(WX), get(LF)))),
+        set(S2, f32x4Sub(get(SL2), f32x4Mul(f32x4Mul(get(WI), get(LF)), get(LF)))),
+        set(NL, clamp(k, nearest(k, f32x4Div(f32x4Mul(get(XI), get(S2)), get(S1))), -nmax, nmax - 1)),
+        set(TAKE, and(f32x4Gt(get(S1), k.c(0)), i32x4Ne(get(NL), get(LI)))),
+        set(NF, f32x4ConvertS(get(NL))),
+        set(S1, f32x4Add(get(S1), f32x4Mul(get(WX), get(NF)))),
+        set(S2, f32x4Add(get(S2), f32x4Mul(f32x4Mul(get(WI), get(NF)), get(NF)))),
+        set(TAKE, and(get(TAKE), and(f32x4Gt(get(S2), k.c(0)),
+          f32x4Gt(f32x4Mul(f32x4Mul(get(S1), get(S1)), get(SL2)), f32x4Mul(f32x4Mul(get(SLX), get(SLX)), get(S2)))))),
+        store(get(P), where(TAKE, get(NL), get(LI)), lAt + at + 16 * i),
+        set(SLX, where(TAKE, get(S1), get(SLX))),
+        set(SL2, where(TAKE, get(S2), get(SL2))),
+        set(CH, i === 0 ? get(TAKE) : or(get(CH), get(TAKE))),
+      );
+    }
+    return pass;
+  };
+  // The first pass, in place: per run its sums, zero lanes and moving lanes into STATE.
+  const first = (r: number): { pre: Code[]; pass: Code[]; post: Code[] } => {
+    const [MAX, AMAX, AX, GT, ZEROS, ISC, SLX, SL2, LI, LF, CH] = Array.from({ length: 11 }, () => k.v());
     const at = 16 * n * r;
     const x = (i: number): Code => load(get(P), X + at + 16 * i);
     const w = (i: number): Code => load(get(P), W + at + 16 * i);
-    const lAt = (i: number): Code => load(get(P), L + at + 16 * i);
-    // w = x^2 and fr(w * x) of every value, once per run, into W and AUX.
     const wx = (i: number): Code => load(i32(0), AUX + at + 16 * i);
     const pre: Code[] = [...transposeIn(k, n, IN_X, X, at), set(MAX, k.c(0)), set(AMAX, k.c(0))];
     for (let i = 0; i < n; i++) {
@@ -412,47 +472,89 @@ function q3Kernel(k: Kernel, n: number, nmax: number): Code {
         set(SL2, f32x4Add(i === 0 ? k.c(0) : get(SL2), f32x4Mul(f32x4Mul(w(i), get(LF)), get(LF)))),
       );
     }
-    const pass: Code[] = [];
-    for (let i = 0; i < n; i++) {
-      pass.push(
-        set(WI, w(i)),
-        set(WX, wx(i)),
-        set(LI, lAt(i)),
-        set(LF, f32x4ConvertS(get(LI))),
-        set(S1, f32x4Sub(get(SLX), f32x4Mul(get(WX), get(LF)))),
-        set(S2, f32x4Sub(get(SL2), f32x4Mul(f32x4Mul(get(WI), get(LF)), get(LF)))),
-        set(NL, clamp(k, nearest(k, f32x4Div(f32x4Mul(x(i), get(S2)), get(S1))), -nmax, nmax - 1)),
-        set(TAKE, and(f32x4Gt(get(S1), k.c(0)), i32x4Ne(get(NL), get(LI)))),
-        set(NF, f32x4ConvertS(get(NL))),
-        set(S1, f32x4Add(get(S1), f32x4Mul(get(WX), get(NF)))),
-        set(S2, f32x4Add(get(S2), f32x4Mul(f32x4Mul(get(WI), get(NF)), get(NF)))),
-        set(TAKE, and(get(TAKE), and(f32x4Gt(get(S2), k.c(0)),
-          f32x4Gt(f32x4Mul(f32x4Mul(get(S1), get(S1)), get(SL2)), f32x4Mul(f32x4Mul(get(SLX), get(SLX)), get(S2)))))),
-        store(get(P), where(TAKE, get(NL), get(LI)), L + at + 16 * i),
-        set(SLX, where(TAKE, get(S1), get(SLX))),
-        set(SL2, where(TAKE, get(S2), get(SL2))),
-        set(CH, or(get(CH), get(TAKE))),
-      );
-    }
-    const post: Code[] = [];
-    for (let i = 0; i < n; i++) post.push(store(get(P), where(ZEROS, k.c(0), i32x4Add(lAt(i), k.c(nmax))), L + at + 16 * i));
-    post.push(store(get(Q), where(ZEROS, k.c(0), select(f32x4Div(get(SLX), get(SL2)), k.c(0), f32x4Gt(get(SL2), k.c(0)))), OUT + OUT_STRIDE * r));
-    return { pre, pass, post };
+    const post: Code[] = [
+      store(get(Q), get(SLX), STATE + OUT_STRIDE * r),
+      store(get(Q), get(SL2), STATE + OUT_STRIDE * r + 16),
+      store(get(Q), get(ZEROS), STATE + OUT_STRIDE * r + 32),
+      store(get(Q), andNot(get(CH), get(ZEROS)), STATE + OUT_STRIDE * r + 48),
+    ];
+    return { pre, pass: passOf(r, X, L, true, SLX, SL2, CH), post };
   };
-  const runs = [one(0), one(1)];
-  // Up to five passes; a pass that moves no code in any lane ends them (in a lane that moved none
-  // while others did, another pass recomputes the same and moves none again).
-  const body: Code[] = [
-    ...zip(runs.map((r) => r.pre)),
-    set(IS, i32(5)),
-    whileNot(i32Eqz(get(IS)), [
-      ...set(CH, k.c(0)),
-      ...zip(runs.map((r) => r.pass)).flat(),
-      ...set(IS, pick(i32Sub(get(IS), i32(1)), i32(0), anyTrue(get(CH)))),
-    ]),
-    ...zip(runs.map((r) => r.post)),
-  ];
-  return runLoop(n, body, 2);
+  // A later pass on a compact pair: its sums in and out of CS, its moving lanes at CS + 32.
+  const later = (r: number): Code[] => {
+    const [SLX, SL2, CH] = [k.v(), k.v(), k.v()];
+    return [
+      set(SLX, load(get(Q), CS + OUT_STRIDE * r)),
+      set(SL2, load(get(Q), CS + OUT_STRIDE * r + 16)),
+      ...passOf(r, CX, CL, false, SLX, SL2, CH),
+      store(get(Q), get(SLX), CS + OUT_STRIDE * r),
+      store(get(Q), get(SL2), CS + OUT_STRIDE * r + 16),
+      store(get(Q), get(CH), CS + OUT_STRIDE * r + 32),
+    ];
+  };
+  const runs = [first(0), first(1)];
+  const pairs = [later(0), later(1)];
+  /** Byte offsets of sub-block `v`'s lane: in a region of runs of n values, and in one of OUT_STRIDE per run. */
+  const laneAt = (v: Code): Code => i32Or(i32Shl(i32ShrU(v, i32(2)), i32(8)), i32Shl(i32And(v, i32(3)), i32(2)));
+  const stateAt = (v: Code): Code => i32Or(i32Shl(i32ShrU(v, i32(2)), i32(6)), i32Shl(i32And(v, i32(3)), i32(2)));
+  const copy = (from: number, to: number, count: number): Code =>
+    seq(...Array.from({ length: count }, (_, i) => storeI32(get(DA), loadI32(get(SA), from + 16 * i), to + 16 * i)));
+  const copyState = (from: number, to: number): Code => seq(...[0, 16].map((o) => storeI32(get(DS), loadI32(get(SS), from + o), to + o)));
+  const addresses = (src: Code, dst: Code): Code => seq(set(SA, laneAt(src)), set(SS, stateAt(src)), set(DA, laneAt(dst)), set(DS, stateAt(dst)));
+  /** Lane K2 of the compact region takes the sub-block at SA / SS (of regions x, l, s) that came from `origin`. */
+  const keep = (x: number, l: number, s: number, origin: Code): Code => seq(
+    copy(x, CX, n), copy(l, CL, n), copyState(s, CS),
+    storeI32(i32Shl(get(K2), i32(2)), origin, CO),
+    set(K2, i32Add(get(K2), i32(1))),
+  );
+  /** Lanes K .. the end of K's pair made inert. */
+  const pad = seq(
+    set(V, get(K)),
+    whileNot(i32Eqz(i32And(get(V), i32(7))), seq(
+      set(DA, laneAt(get(V))),
+      set(DS, stateAt(get(V))),
+      ...Array.from({ length: n }, (_, i) => storeI32(get(DA), i32(0), CX + 16 * i)),
+      storeI32(get(DS), i32(0), CS),
+      set(V, i32Add(get(V), i32(1))),
+    )),
+  );
+  const origin = loadI32(i32Shl(get(V), i32(2)), CO);
+  const body = seq(
+    set(NR, get(RUNS)),
+    runLoop(n, [...zip(runs.map((r) => r.pre)), ...zip(runs.map((r) => r.pass)), ...zip(runs.map((r) => r.post))], 2),
+    // The moving sub-blocks to the compact region.
+    set(K2, i32(0)),
+    set(V, i32(0)),
+    whileNot(i32GeU(get(V), i32Shl(get(NR), i32(2))), seq(
+      set(SS, stateAt(get(V))),
+      ifElse(i32Eqz(loadI32(get(SS), STATE + 48)), [], seq(addresses(get(V), get(K2)), keep(X, L, STATE, get(V)))),
+      set(V, i32Add(get(V), i32(1))),
+    )),
+    set(K, get(K2)),
+    set(IS, i32(4)),
+    whileNot(i32Eqz(get(K)), seq(
+      pad,
+      set(RUNS, i32Shl(i32ShrU(i32Add(get(K), i32(7)), i32(3)), i32(1))),
+      runLoop(n, zip(pairs), 2),
+      set(IS, i32Sub(get(IS), i32(1))),
+      // Those that moved a code stay (but after the fifth pass); the others go back.
+      set(K2, i32(0)),
+      set(V, i32(0)),
+      whileNot(i32GeU(get(V), get(K)), seq(
+        ifElse(i32And(i32GtS(get(IS), i32(0)), i32Eqz(i32Eqz(loadI32(stateAt(get(V)), CS + 32)))),
+          seq(addresses(get(V), get(K2)), keep(CX, CL, CS, origin)),
+          seq(addresses(get(V), origin), copy(CL, L, n), copyState(CS, STATE))),
+        set(V, i32Add(get(V), i32(1))),
+      )),
+      set(K, get(K2)),
+    )),
+  );
+  // Every run's codes and scale from its state.
+  const [SLX, SL2, ZEROS] = [k.v(), k.v(), k.v()];
+  const post: Code[] = [set(SLX, load(get(Q), STATE)), set(SL2, load(get(Q), STATE + 16)), set(ZEROS, load(get(Q), STATE + 32))];
+  for (let i = 0; i < n; i++) post.push(store(get(P), where(ZEROS, k.c(0), i32x4Add(load(get(P), L + 16 * i), k.c(nmax))), L + 16 * i));
+  post.push(store(get(Q), where(ZEROS, k.c(0), select(f32x4Div(get(SLX), get(SL2)), k.c(0), f32x4Gt(get(SL2), k.c(0)))), OUT));
+  return seq(body, set(RUNS, get(NR)), runLoop(n, post));
 }
 
 /**
