@@ -32,6 +32,7 @@ import { V128Locals } from "../../kernels/wasm/v128-locals.js";
 import { ownInstance } from "../../kernels/wasm/own-instance.js";
 import { residentMemoryOf, type WasmMemory } from "../../kernels/wasm/resident.js";
 import type { WasmApi } from "../../kernels/wasm/index.js";
+import { fp16 } from "./half-simd.js";
 import { ggmlQuantizeSimdOn, transpose4 } from "./search-simd.js";
 
 
@@ -85,20 +86,6 @@ export class Kernel extends V128Locals {
     if (table) throw new Error("Kernel: a kernel with a table runs in its own memory only");
     return moduleBytes([func], this.importPages, undefined, "plain");
   }
-}
-
-/** fp16OfBits (plain.ts) of each lane's binary32 bits. */
-export function fp16(k: Kernel, u: number): Code[] {
-  const [A, H] = [k.v(), k.v()];
-  return [
-    set(A, and(get(u), k.c(0x7fffffff))),
-    // Normal halves: rebias, round to even on bit 13; past 65520 the sum reaches 0x7c00, the cap.
-    set(H, i32x4MinS(i32x4ShrU(i32x4Add(i32x4Add(get(A), k.c(0xfff - 0x38000000)), and(i32x4ShrU(get(A), 13), k.c(1))), 13), k.c(0x7c00))),
-    // Below 2^-14: the value plus 0.5 in float32 rounds to even in units of 2^-24, its mantissa the half.
-    set(H, select(get(H), i32x4Add(f32x4Add(get(A), k.f(0.5)), k.c(-0x3f000000)), i32x4GtS(get(A), k.c(0x387fffff)))),
-    set(H, select(k.c(0x7e00), get(H), i32x4GtS(get(A), k.c(0x7f800000)))),
-    set(u, or(get(H), and(i32x4ShrU(get(u), 16), k.c(0x8000)))),
-  ];
 }
 
 /** bf16OfBits (../scalars.ts) of each lane's binary32 bits. */

@@ -6,7 +6,8 @@
  * the codes recomputed from the stored (fp16-rounded, integer-scaled) scales with nearest_int
  * (except in sub-blocks whose stored scale is zero, which keep the codes the search gave), and the
  * packing. Where WebAssembly SIMD runs, the searches and the recomputation are search-simd.ts's
- * kernels, a chunk of super-blocks at a time, giving the same bits as the reference steps here.
+ * kernels, a chunk of super-blocks at a time, giving the same bits as the reference steps here;
+ * for Q3_K without importance weights the kernels take all four steps (blocksSimd).
  *
  * Browser-safe: no Node built-ins.
  */
@@ -14,7 +15,7 @@ import { fp16Bits, halfValues } from "../scalars.js";
 import { put16, type RowEncoder } from "./row.js";
 import { nearestInt } from "./rounding.js";
 import { GROUP_MAX_EPS, makeQkxQuants, makeQpQuants, makeQ3Quants, makeQxQuants, type MinOut } from "./search.js";
-import { requantSimd, SEARCH_CHUNK, searchCodesSimd, searchSimd, type SearchName, type SearchOut } from "./search-simd.js";
+import { blocksSimd, requantSimd, SEARCH_CHUNK, searchCodesSimd, searchSimd, type SearchName, type SearchOut } from "./search-simd.js";
 
 const fr = Math.fround;
 
@@ -114,6 +115,7 @@ function encoder(k: KQuant): RowEncoder {
     for (let c = 0; c < count; c += SEARCH_CHUNK) {
       const len = Math.min(SEARCH_CHUNK, count - c);
       const name = k.kernels[qw === undefined ? 0 : 1];
+      if (qw === undefined && blocksSimd(name, x, s + c, len, y, o + (c / 256) * k.size)) continue;
       const sigma2 = qw === undefined ? undefined : k.sigma2;
       if (sigma2 !== undefined) for (let b = 0; b < len; b += 256) sigmas[b / 256] = sigma2(x, s + c + b);
       if (searchSimd(name, x, s + c, len, qw, c, sigma2 !== undefined ? sigmas : undefined, chunk)) {

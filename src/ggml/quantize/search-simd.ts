@@ -28,19 +28,20 @@
  * Browser-safe; built from source at run time like ../simd.ts (no generated file).
  */
 import {
-  and, anyTrue, f32ConvertS, f32x4Abs, f32x4Add, f32x4ConvertS, f32x4Div, f32x4Eq, f32x4Gt, f32x4Le, f32x4Lt, f32x4Mul,
-  f32x4Ne, f32x4Neg, f32x4Splat, f32x4Sqrt, f32x4Sub, get, i32, i32Add, i32Eqz, i32GtS, i32Sub, i32x4Add, i32x4MaxS, i32x4MinS, i32x4Ne,
-  i16x8Shl, i16x8ShrU, i32ShrU, i32x4Splat, i32x4Sub, ifElse, load, moduleBytes, narrowU, narrowU8, or, pick, select, set, shuffle, store, whileNot, type Code, type Func,
+  and, andNot, anyTrue, f32ConvertS, f32x4Abs, f32x4Add, f32x4ConvertS, f32x4Div, f32x4Eq, f32x4Gt, f32x4Le, f32x4Lt, f32x4Mul,
+  f32x4Ne, f32x4Neg, f32x4Splat, f32x4Sqrt, f32x4Sub, get, i32, i32Add, i32And, i32Eqz, i32GeU, i32GtS, i32Or, i32Shl, i32Sub, i32x4Add, i32x4MaxS, i32x4MinS, i32x4Ne,
+  i16x8Shl, i16x8ShrU, i32ShrU, i32x4Shl, i32x4ShrS, i32x4ShrU, i32x4Splat, i32x4Sub, ifElse, load, loadI32, moduleBytes, narrowU, narrowU8, or, pick, select, set, shuffle, store, storeI32, whileNot, type Code, type Func,
 } from "../../kernels/wasm/encoder.js";
 import { V128Locals } from "../../kernels/wasm/v128-locals.js";
 import { ownInstance } from "../../kernels/wasm/own-instance.js";
+import { f32OfHalf, fp16 } from "./half-simd.js";
 import type { WasmMemory } from "../../kernels/wasm/resident.js";
 
 const fr = Math.fround;
 
 /** Values per kernel call: 16 sub-blocks of 256, within the regions below. */
 export const SEARCH_CHUNK = 4096;
-// Two pages: the values and weights transposed, codes (transposed, i32 per value), per-run
+// Three pages: the values and weights transposed, codes (transposed, i32 per value), per-run
 // results, a run's scratch; then the values, weights and codes (bytes) in the caller's order.
 const X = 0;
 const W = 16384;
@@ -54,15 +55,34 @@ const IN_W = 81920;
 const CODES = 98304;
 /** The packed codes of each super-block, where the type has a packing kernel. */
 const PACKED = 102400;
-const PAGES = 2;
+/** Q3_K's whole blocks (110 bytes each), where its kernels make them (their last store runs 2 bytes past). */
+const BLOCKS = 106496;
+/**
+ * make_q3's later passes: per run its sums and lanes (STATE, OUT_STRIDE per run); the compact
+ * region's sums and moving lanes (CS), each lane's sub-block (CO, an i32 each), values and codes.
+ */
+const STATE = 110592;
+const CS = 114688;
+const CO = 118784;
+const CX = 122880;
+const CL = 139264;
+const PAGES = 3;
 
-// Parameters (runs, zero), then i32 locals.
+// Parameters (runs, zero), then i32 locals (V .. NR: make_q3's compact passes).
 const RUNS = 0;
 const ZERO = 1;
 const P = 2;
 const Q = 3;
 const IS = 4;
-const FIRST_V128 = 5;
+const V = 5;
+const K = 6;
+const K2 = 7;
+const SA = 8;
+const SS = 9;
+const DA = 10;
+const DS = 11;
+const NR = 12;
+const FIRST_V128 = 13;
 
 /** A kernel's v128 locals and constants (built from `zero` before the loop), and its function. */
 class Kernel extends V128Locals {
@@ -70,7 +90,7 @@ class Kernel extends V128Locals {
     super(FIRST_V128, ZERO);
   }
   func(name: string, body: Code[]): Func {
-    return { name, params: 2, i32Locals: 3, v128Locals: this.count, body: [...this.prologue().flat(), ...body.flat()] };
+    return { name, params: 2, i32Locals: FIRST_V128 - 2, v128Locals: this.count, body: [...this.prologue().flat(), ...body.flat()] };
   }
 }
 
@@ -145,6 +165,9 @@ function runLoop(n: number, body: Code[], per = 1): Code {
     ]),
   ];
 }
+
+/** Code in sequence. */
+const seq = (...parts: Code[]): Code => parts.flat();
 
 /** Statement lists of equal length, one per run, interleaved statement by statement. */
 function zip(lists: readonly Code[][]): Code[] {
@@ -377,16 +400,56 @@ function qxKernel(k: Kernel, n: number, nmax: number, weights: Weights): Code {
  * make_q3_quants with do_rmse (weights x^2): codes l + nmax; scale and codes out. Each value's step
  * waits on the sums the last one left (a division among them), so two runs go side by side, their
  * statements interleaved, to give the processor two independent chains.
+ *
+ * Most sub-blocks move no code in their first pass (which ends their passes), so the passes after
+ * it run only on the sub-blocks still moving codes: the first pass runs on every run in place, then
+ * the sub-blocks whose pass moved a code (and that are not all but zero) are copied, lane by lane,
+ * to the compact region (values, codes, sums and where each came from) and run there, four to a
+ * run, padded with inert lanes (values 0 and sumlx 0: no code moves); after each pass the compact
+ * region keeps only the sub-blocks that moved a code, the others' codes and sums going back to their
+ * own run, until none is left or the fifth pass. Each sub-block thus runs the passes ggml runs on it
+ * (a pass that moves nothing ends them), and its lanes' operations are the same in either region.
  */
 function q3Kernel(k: Kernel, n: number, nmax: number): Code {
-  const CH = k.v();
-  const one = (r: number): { pre: Code[]; pass: Code[]; post: Code[] } => {
-    const [MAX, AMAX, AX, GT, ZEROS, ISC, SLX, SL2, LI, LF, NL, NF, WX, WI, S1, S2, TAKE] = Array.from({ length: 17 }, () => k.v());
+  /**
+   * One pass over run r of the pair at P: values from region xAt, codes in region lAt, the weights
+   * `given` (W and AUX) or recomputed; the sums in locals SLX, SL2, the lanes that moved a code into CH.
+   */
+  const passOf = (r: number, xAt: number, lAt: number, given: boolean, SLX: number, SL2: number, CH: number): Code[] => {
+    const [XI, LI, LF, NL, NF, WX, WI, S1, S2, TAKE] = Array.from({ length: 10 }, () => k.v());
+    const at = 16 * n * r;
+    const pass: Code[] = [];
+    for (let i = 0; i < n; i++) {
+      pass.push(
+        set(XI, load(get(P), xAt + at + 16 * i)),
+        // The weights x^2 and fr(w * x): precomputed for the runs in place, else recomputed (the same operations).
+        set(WI, given ? load(get(P), W + at + 16 * i) : f32x4Mul(get(XI), get(XI))),
+        set(WX, given ? load(i32(0), AUX + at + 16 * i) : f32x4Mul(get(WI), get(XI))),
+        set(LI, load(get(P), lAt + at + 16 * i)),
+        set(LF, f32x4ConvertS(get(LI))),
+        set(S1, f32x4Sub(get(SLX), f32x4Mul(get(WX), get(LF)))),
+        set(S2, f32x4Sub(get(SL2), f32x4Mul(f32x4Mul(get(WI), get(LF)), get(LF)))),
+        set(NL, clamp(k, nearest(k, f32x4Div(f32x4Mul(get(XI), get(S2)), get(S1))), -nmax, nmax - 1)),
+        set(TAKE, and(f32x4Gt(get(S1), k.c(0)), i32x4Ne(get(NL), get(LI)))),
+        set(NF, f32x4ConvertS(get(NL))),
+        set(S1, f32x4Add(get(S1), f32x4Mul(get(WX), get(NF)))),
+        set(S2, f32x4Add(get(S2), f32x4Mul(f32x4Mul(get(WI), get(NF)), get(NF)))),
+        set(TAKE, and(get(TAKE), and(f32x4Gt(get(S2), k.c(0)),
+          f32x4Gt(f32x4Mul(f32x4Mul(get(S1), get(S1)), get(SL2)), f32x4Mul(f32x4Mul(get(SLX), get(SLX)), get(S2)))))),
+        store(get(P), where(TAKE, get(NL), get(LI)), lAt + at + 16 * i),
+        set(SLX, where(TAKE, get(S1), get(SLX))),
+        set(SL2, where(TAKE, get(S2), get(SL2))),
+        set(CH, i === 0 ? get(TAKE) : or(get(CH), get(TAKE))),
+      );
+    }
+    return pass;
+  };
+  // The first pass, in place: per run its sums, zero lanes and moving lanes into STATE.
+  const first = (r: number): { pre: Code[]; pass: Code[]; post: Code[] } => {
+    const [MAX, AMAX, AX, GT, ZEROS, ISC, SLX, SL2, LI, LF, CH] = Array.from({ length: 11 }, () => k.v());
     const at = 16 * n * r;
     const x = (i: number): Code => load(get(P), X + at + 16 * i);
     const w = (i: number): Code => load(get(P), W + at + 16 * i);
-    const lAt = (i: number): Code => load(get(P), L + at + 16 * i);
-    // w = x^2 and fr(w * x) of every value, once per run, into W and AUX.
     const wx = (i: number): Code => load(i32(0), AUX + at + 16 * i);
     const pre: Code[] = [...transposeIn(k, n, IN_X, X, at), set(MAX, k.c(0)), set(AMAX, k.c(0))];
     for (let i = 0; i < n; i++) {
@@ -409,47 +472,89 @@ function q3Kernel(k: Kernel, n: number, nmax: number): Code {
         set(SL2, f32x4Add(i === 0 ? k.c(0) : get(SL2), f32x4Mul(f32x4Mul(w(i), get(LF)), get(LF)))),
       );
     }
-    const pass: Code[] = [];
-    for (let i = 0; i < n; i++) {
-      pass.push(
-        set(WI, w(i)),
-        set(WX, wx(i)),
-        set(LI, lAt(i)),
-        set(LF, f32x4ConvertS(get(LI))),
-        set(S1, f32x4Sub(get(SLX), f32x4Mul(get(WX), get(LF)))),
-        set(S2, f32x4Sub(get(SL2), f32x4Mul(f32x4Mul(get(WI), get(LF)), get(LF)))),
-        set(NL, clamp(k, nearest(k, f32x4Div(f32x4Mul(x(i), get(S2)), get(S1))), -nmax, nmax - 1)),
-        set(TAKE, and(f32x4Gt(get(S1), k.c(0)), i32x4Ne(get(NL), get(LI)))),
-        set(NF, f32x4ConvertS(get(NL))),
-        set(S1, f32x4Add(get(S1), f32x4Mul(get(WX), get(NF)))),
-        set(S2, f32x4Add(get(S2), f32x4Mul(f32x4Mul(get(WI), get(NF)), get(NF)))),
-        set(TAKE, and(get(TAKE), and(f32x4Gt(get(S2), k.c(0)),
-          f32x4Gt(f32x4Mul(f32x4Mul(get(S1), get(S1)), get(SL2)), f32x4Mul(f32x4Mul(get(SLX), get(SLX)), get(S2)))))),
-        store(get(P), where(TAKE, get(NL), get(LI)), L + at + 16 * i),
-        set(SLX, where(TAKE, get(S1), get(SLX))),
-        set(SL2, where(TAKE, get(S2), get(SL2))),
-        set(CH, or(get(CH), get(TAKE))),
-      );
-    }
-    const post: Code[] = [];
-    for (let i = 0; i < n; i++) post.push(store(get(P), where(ZEROS, k.c(0), i32x4Add(lAt(i), k.c(nmax))), L + at + 16 * i));
-    post.push(store(get(Q), where(ZEROS, k.c(0), select(f32x4Div(get(SLX), get(SL2)), k.c(0), f32x4Gt(get(SL2), k.c(0)))), OUT + OUT_STRIDE * r));
-    return { pre, pass, post };
+    const post: Code[] = [
+      store(get(Q), get(SLX), STATE + OUT_STRIDE * r),
+      store(get(Q), get(SL2), STATE + OUT_STRIDE * r + 16),
+      store(get(Q), get(ZEROS), STATE + OUT_STRIDE * r + 32),
+      store(get(Q), andNot(get(CH), get(ZEROS)), STATE + OUT_STRIDE * r + 48),
+    ];
+    return { pre, pass: passOf(r, X, L, true, SLX, SL2, CH), post };
   };
-  const runs = [one(0), one(1)];
-  // Up to five passes; a pass that moves no code in any lane ends them (in a lane that moved none
-  // while others did, another pass recomputes the same and moves none again).
-  const body: Code[] = [
-    ...zip(runs.map((r) => r.pre)),
-    set(IS, i32(5)),
-    whileNot(i32Eqz(get(IS)), [
-      ...set(CH, k.c(0)),
-      ...zip(runs.map((r) => r.pass)).flat(),
-      ...set(IS, pick(i32Sub(get(IS), i32(1)), i32(0), anyTrue(get(CH)))),
-    ]),
-    ...zip(runs.map((r) => r.post)),
-  ];
-  return runLoop(n, body, 2);
+  // A later pass on a compact pair: its sums in and out of CS, its moving lanes at CS + 32.
+  const later = (r: number): Code[] => {
+    const [SLX, SL2, CH] = [k.v(), k.v(), k.v()];
+    return [
+      set(SLX, load(get(Q), CS + OUT_STRIDE * r)),
+      set(SL2, load(get(Q), CS + OUT_STRIDE * r + 16)),
+      ...passOf(r, CX, CL, false, SLX, SL2, CH),
+      store(get(Q), get(SLX), CS + OUT_STRIDE * r),
+      store(get(Q), get(SL2), CS + OUT_STRIDE * r + 16),
+      store(get(Q), get(CH), CS + OUT_STRIDE * r + 32),
+    ];
+  };
+  const runs = [first(0), first(1)];
+  const pairs = [later(0), later(1)];
+  /** Byte offsets of sub-block `v`'s lane: in a region of runs of n values, and in one of OUT_STRIDE per run. */
+  const laneAt = (v: Code): Code => i32Or(i32Shl(i32ShrU(v, i32(2)), i32(8)), i32Shl(i32And(v, i32(3)), i32(2)));
+  const stateAt = (v: Code): Code => i32Or(i32Shl(i32ShrU(v, i32(2)), i32(6)), i32Shl(i32And(v, i32(3)), i32(2)));
+  const copy = (from: number, to: number, count: number): Code =>
+    seq(...Array.from({ length: count }, (_, i) => storeI32(get(DA), loadI32(get(SA), from + 16 * i), to + 16 * i)));
+  const copyState = (from: number, to: number): Code => seq(...[0, 16].map((o) => storeI32(get(DS), loadI32(get(SS), from + o), to + o)));
+  const addresses = (src: Code, dst: Code): Code => seq(set(SA, laneAt(src)), set(SS, stateAt(src)), set(DA, laneAt(dst)), set(DS, stateAt(dst)));
+  /** Lane K2 of the compact region takes the sub-block at SA / SS (of regions x, l, s) that came from `origin`. */
+  const keep = (x: number, l: number, s: number, origin: Code): Code => seq(
+    copy(x, CX, n), copy(l, CL, n), copyState(s, CS),
+    storeI32(i32Shl(get(K2), i32(2)), origin, CO),
+    set(K2, i32Add(get(K2), i32(1))),
+  );
+  /** Lanes K .. the end of K's pair made inert. */
+  const pad = seq(
+    set(V, get(K)),
+    whileNot(i32Eqz(i32And(get(V), i32(7))), seq(
+      set(DA, laneAt(get(V))),
+      set(DS, stateAt(get(V))),
+      ...Array.from({ length: n }, (_, i) => storeI32(get(DA), i32(0), CX + 16 * i)),
+      storeI32(get(DS), i32(0), CS),
+      set(V, i32Add(get(V), i32(1))),
+    )),
+  );
+  const origin = loadI32(i32Shl(get(V), i32(2)), CO);
+  const body = seq(
+    set(NR, get(RUNS)),
+    runLoop(n, [...zip(runs.map((r) => r.pre)), ...zip(runs.map((r) => r.pass)), ...zip(runs.map((r) => r.post))], 2),
+    // The moving sub-blocks to the compact region.
+    set(K2, i32(0)),
+    set(V, i32(0)),
+    whileNot(i32GeU(get(V), i32Shl(get(NR), i32(2))), seq(
+      set(SS, stateAt(get(V))),
+      ifElse(i32Eqz(loadI32(get(SS), STATE + 48)), [], seq(addresses(get(V), get(K2)), keep(X, L, STATE, get(V)))),
+      set(V, i32Add(get(V), i32(1))),
+    )),
+    set(K, get(K2)),
+    set(IS, i32(4)),
+    whileNot(i32Eqz(get(K)), seq(
+      pad,
+      set(RUNS, i32Shl(i32ShrU(i32Add(get(K), i32(7)), i32(3)), i32(1))),
+      runLoop(n, zip(pairs), 2),
+      set(IS, i32Sub(get(IS), i32(1))),
+      // Those that moved a code stay (but after the fifth pass); the others go back.
+      set(K2, i32(0)),
+      set(V, i32(0)),
+      whileNot(i32GeU(get(V), get(K)), seq(
+        ifElse(i32And(i32GtS(get(IS), i32(0)), i32Eqz(i32Eqz(loadI32(stateAt(get(V)), CS + 32)))),
+          seq(addresses(get(V), get(K2)), keep(CX, CL, CS, origin)),
+          seq(addresses(get(V), origin), copy(CL, L, n), copyState(CS, STATE))),
+        set(V, i32Add(get(V), i32(1))),
+      )),
+      set(K, get(K2)),
+    )),
+  );
+  // Every run's codes and scale from its state.
+  const [SLX, SL2, ZEROS] = [k.v(), k.v(), k.v()];
+  const post: Code[] = [set(SLX, load(get(Q), STATE)), set(SL2, load(get(Q), STATE + 16)), set(ZEROS, load(get(Q), STATE + 32))];
+  for (let i = 0; i < n; i++) post.push(store(get(P), where(ZEROS, k.c(0), i32x4Add(load(get(P), L + 16 * i), k.c(nmax))), L + 16 * i));
+  post.push(store(get(Q), where(ZEROS, k.c(0), select(f32x4Div(get(SLX), get(SL2)), k.c(0), f32x4Gt(get(SL2), k.c(0)))), OUT));
+  return seq(body, set(RUNS, get(NR)), runLoop(n, post));
 }
 
 /**
@@ -471,11 +576,11 @@ function requantKernel(k: Kernel, n: number, lo: number, hi: number, offset: num
 
 /**
  * The packing of `blocks` super-blocks' codes (bytes in order at CODES) into their blocks' code
- * bytes (at PACKED, `bytes` per block), with byte-lane masks and 16-bit shifts that move no bit
+ * bytes (from `base`, `stride` bytes per block), with byte-lane masks and 16-bit shifts that move no bit
  * across a byte: Q3_K's hmask (bit 2 of code j as bit j / 32 of byte j % 32) then its 2-bit planes;
  * Q6_K's low nibbles (elements l and l + 64 per byte) and high 2-bit pairs.
  */
-function packKernel(k: Kernel, type: "Q3_K" | "Q6_K"): Code {
+function packKernel(k: Kernel, type: "Q3_K" | "Q6_K", base = PACKED, stride: number = PACK_BYTES[type]): Code {
   const [A, B, C, D, H] = [k.v(), k.v(), k.v(), k.v(), k.v()];
   const code = (i: number): Code => load(get(P), CODES + i);
   const body: Code[] = [];
@@ -483,12 +588,12 @@ function packKernel(k: Kernel, type: "Q3_K" | "Q6_K"): Code {
     for (let h = 0; h < 32; h += 16) {
       body.push(set(H, k.c(0)));
       for (let g = 0; g < 8; g++) body.push(set(H, or(get(H), i16x8Shl(i16x8ShrU(and(code(32 * g + h), k.c(0x04040404)), 2), g))));
-      body.push(store(get(Q), get(H), PACKED + h));
+      body.push(store(get(Q), get(H), base + h));
     }
     for (let j = 0; j < 256; j += 128) {
       for (let h = 0; h < 32; h += 16) {
         const plane = (i: number, sh: number): Code => i16x8Shl(and(code(j + 32 * i + h), k.c(0x03030303)), sh);
-        body.push(store(get(Q), or(or(plane(0, 0), plane(1, 2)), or(plane(2, 4), plane(3, 6))), PACKED + 32 + j / 4 + h));
+        body.push(store(get(Q), or(or(plane(0, 0), plane(1, 2)), or(plane(2, 4), plane(3, 6))), base + 32 + j / 4 + h));
       }
     }
   } else {
@@ -498,9 +603,9 @@ function packKernel(k: Kernel, type: "Q3_K" | "Q6_K"): Code {
         const low = (v: number): Code => and(get(v), k.c(0x0f0f0f0f));
         const high = (v: number, sh: number): Code => i16x8Shl(and(i16x8ShrU(get(v), 4), k.c(0x03030303)), sh);
         body.push(
-          store(get(Q), or(low(A), i16x8Shl(low(C), 4)), PACKED + ql + h),
-          store(get(Q), or(low(B), i16x8Shl(low(D), 4)), PACKED + ql + 32 + h),
-          store(get(Q), or(or(high(A, 0), high(B, 2)), or(high(C, 4), high(D, 6))), PACKED + qh + h),
+          store(get(Q), or(low(A), i16x8Shl(low(C), 4)), base + ql + h),
+          store(get(Q), or(low(B), i16x8Shl(low(D), 4)), base + ql + 32 + h),
+          store(get(Q), or(or(high(A, 0), high(B, 2)), or(high(C, 4), high(D, 6))), base + qh + h),
         );
       }
     }
@@ -511,7 +616,64 @@ function packKernel(k: Kernel, type: "Q3_K" | "Q6_K"): Code {
     ...whileNot(i32Eqz(get(RUNS)), [
       ...body.flat(),
       ...set(P, i32Add(get(P), i32(256))),
-      ...set(Q, i32Add(get(Q), i32(PACK_BYTES[type]))),
+      ...set(Q, i32Add(get(Q), i32(stride))),
+      ...set(RUNS, i32Sub(get(RUNS), i32(1))),
+    ]),
+  ];
+}
+
+/**
+ * quantize_row_q3_K_ref's super-block scales from the sixteen scales the search left (run slot 0),
+ * four super-blocks in the four lanes (sub-block 4r + j of super-block b from lane j of run 4b + r,
+ * by lane shuffles): the first scale of largest magnitude, iscale = -32 / it, each scale's
+ * nearest_int(iscale * scale) as an int8_t clamped to [-32, 31] and biased by 32 (all 0, and d = 0,
+ * where that scale is 0), packed with d = fp16(1 / iscale) into bytes 96..109 of each block at BLOCKS
+ * (one 16-byte store, the packing after it overwrites the 2 bytes past); then each sub-block's
+ * stored scale halfValues[d] * (l - 32) into its run's slot 0, for the recomputation. `RUNS` counts
+ * groups of four super-blocks; lanes past the chunk's last block compute garbage nobody reads.
+ */
+function q3ScalesKernel(k: Kernel): Code {
+  const S = Array.from({ length: 16 }, () => k.v());
+  const t = [k.v(), k.v(), k.v(), k.v()];
+  const R = [k.v(), k.v(), k.v(), k.v()];
+  const [MAX, AMAX, AX, GT, NZ, ISC, D, HF] = Array.from({ length: 8 }, () => k.v());
+  const body: Code[] = [];
+  for (let r = 0; r < 4; r++) body.push(...transpose4([0, 1, 2, 3].map((b) => load(get(P), OUT + OUT_STRIDE * (4 * b + r))), t, S.slice(4 * r, 4 * r + 4)));
+  body.push(set(MAX, k.c(0)), set(AMAX, k.c(0)));
+  for (let j = 0; j < 16; j++) {
+    body.push(
+      set(AX, f32x4Abs(get(S[j]))),
+      set(GT, f32x4Gt(get(AX), get(AMAX))),
+      set(AMAX, where(GT, get(AX), get(AMAX))),
+      set(MAX, where(GT, get(S[j]), get(MAX))),
+    );
+  }
+  body.push(set(NZ, f32x4Ne(get(MAX), k.c(0))), set(ISC, f32x4Div(k.f(-32), get(MAX))));
+  for (let j = 0; j < 16; j++) {
+    const l = i32x4ShrS(i32x4Shl(nearest(k, f32x4Mul(get(ISC), get(S[j]))), 24), 24);
+    body.push(set(S[j], where(NZ, i32x4Add(clamp(k, l, -32, 31), k.c(32)), k.c(0))));
+  }
+  body.push(set(D, f32x4Div(k.f(1), get(ISC))), ...fp16(k, D), set(D, where(NZ, get(D), k.c(0))));
+  // Bytes 0..7: the low nibbles of scales j and j + 8; 8..11: the high 2 bits of j, j + 4, j + 8, j + 12.
+  const byteAt = (b: number): Code => (b < 8
+    ? or(and(get(S[b]), k.c(0xf)), i32x4Shl(and(get(S[b + 8]), k.c(0xf)), 4))
+    : [0, 1, 2, 3].map((q) => i32x4Shl(i32x4ShrU(get(S[4 * q + b - 8]), 4), 2 * q)).reduce((a, c) => or(a, c)));
+  const word = (w: number): Code => [0, 1, 2, 3].map((i) => i32x4Shl(byteAt(4 * w + i), 8 * i)).reduce((a, c) => or(a, c));
+  body.push(...transpose4([word(0), word(1), word(2), get(D)], t, R));
+  for (let b = 0; b < 4; b++) body.push(store(get(Q), get(R[b]), BLOCKS + 110 * b + 96));
+  body.push(set(HF, get(D)), ...f32OfHalf(k, HF));
+  for (let j = 0; j < 16; j++) body.push(set(S[j], f32x4Mul(get(HF), f32x4ConvertS(i32x4Sub(get(S[j]), k.c(32))))));
+  for (let r = 0; r < 4; r++) {
+    body.push(...transpose4(S.slice(4 * r, 4 * r + 4).map((v) => get(v)), t, R));
+    for (let b = 0; b < 4; b++) body.push(store(get(P), get(R[b]), OUT + OUT_STRIDE * (4 * b + r)));
+  }
+  return [
+    ...set(P, i32(0)),
+    ...set(Q, i32(0)),
+    ...whileNot(i32Eqz(get(RUNS)), [
+      ...body.flat(),
+      ...set(P, i32Add(get(P), i32(16 * OUT_STRIDE))),
+      ...set(Q, i32Add(get(Q), i32(4 * 110))),
       ...set(RUNS, i32Sub(get(RUNS), i32(1))),
     ]),
   ];
@@ -544,10 +706,13 @@ const KERNELS = {
   R_Q6_K: (k: Kernel) => requantKernel(k, 16, -32, 31, 32, false),
   P_Q3_K: (k: Kernel) => packKernel(k, "Q3_K"),
   P_Q6_K: (k: Kernel) => packKernel(k, "Q6_K"),
+  // Q3_K's whole blocks without importance weights: the super-block scales, the packing in place.
+  S_Q3_K: (k: Kernel) => q3ScalesKernel(k),
+  B_Q3_K: (k: Kernel) => packKernel(k, "Q3_K", BLOCKS, 110),
 } as const;
 
 type KernelName = keyof typeof KERNELS;
-export type SearchName = Exclude<KernelName, `R_${string}` | `P_${string}`>;
+export type SearchName = Exclude<KernelName, `R_${string}` | `P_${string}` | `S_${string}` | `B_${string}`>;
 
 /** Values per sub-block of each search. */
 const SUB: Record<SearchName, number> = { Q4_K: 32, Q5_K: 32, Q2_K: 16, Q4_K_IM: 32, Q5_K_IM: 32, Q2_K_IM: 16, Q6_K: 16, Q6_K_IM: 16, Q3_K_IM: 16, Q3_K: 16 };
@@ -558,11 +723,17 @@ const REQUANT: Record<SearchName, KernelName> = {
 
 /** The packing kernel of each search's type, where it has one. */
 const PACK: Partial<Record<SearchName, KernelName>> = { Q3_K: "P_Q3_K", Q3_K_IM: "P_Q3_K", Q6_K: "P_Q6_K", Q6_K_IM: "P_Q6_K" };
+/** The searches whose module also makes whole blocks: the super-block scales and the packing into BLOCKS. */
+const WHOLE: Partial<Record<SearchName, readonly [KernelName, KernelName]>> = { Q3_K: ["S_Q3_K", "B_Q3_K"] };
 
 /** The bytes of a module of search `name`, the recomputation and the packing that follow it (exported as "search", "requant", "pack"). */
 export function searchModule(name: SearchName): Uint8Array {
   const pack = PACK[name];
-  const list: [string, KernelName][] = [["search", name], ["requant", REQUANT[name]], ...(pack ? [["pack", pack] as [string, KernelName]] : [])];
+  const whole = WHOLE[name];
+  const list: [string, KernelName][] = [
+    ["search", name], ["requant", REQUANT[name]], ...(pack ? [["pack", pack] as [string, KernelName]] : []),
+    ...(whole ? [["scales", whole[0]], ["blocks", whole[1]]] as [string, KernelName][] : []),
+  ];
   const funcs = list.map(([as, kernel]) => {
     const k = new Kernel();
     const body = KERNELS[kernel](k);
@@ -576,6 +747,8 @@ interface Loaded {
   readonly search: KernelFn;
   readonly requant: KernelFn;
   readonly pack: KernelFn | undefined;
+  readonly scales: KernelFn | undefined;
+  readonly blocks: KernelFn | undefined;
   readonly f32: Float32Array;
   readonly u8: Uint8Array;
 }
@@ -589,7 +762,7 @@ function instance(name: SearchName): Loaded | null {
   if (l === undefined) {
     const e = ownInstance(() => searchModule(name));
     const memory = e?.memory as WasmMemory | undefined;
-    l = e && memory ? { search: e.search as KernelFn, requant: e.requant as KernelFn, pack: e.pack as KernelFn | undefined, f32: new Float32Array(memory.buffer), u8: new Uint8Array(memory.buffer) } : null;
+    l = e && memory ? { search: e.search as KernelFn, requant: e.requant as KernelFn, pack: e.pack as KernelFn | undefined, scales: e.scales as KernelFn | undefined, blocks: e.blocks as KernelFn | undefined, f32: new Float32Array(memory.buffer), u8: new Uint8Array(memory.buffer) } : null;
     loaded.set(name, l);
   }
   return l;
@@ -691,4 +864,25 @@ export function requantSimd(name: SearchName, count: number, dl: Float32Array, m
   }
   codes.set(u8.subarray(CODES, CODES + count));
   return 0;
+}
+
+/**
+ * quantize_row_q3_K_ref's blocks of the `count` values (a multiple of 256, at most SEARCH_CHUNK) of
+ * x from `s`, all four steps in the kernels (the search, the super-block scales, the recomputation,
+ * the packing), into y from `o`; true, or false having done nothing where the kernels decline or
+ * `name` has no whole-block kernels.
+ */
+export function blocksSimd(name: SearchName, x: Float32Array, s: number, count: number, y: Uint8Array, o: number): boolean {
+  if (!enabled || WHOLE[name] === undefined) return false;
+  const l = instance(name);
+  if (!l) return false;
+  const blocks = count / 256;
+  const runs = count / (4 * SUB[name]);
+  l.f32.set(x.subarray(s, s + count), IN_X / 4);
+  l.search(runs, 0);
+  l.scales!((blocks + 3) >> 2, 0);
+  l.requant(runs, 0);
+  l.blocks!(blocks, 0);
+  y.set(l.u8.subarray(BLOCKS, BLOCKS + 110 * blocks), o);
+  return true;
 }

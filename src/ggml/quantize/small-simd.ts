@@ -28,7 +28,8 @@ import {
   set, store, storeI16, storeI32, storeU8, truncSatS, type Code,
 } from "../../kernels/wasm/encoder.js";
 import { GGML_FP4_DOUBLED } from "../levels.js";
-import { bytesOf, encodeWithKernel, fp16, inverse, Kernel, lane, packQ4, Q, scan, TABLE, xOf, type BlockKernel } from "./blocks-simd.js";
+import { fp16 } from "./half-simd.js";
+import { bytesOf, encodeWithKernel, inverse, Kernel, lane, packQ4, Q, scan, TABLE, xOf, type BlockKernel } from "./blocks-simd.js";
 import { floorLog2f } from "./rounding.js";
 import { transpose4 } from "./search-simd.js";
 
