@@ -112,9 +112,11 @@ function half(h: Code): Code {
  * half() is two dozen scalar ones for each.
  */
 function halfLanes(k: Kernel, h: Code): Code {
-  const x = and(i32x4ShrS(i32x4Shl(h, 16), 3), k.c(0x8fffe000));
-  const f = f32x4Mul(x, k.c(0x77800000)); // 2^112
-  return or(f, and(f32x4Ge(and(f, k.c(0x7fffffff)), k.c(0x47800000)), k.c(0x7f800000))); // |f| >= 2^16
+  const f = k.v();
+  return [
+    ...set(f, f32x4Mul(and(i32x4ShrS(i32x4Shl(h, 16), 3), k.c(0x8fffe000)), k.c(0x77800000))), // times 2^112
+    ...or(get(f), and(f32x4Ge(and(get(f), k.c(0x7fffffff)), k.c(0x47800000)), k.c(0x7f800000))), // |f| >= 2^16
+  ];
 }
 
 /** Lane `lane` of the 32-bit lanes of local `v`, in all four lanes. */
@@ -351,7 +353,7 @@ function q80(k: Kernel): Code {
   const t = temps(k);
   const D = k.v();
   return blockLoop([
-    set(D, f32x4Splat(half(loadU16(get(SRC), 0)))),
+    set(D, halfLanes(k, i32x4Splat(loadU16(get(SRC), 0)))),
     emit16(t, load(get(SRC), 2), true, D, undefined, 0),
     emit16(t, load(get(SRC), 18), true, D, undefined, 64),
   ], 34, 128);
