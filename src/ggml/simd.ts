@@ -350,13 +350,17 @@ function q2K(k: Kernel): Code {
 
 /** Q8_0: q * d. */
 function q80(k: Kernel): Code {
-  const t = temps(k);
-  const D = k.v();
-  return blockLoop([
-    set(D, halfLanes(k, i32x4Splat(loadU16(get(SRC), 0)))),
-    emit16(t, load(get(SRC), 2), true, D, undefined, 0),
-    emit16(t, load(get(SRC), 18), true, D, undefined, 64),
-  ], 34, 128);
+  const [D, W] = [k.v(), k.v()];
+  const body: Code[] = [set(D, halfLanes(k, i32x4Splat(loadU16(get(SRC), 0))))];
+  // Eight codes at a time widened to 16 bits by the load itself (one pmovsxbw from memory).
+  for (let e = 0; e < 32; e += 8) {
+    body.push(
+      set(W, load8x8S(get(SRC), 2 + e)),
+      store(get(DST), f32x4Mul(f32x4ConvertS(extendLowS16(get(W))), get(D)), 4 * e),
+      store(get(DST), f32x4Mul(f32x4ConvertS(extendHighS16(get(W))), get(D)), 4 * e + 16),
+    );
+  }
+  return blockLoop(body, 34, 128);
 }
 
 /** Q4_0 (q - 8) * d and Q4_1 fr(q * d) + m: element j the low nibble of byte j, j + 16 its high one. */
