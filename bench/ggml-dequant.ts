@@ -11,7 +11,9 @@
  * reference decoders (src/ggml/dequantize.ts, useGgmlSimd(false)), dequantizeBlocks on ordinary
  * arrays (the SIMD kernels where the type has one, streamed through their memory: the blocks copied
  * in, the float32 copied out), and dequantizeBlocks with the blocks and the output in one arena
- * (the kernels in place, no copy).
+ * (the kernels in place, no copy). A last column, "store", is no decoder: a v128.store loop writing
+ * the same number of float32 into a WebAssembly memory of its own, in the same turns, the ceiling
+ * that the output's memory traffic alone sets (at 1 Mi values the 4 MiB output outgrows L2).
  *
  * Arguments: --n N (values per call, default 1 Mi), --reps R (default 9), --only NAME,NAME, --burst K
  * (each turn runs a contender K times in a row and times all but the first: outputs warm in the
@@ -22,6 +24,7 @@ import { performance } from "node:perf_hooks";
 import { createArena } from "../src/arena.js";
 import { dequantizeBlocks, GGML_TYPES, canDequantize, type GgmlType } from "../src/ggml/index.js";
 import { useGgmlSimd } from "../src/ggml/simd.js";
+import { get, i32, i32Add, i32Sub, i32x4Splat, moduleBytes, repeatWhile, set, store } from "../src/kernels/wasm/encoder.js";
 import { ggmlPeer } from "../test/support/ggml-peer.js";
 import { Rng } from "../test/support/rng.js";
 
@@ -38,6 +41,24 @@ const peer = ggmlPeer();
 if (typeof peer === "string") {
   console.error(`bench:ggml-dequant needs the ggml peer: ${peer}`);
   process.exit(1);
+}
+
+/** A function writing `values` float32 (zeros) by v128.store into a WebAssembly memory of its own. */
+function storeLoop(values: number): () => void {
+  const [DST, COUNT, ZERO, V] = [0, 1, 2, 3];
+  const body = [
+    ...set(V, i32x4Splat(get(ZERO))),
+    ...repeatWhile(COUNT, [
+      ...[0, 16, 32, 48].flatMap((off) => store(get(DST), get(V), off)),
+      ...set(DST, i32Add(get(DST), i32(64))),
+      ...set(COUNT, i32Sub(get(COUNT), i32(1))),
+    ]),
+  ];
+  const pages = Math.ceil((4 * values) / 65536) + 1;
+  const w = (globalThis as unknown as { WebAssembly: { Instance: new (m: object, i: object) => { exports: Record<string, (...a: number[]) => void> }; Module: new (b: Uint8Array) => object } }).WebAssembly;
+  const fill = new w.Instance(new w.Module(moduleBytes([{ name: "fill", params: 3, i32Locals: 0, v128Locals: 1, body }], pages)), {}).exports.fill;
+  const count = Math.ceil(values / 16);
+  return () => fill(0, count, 0);
 }
 
 /** Random blocks of `t` whose scale fields hold ordinary values. */
@@ -95,15 +116,16 @@ for (const t of GGML_TYPES) {
     arrays: () => dequantizeBlocks(t, src, 0, ours, 0, count),
     arena: () => dequantizeBlocks(t, srcIn, 0, outIn, 0, count),
     ggml: () => peer.toFloatInto(t.id, src, theirs),
+    store: storeLoop(n),
   };
   for (const [name, run] of Object.entries(runs)) {
-    if (name === "ggml") continue;
+    if (name === "ggml" || name === "store") continue;
     ours.fill(0);
     outIn.fill(0);
     run();
     if (!sameBits(name === "arena" ? outIn : ours, theirs)) throw new Error(`${t.name}: tensorcast (${name}) and ggml differ on the bench's blocks`);
   }
-  const times: Record<string, number[]> = { reference: [], arrays: [], arena: [], ggml: [] };
+  const times: Record<string, number[]> = { reference: [], arrays: [], arena: [], ggml: [], store: [] };
   for (let r = 0; r < REPS + 1; r++) {
     for (const [name, run] of Object.entries(runs)) {
       for (let b = 0; b < BURST; b++) {
@@ -119,10 +141,10 @@ for (const t of GGML_TYPES) {
   const cell = (name: string): string => `${rate(median(times[name]))} (${rate(Math.min(...times[name]))})`;
   const ratio = (name: string): string =>
     `${(median(times.ggml) / median(times[name])).toFixed(2)}x (${(Math.min(...times.ggml) / Math.min(...times[name])).toFixed(2)}x)`;
-  rows.push([t.name, cell("ggml"), cell("reference"), ratio("reference"), cell("arrays"), ratio("arrays"), cell("arena"), ratio("arena")]);
+  rows.push([t.name, cell("ggml"), cell("reference"), ratio("reference"), cell("arrays"), ratio("arrays"), cell("arena"), ratio("arena"), cell("store")]);
 }
 
 console.log(`GGML dequantization, ${N} values per call, ${REPS} ${BURST > 1 ? `turns of ${BURST} calls (the first of each untimed)` : "calls"} each, one thread; M values/s by the median (the fastest); load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}\n`);
-const head = ["type", "ggml to_float", "reference", "/ ggml", "arrays", "/ ggml", "arena", "/ ggml"];
+const head = ["type", "ggml to_float", "reference", "/ ggml", "arrays", "/ ggml", "arena", "/ ggml", "store"];
 const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
 for (const r of [head, ...rows]) console.log(r.map((c, i) => c.padEnd(width[i])).join("  "));

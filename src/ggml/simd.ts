@@ -25,10 +25,10 @@
  */
 import {
   and, extendHighS16, extendHighS8, extendHighU16, extendHighU8, extendLowS16, extendLowS8, extendLowU16, extendLowU8,
-  f32Bits, f32ConvertS, f32Mul, f32OfI32Bits, f32x4Add, f32x4ConvertS, f32x4Mul, f32x4Splat, f32x4Sub, get, i16x8Mul, i16x8Shl, i16x8ShrU, i16x8Sub,
-  i32, i32Add, i32And, i32Eq, i32Eqz, i32GeU, i32LtU, i32OfF32Bits, i32Or, i32Shl, i32ShrU, i32Sub, i32x4ReplaceLane, i32x4ShrU,
+  f32Bits, f32ConvertS, f32Mul, f32OfI32Bits, f32x4Add, f32x4ConvertS, f32x4Ge, f32x4Mul, f32x4Splat, f32x4Sub, get, i16x8Mul, i16x8Shl, i16x8ShrU, i16x8Sub,
+  i32, i32Add, i32And, i32Eq, i32Eqz, i32GeU, i32LtU, i32OfF32Bits, i32Or, i32Shl, i32ShrU, i32Sub, i32x4ReplaceLane, i32x4ShrS, i32x4ShrU,
   i32x4Eq, i32x4Shl, i32x4Splat, i8x16Eq, i8x16Sub, load, load32Splat, load32Zero, load8x8S, load8x8U, loadI32, xor, loadU16, loadU8, moduleBytes, or, pick, set, shuffle, store,
-  swizzle, whileNot, type Code, type Func,
+  repeatWhile, swizzle, v128Const, type Code, type Func,
 } from "../kernels/wasm/encoder.js";
 import type { WasmApi } from "../kernels/wasm/index.js";
 import { residentMemoryOf, type WasmMemory } from "../kernels/wasm/resident.js";
@@ -103,6 +103,22 @@ function half(h: Code): Code {
   ];
 }
 
+/**
+ * The float32 of the binary16 codes in the low 16 bits of each 32-bit lane of `h` (the high bits
+ * zero), as half() gives it, in f32x4 lanes: sign and the 15 other bits moved to float32's places
+ * (sign | (h & 0x7fff) << 13) and multiplied by 2^112, exact (a power of two, the product a normal
+ * float32: subnormals become m * 2^-136 * 2^112 = m * 2^-24); Inf and NaN, whose product is at least
+ * 2^16, get the all-ones exponent back, their payload kept. Eight operations for four codes, where
+ * half() is two dozen scalar ones for each.
+ */
+function halfLanes(k: Kernel, h: Code): Code {
+  const f = k.v();
+  return [
+    ...set(f, f32x4Mul(and(i32x4ShrS(i32x4Shl(h, 16), 3), k.c(0x8fffe000)), k.c(0x77800000))), // times 2^112
+    ...or(get(f), and(f32x4Ge(and(get(f), k.c(0x7fffffff)), k.c(0x47800000)), k.c(0x7f800000))), // |f| >= 2^16
+  ];
+}
+
 /** Lane `lane` of the 32-bit lanes of local `v`, in all four lanes. */
 const splatLane = (v: number, lane: number): Code => shuffle(get(v), get(v), [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3].map((b) => 4 * lane + b));
 
@@ -136,15 +152,26 @@ interface Temps {
   readonly w: number;
 }
 
-/** The kernels' loop over `blocks` blocks: `body`, then src and dst advanced by one block. */
+/**
+ * The kernels' loop over `blocks` blocks: `body`, then src and dst advanced by one block. Tested at
+ * its end (repeatWhile) so that the constants stay out of the loop.
+ */
 function blockLoop(body: Code[], srcStep: number, dstStep: number): Code {
-  return whileNot(i32Eqz(get(BLOCKS)), [
+  return repeatWhile(BLOCKS, [
     ...body.flat(),
     ...set(SRC, i32Add(get(SRC), i32(srcStep))),
     ...set(DST, i32Add(get(DST), i32(dstStep))),
     ...set(BLOCKS, i32Sub(get(BLOCKS), i32(1))),
   ]);
 }
+
+/**
+ * Bytes 4q .. 4q + 3 of `v`, each in the low byte of a 32-bit lane (the rest zero): one
+ * i8x16.swizzle whose indices are a v128.const, so that V8 emits a lone pshufb (indices it cannot
+ * see cost a saturating add first), where widening by extends costs six instructions per 16 bytes.
+ */
+const bytesToLanes = (v: Code, q: number): Code =>
+  swizzle(v, v128Const(Array.from({ length: 16 }, (_, i) => (i & 3 ? 0x80 : 4 * q + (i >> 2)))));
 
 /** Local `v` (16-bit lanes) shifted left by n (right for negative n). */
 const shift16 = (v: Code, n: number): Code => (n > 0 ? i16x8Shl(v, n) : n < 0 ? i16x8ShrU(v, -n) : v);
@@ -157,37 +184,49 @@ const temps = (k: Kernel): Temps => ({ c: k.v(), w: k.v() });
 /** Q4_K and Q5_K: eight groups of 32, fr(fr(d * scale) * q) - fr(dmin * min); Q5_K's fifth bits from qh. */
 function qk(five: boolean): (k: Kernel) => Code {
   return (k) => {
-    const t = temps(k);
-    const [D, M, S, P, Q, W, DL0, DL1, ML0, ML1, L0, L1, QH0, QH1, DL, ML] = Array.from({ length: 16 }, () => k.v());
+    const [D, M, S, P, Q, W, DL0, DL1, ML0, ML1, L0, L1, QH0, QH1, DL, ML, DH, MH, X, Y] = Array.from({ length: 20 }, () => k.v());
     const ql = five ? 48 : 16;
-    // get_scale_min_k4 for all eight j at once: bytes 0..7 the scales, 8..15 the mins.
+    // get_scale_min_k4 for all eight j at once: bytes 0..7 the scales, 8..15 the mins. The block's
+    // first 16 bytes are d, dmin and the 12 scale bytes: 32-bit words 1..3 the scales.
     const scales: Code[] = [
-      set(D, f32x4Splat(half(loadU16(get(SRC), 0)))),
-      set(M, f32x4Splat(half(loadU16(get(SRC), 2)))),
-      set(S, load(get(SRC), 4)),
-      set(P, shuffle(get(S), get(S), [0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11])),
-      set(Q, shuffle(get(S), get(S), [0, 0, 0, 0, 0, 1, 2, 3, 0, 0, 0, 0, 4, 5, 6, 7])),
+      set(S, load(get(SRC), 0)),
+      set(W, halfLanes(k, swizzle(get(S), v128Const([0, 1, 0x80, 0x80, 2, 3, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80])))),
+      set(D, splatLane(W, 0)),
+      set(M, splatLane(W, 1)),
+      set(P, shuffle(get(S), get(S), [4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15])),
+      set(Q, shuffle(get(S), get(S), [4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7, 8, 9, 10, 11])),
       set(S, or(or(and(get(P), k.c(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0)), and(i16x8ShrU(get(P), 4), k.c(0, 0, 0, 0x0f0f0f0f))),
         and(i16x8ShrU(get(Q), 2), k.c(0, 0x30303030, 0, 0x30303030)))),
-      set(W, extendLowU8(get(S))),
-      set(DL0, f32x4Mul(get(D), f32x4ConvertS(extendLowU16(get(W))))),
-      set(DL1, f32x4Mul(get(D), f32x4ConvertS(extendHighU16(get(W))))),
-      set(W, extendHighU8(get(S))),
-      set(ML0, f32x4Mul(get(M), f32x4ConvertS(extendLowU16(get(W))))),
-      set(ML1, f32x4Mul(get(M), f32x4ConvertS(extendHighU16(get(W))))),
+      set(DL0, f32x4Mul(get(D), f32x4ConvertS(bytesToLanes(get(S), 0)))),
+      set(DL1, f32x4Mul(get(D), f32x4ConvertS(bytesToLanes(get(S), 1)))),
+      set(ML0, f32x4Mul(get(M), f32x4ConvertS(bytesToLanes(get(S), 2)))),
+      set(ML1, f32x4Mul(get(M), f32x4ConvertS(bytesToLanes(get(S), 3)))),
     ];
     if (five) scales.push(set(QH0, load(get(SRC), 16)), set(QH1, load(get(SRC), 32)));
     // Bit b of each qh byte, as 0x10.
     const fifth = (qh: number, b: number): Code => and(shift16(get(qh), 4 - b), k.c(bytes4(0x10)));
+    const value = (lanes: Code, dl: number, ml: number): Code => f32x4Sub(f32x4Mul(f32x4ConvertS(lanes), get(dl)), get(ml));
     const body: Code[] = [...scales];
     for (let p = 0; p < 4; p++) {
+      // Groups j = 2p (low nibbles) and 2p + 1 (high nibbles) of the same 32 bytes, decoded side by side.
+      const [j0, j1] = [2 * p, 2 * p + 1];
       body.push(set(L0, load(get(SRC), ql + 32 * p)), set(L1, load(get(SRC), ql + 32 * p + 16)));
-      for (const high of [false, true]) {
-        const j = 2 * p + (high ? 1 : 0);
-        body.push(set(DL, splatLane(j < 4 ? DL0 : DL1, j & 3)), set(ML, splatLane(j < 4 ? ML0 : ML1, j & 3)));
-        for (const [h, L, QH] of [[0, L0, QH0], [1, L1, QH1]]) {
-          const q = nibbles(k, get(L), high);
-          body.push(emit16(t, five ? or(q, fifth(QH, j)) : q, false, DL, { sub: ML }, 4 * (32 * j + 16 * h)));
+      const dl = j0 < 4 ? DL0 : DL1, ml = j0 < 4 ? ML0 : ML1;
+      body.push(set(DL, splatLane(dl, j0 & 3)), set(ML, splatLane(ml, j0 & 3)), set(DH, splatLane(dl, j1 & 3)), set(MH, splatLane(ml, j1 & 3)));
+      for (const [h, L, QH] of [[0, L0, QH0], [1, L1, QH1]]) {
+        const out = (j: number, q: number): number => 4 * (32 * j + 16 * h + 4 * q);
+        if (five) {
+          // Five-bit codes in bytes first, then each four bytes spread to 32-bit lanes.
+          body.push(set(X, or(nibbles(k, get(L), false), fifth(QH, j0))), set(Y, or(nibbles(k, get(L), true), fifth(QH, j1))));
+          for (let q = 0; q < 4; q++) {
+            body.push(store(get(DST), value(bytesToLanes(get(X), q), DL, ML), out(j0, q)), store(get(DST), value(bytesToLanes(get(Y), q), DH, MH), out(j1, q)));
+          }
+        } else {
+          // Four bytes spread to 32-bit lanes hold both nibbles: & 15 is group j0's code, >> 4 group j1's.
+          for (let q = 0; q < 4; q++) {
+            body.push(set(X, bytesToLanes(get(L), q)));
+            body.push(store(get(DST), value(and(get(X), k.c(15)), DL, ML), out(j0, q)), store(get(DST), value(i32x4ShrU(get(X), 4), DH, MH), out(j1, q)));
+          }
         }
       }
     }
@@ -311,13 +350,17 @@ function q2K(k: Kernel): Code {
 
 /** Q8_0: q * d. */
 function q80(k: Kernel): Code {
-  const t = temps(k);
-  const D = k.v();
-  return blockLoop([
-    set(D, f32x4Splat(half(loadU16(get(SRC), 0)))),
-    emit16(t, load(get(SRC), 2), true, D, undefined, 0),
-    emit16(t, load(get(SRC), 18), true, D, undefined, 64),
-  ], 34, 128);
+  const [D, W] = [k.v(), k.v()];
+  const body: Code[] = [set(D, halfLanes(k, i32x4Splat(loadU16(get(SRC), 0))))];
+  // Eight codes at a time widened to 16 bits by the load itself (one pmovsxbw from memory).
+  for (let e = 0; e < 32; e += 8) {
+    body.push(
+      set(W, load8x8S(get(SRC), 2 + e)),
+      store(get(DST), f32x4Mul(f32x4ConvertS(extendLowS16(get(W))), get(D)), 4 * e),
+      store(get(DST), f32x4Mul(f32x4ConvertS(extendHighS16(get(W))), get(D)), 4 * e + 16),
+    );
+  }
+  return blockLoop(body, 34, 128);
 }
 
 /** Q4_0 (q - 8) * d and Q4_1 fr(q * d) + m: element j the low nibble of byte j, j + 16 its high one. */

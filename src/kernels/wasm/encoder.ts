@@ -80,6 +80,17 @@ export function whileNot(cond: Code, body: Code): Code {
   return cat([0x02, 0x40, 0x03, 0x40], cond, [0x0d, 1], body, [0x0c, 0, 0x0b, 0x0b]);
 }
 
+/**
+ * `if (count) { loop { body; if (count) continue } }`: a loop that tests at its end, entered only
+ * when the i32 local `count` is not zero (`body` decrements it). Unlike whileNot, its body
+ * dominates the loop's exit, which is what lets V8's TurboFan hoist loop-invariant values (the
+ * constants a kernel builds before its loop) out of the loop instead of rebuilding them on every
+ * iteration.
+ */
+export function repeatWhile(count: number, body: Code): Code {
+  return cat(get(count), [0x04, 0x40, 0x03, 0x40], body, get(count), [0x0d, 0, 0x0b, 0x0b]);
+}
+
 /** `if (cond) { then } else { otherwise }`, no result. */
 export function ifElse(cond: Code, then: Code, otherwise: Code): Code {
   return cat(cond, [0x04, 0x40], then, [0x05], otherwise, [0x0b]);
@@ -123,6 +134,11 @@ export const narrowU = binary(0x86);
 /** Two i16x8 to one i8x16, saturating to [0, 0xFF] (lanes of `a` first). */
 export const narrowU8 = binary(0x66);
 export const extendLowS16 = unary(0xa7);
+/** v128.const of 16 bytes. */
+export function v128Const(bytes: readonly number[]): Code {
+  if (bytes.length !== 16) throw new Error("v128Const: 16 bytes");
+  return cat(simd(0x0c), bytes.map((b) => b & 0xff));
+}
 /** i8x16.shuffle: byte i of the result is byte lanes[i] of the 32 bytes a ++ b. */
 export function shuffle(a: Code, b: Code, lanes: readonly number[]): Code {
   if (lanes.length !== 16 || lanes.some((l) => l < 0 || l > 31)) throw new Error("shuffle: 16 lanes in 0..31");
