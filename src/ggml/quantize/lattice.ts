@@ -10,6 +10,7 @@
  * Browser-safe: no Node built-ins.
  */
 import { TensorcastError } from "../../errors.js";
+import { neighbourKernel, NeighbourKernel } from "./lattice-simd.js";
 
 const fr = Math.fround;
 const FLT_MAX = 3.4028234663852886e38;
@@ -24,6 +25,7 @@ export class Lattice {
   readonly map: Int32Array;
   private readonly near = new Map<number, Uint16Array>();
   private readonly mask: number;
+  private readonly kernel: { kernel?: NeighbourKernel | null } = {};
 
   constructor(kgrid: readonly number[], private readonly nwant: number, readonly dim: 8 | 4 = 8, private readonly bits: 2 | 3 = 2) {
     this.mask = (1 << bits) - 1;
@@ -63,6 +65,16 @@ export class Lattice {
    * sum w * (scale * level - x)^2 (the first on a tie); its indices (level - 1) / 2 into L[lo..].
    */
   bestNeighbour(u: number, xval: Float32Array, xo: number, w: Float32Array, scale: number, L: Int8Array, lo: number): number {
+    const dim = this.dim;
+    const k = neighbourKernel(() => NeighbourKernel.create(Float32Array.from(this.grid), dim, false, this.map.length, (v) => this.neighbours(v)), this.kernel);
+    const index = k !== null ? k.best(u, xval, xo, w, xo, scale, 0) : this.scan(u, xval, xo, w, scale);
+    if (index < 0) throw aborts("no neighbour has a finite error (ggml asserts)");
+    for (let i = 0; i < dim; i++) L[lo + i] = (this.grid[dim * index + i] - 1) >> 1;
+    return index;
+  }
+
+  /** The reference search of bestNeighbour: the grid index, or -1. */
+  private scan(u: number, xval: Float32Array, xo: number, w: Float32Array, scale: number): number {
     const list = this.neighbours(u);
     let best = FLT_MAX;
     let index = -1;
@@ -76,8 +88,6 @@ export class Lattice {
       }
       if (d2 < best) { best = d2; index = list[n]; }
     }
-    if (index < 0) throw aborts("no neighbour has a finite error (ggml asserts)");
-    for (let i = 0; i < dim; i++) L[lo + i] = (this.grid[dim * index + i] - 1) >> 1;
     return index;
   }
 }
