@@ -19,34 +19,36 @@
  * Browser-safe; built from source at run time like search-simd.ts (no generated file).
  */
 import {
-  f32x4Add, f32x4Lt, f32x4Mul, f32x4Sub, get, i32, i32Add, i32Eqz, i32Sub, i32x4Add, load, load32Splat, moduleBytes, select, set, store, whileNot,
-  type Code,
+  f32x4Add, f32x4Eq, f32x4Lt, f32x4Mul, f32x4Pmin, f32x4Sub, get, i32, i32Add, i32Eqz, i32Sub, i32x4Add, i32x4ExtractLane, i32x4MinS, load,
+  load32Splat, moduleBytes, select, set, shuffle, storeI32, whileNot, type Code,
 } from "../../kernels/wasm/encoder.js";
 import { ownInstance } from "../../kernels/wasm/own-instance.js";
 import { V128Locals } from "../../kernels/wasm/v128-locals.js";
-import { ggmlQuantizeSimdOn } from "./search-simd.js";
 
 const FLT_MAX = 3.4028234663852886e38;
 
-// Memory: the inputs (x, w: 8 floats each; scale, shift), the four lanes' positions 0..3, the
-// four lanes' results (errors, then positions), then the pool of lists.
+// Memory: the inputs (a group's values x and weights w, up to 32 each; scale, shift), the four
+// lanes' positions 0..3, the answer (a position), then the pool of lists.
 const X = 0;
-const W = 32;
-const SCALE = 64;
-const SHIFT = 68;
-const IOTA = 80;
-const BEST = 96;
-const BEST_AT = 112;
-const POOL = 128;
+const W = 128;
+const SCALE = 256;
+const SHIFT = 260;
+const IOTA = 272;
+const OUT = 288;
+const POOL = 320;
+/** Values a group may hold (IQ2_XXS's and IQ3's groups of 32). */
+export const GROUP_MAX = 32;
 
-// Parameters: the first block's address, the number of blocks, zero.
+// Parameters: the first block's address, the number of blocks, the byte offset of the point's
+// values in X (and weights in W), zero.
 const AT = 0;
 const BLOCKS = 1;
-const ZERO = 2;
+const XO = 2;
+const ZERO = 3;
 
 /** The search function of a kernel for `dim` values a point, with IQ1's added shift or without. */
 function searchModule(dim: number, shifted: boolean, pages: number): Uint8Array {
-  const k = new V128Locals(3, ZERO);
+  const k = new V128Locals(4, ZERO);
   const scale = k.v();
   const xs = Array.from({ length: dim }, () => k.v());
   const ws = Array.from({ length: dim }, () => k.v());
@@ -60,8 +62,8 @@ function searchModule(dim: number, shifted: boolean, pages: number): Uint8Array 
   const body: Code[] = [
     set(scale, load32Splat(i32(0), SCALE)),
     set(shift, load32Splat(i32(0), SHIFT)),
-    ...xs.map((v, i) => set(v, load32Splat(i32(0), X + 4 * i))),
-    ...ws.map((v, i) => set(v, load32Splat(i32(0), W + 4 * i))),
+    ...xs.map((v, i) => set(v, load32Splat(get(XO), X + 4 * i))),
+    ...ws.map((v, i) => set(v, load32Splat(get(XO), W + 4 * i))),
     set(best, k.f(FLT_MAX)),
     set(bestAt, k.c(-1)),
     set(pos, load(i32(0), IOTA)),
@@ -82,19 +84,29 @@ function searchModule(dim: number, shifted: boolean, pages: number): Uint8Array 
     set(AT, i32Add(get(AT), i32(16 * dim))),
     set(BLOCKS, i32Sub(get(BLOCKS), i32(1))),
   );
+  // The least error over the lanes (no lane holds a NaN), then the least position among the lanes
+  // holding it: the reference's first strictly lower candidate. Where no candidate's error was
+  // below FLT_MAX every lane still holds position -1.
+  const lanes = (v: Code, l: readonly number[]): Code => shuffle(v, v, l.flatMap((x) => [4 * x, 4 * x + 1, 4 * x + 2, 4 * x + 3]));
+  const least = acc;
+  const at = diff;
   body.push(
     whileNot(i32Eqz(get(BLOCKS)), step.flat()),
-    store(i32(0), get(best), BEST),
-    store(i32(0), get(bestAt), BEST_AT),
+    set(least, f32x4Pmin(get(best), lanes(get(best), [1, 0, 3, 2]))),
+    set(least, f32x4Pmin(get(least), lanes(get(least), [2, 3, 0, 1]))),
+    set(at, select(get(bestAt), k.c(0x7fffffff), f32x4Eq(get(best), get(least)))),
+    set(at, i32x4MinS(get(at), lanes(get(at), [1, 0, 3, 2]))),
+    set(at, i32x4MinS(get(at), lanes(get(at), [2, 3, 0, 1]))),
+    storeI32(i32(0), i32x4ExtractLane(get(at), 0), OUT),
   );
-  const func = { name: "search", params: 3, i32Locals: 0, v128Locals: k.count, body: [...k.prologue().flat(), ...body.flat()] };
+  const func = { name: "search", params: 4, i32Locals: 0, v128Locals: k.count, body: [...k.prologue().flat(), ...body.flat()] };
   return moduleBytes([func], pages);
 }
 
 interface Instance {
   readonly f32: Float32Array;
   readonly i32: Int32Array;
-  readonly search: (at: number, blocks: number, zero: number) => void;
+  readonly search: (at: number, blocks: number, xo: number, zero: number) => void;
 }
 
 function instantiate(dim: number, shifted: boolean, pages: number): Instance | null {
@@ -166,35 +178,28 @@ export class NeighbourKernel {
     return at;
   }
 
-  /**
-   * The grid index of u's neighbour of least sum w[wo + i] * (scale * (level + shift) - x[xo + i])^2
-   * (the first on a tie), or -1 where no neighbour's error is below FLT_MAX.
-   */
-  best(u: number, x: Float32Array, xo: number, w: Float32Array, wo: number, scale: number, shift: number): number {
-    const at = this.listAt(u);
-    const { f32, i32: i32v } = this.inst;
-    for (let i = 0; i < this.dim; i++) {
+  /** A group's `n` values x[xo..] and weights w[wo..] (n at most GROUP_MAX), for the searches that follow. */
+  values(x: Float32Array, xo: number, w: Float32Array, wo: number, n: number): void {
+    const f32 = this.inst.f32;
+    for (let i = 0; i < n; i++) {
       f32[X / 4 + i] = x[xo + i];
       f32[W / 4 + i] = w[wo + i];
     }
+  }
+
+  /**
+   * The grid index of u's neighbour of least sum w[at + i] * (scale * (level + shift) - x[at + i])^2
+   * over the group's values from `at` (the first on a tie), or -1 where no neighbour's error is
+   * below FLT_MAX.
+   */
+  best(u: number, at: number, scale: number, shift: number): number {
+    const list = this.listAt(u);
+    const { f32, i32: i32v } = this.inst;
     f32[SCALE / 4] = scale;
     f32[SHIFT / 4] = shift;
-    this.inst.search(4 * at, this.blocks[u], 0);
-    let p = -1;
-    let e = 0;
-    for (let j = 0; j < 4; j++) {
-      const q = i32v[BEST_AT / 4 + j];
-      if (q < 0) continue;
-      const d = f32[BEST / 4 + j];
-      if (p < 0 || d < e || (d === e && q < p)) { p = q; e = d; }
-    }
-    return p < 0 ? -1 : this.ids[(at - POOL / 4) / this.dim + p];
+    this.inst.search(4 * list, this.blocks[u], 4 * at, 0);
+    const p = i32v[OUT / 4];
+    return p < 0 ? -1 : this.ids[(list - POOL / 4) / this.dim + p];
   }
 }
 
-/** The kernel of a lattice, once per lattice, or null where WebAssembly SIMD is absent or switched off. */
-export function neighbourKernel(make: () => NeighbourKernel | null, cache: { kernel?: NeighbourKernel | null }): NeighbourKernel | null {
-  if (!ggmlQuantizeSimdOn()) return null;
-  if (cache.kernel === undefined) cache.kernel = make();
-  return cache.kernel;
-}
