@@ -16,6 +16,8 @@
 import { iqGridIndices } from "../grids.js";
 import { fp16Bits } from "../scalars.js";
 import { aborts, Lattice } from "./lattice.js";
+import { NeighbourKernel } from "./lattice-simd.js";
+import { ggmlQuantizeSimdOn } from "./search-simd.js";
 import { put16, type RowEncoder } from "./row.js";
 import { nearestInt } from "./rounding.js";
 
@@ -25,6 +27,14 @@ const XP = [-0.875, 0.125, 1.125];
 const XM = [-1.125, -0.125, 0.875];
 
 let lattice: Lattice | undefined;
+/** The neighbour kernel of IQ1's lattice, levels -1, 0, 1 before the shift (null where there is none). */
+let kernel: NeighbourKernel | null | undefined;
+
+function simd(lat: Lattice): NeighbourKernel | null {
+  if (!ggmlQuantizeSimdOn()) return null;
+  if (kernel === undefined) kernel = NeighbourKernel.create(Float32Array.from(lat.grid, (g) => ((g - 1) >> 1) - 1), 8, true, lat.map.length, (v) => lat.neighbours(v));
+  return kernel;
+}
 
 const weight = new Float32Array(32);
 const L = new Int8Array(32);
@@ -65,6 +75,22 @@ function mergeSort(x: Float32Array, s: number, n: number): void {
 
 /** iq1_find_best_neighbour2: the neighbour of least sum w * (scale * xx[level] - x)^2. */
 function bestNeighbour(lat: Lattice, u: number, x: Float32Array, xo: number, wo: number, scale: number, xx: readonly number[], lo: number): number {
+  const k = simd(lat);
+  let gi: number;
+  if (k !== null) {
+    k.values(x, xo, weight, wo, 8);
+    gi = k.best(u, 0, scale, xx[1]);
+  } else {
+    gi = scan(lat, u, x, xo, wo, scale, xx);
+  }
+  // ggml's fallback over the whole grid reads past its 8 values (undefined behaviour): refuse.
+  if (gi < 0) throw aborts("no IQ1 neighbour has a finite error");
+  for (let i = 0; i < 8; i++) L[lo + i] = (lat.grid[8 * gi + i] - 1) >> 1;
+  return gi;
+}
+
+/** The reference search of bestNeighbour: the grid index, or -1. */
+function scan(lat: Lattice, u: number, x: Float32Array, xo: number, wo: number, scale: number, xx: readonly number[]): number {
   const list = lat.neighbours(u);
   let best = FLT_MAX;
   let gi = -1;
@@ -77,9 +103,6 @@ function bestNeighbour(lat: Lattice, u: number, x: Float32Array, xo: number, wo:
     }
     if (d2 < best) { best = d2; gi = list[n]; }
   }
-  // ggml's fallback over the whole grid reads past its 8 values (undefined behaviour): refuse.
-  if (gi < 0) throw aborts("no IQ1 neighbour has a finite error");
-  for (let i = 0; i < 8; i++) L[lo + i] = (lat.grid[8 * gi + i] - 1) >> 1;
   return gi;
 }
 

@@ -127,6 +127,7 @@ export const iq2_xxs: RowEncoder = (x, s, n, y, o, qw) => {
         L.fill(0);
         continue;
       }
+      lat.values(xval, waux, 32);
       let scale = makeQpQuants(32, K_MAX_Q + 1, xval, Lqp, weight);
       L.set(Lqp);
       const effMax = fr(scale * K_MAX_Q);
@@ -212,6 +213,7 @@ function iq2Pairs(twoS: boolean): RowEncoder {
           q[2 * ib + 1] = 0;
           continue;
         }
+        lat.values(xval, waux, 16);
         let best = 0;
         let scale = fr(max / (2 * K_MAX_Q - 1));
         onGrid[0] = onGrid[1] = true;

@@ -97,6 +97,7 @@ function group(lat: Lattice, xxs: boolean, x: Float32Array, s: number, qw: Float
   for (let i = 1; i < 32; i++) max = max > xval[i] ? max : xval[i];
   L.fill(0);
   if (xxs ? max < fr(1e-8) : max === 0) return EMPTY;
+  lat.values(xval, waux, 32);
   let best = 0;
   let scale = fr(max / (2 * K_MAX_Q - 1));
   onGrid.fill(xxs);

@@ -10,6 +10,8 @@
  * Browser-safe: no Node built-ins.
  */
 import { TensorcastError } from "../../errors.js";
+import { NeighbourKernel } from "./lattice-simd.js";
+import { ggmlQuantizeSimdOn } from "./search-simd.js";
 
 const fr = Math.fround;
 const FLT_MAX = 3.4028234663852886e38;
@@ -24,11 +26,17 @@ export class Lattice {
   readonly map: Int32Array;
   private readonly near = new Map<number, Uint16Array>();
   private readonly mask: number;
+  /** The WebAssembly form of bestNeighbour, made on first use (null where there is none). */
+  private kernel: NeighbourKernel | null | undefined;
+  /** Whether values() passed the group on to the kernel (cleared where the switch is off). */
+  private fast = false;
+  private readonly d2: Int32Array;
 
   constructor(kgrid: readonly number[], private readonly nwant: number, readonly dim: 8 | 4 = 8, private readonly bits: 2 | 3 = 2) {
     this.mask = (1 << bits) - 1;
     this.grid = new Int8Array(kgrid.length * dim);
     this.map = new Int32Array(MAP_SIZE[bits]).fill(-1);
+    this.d2 = new Int32Array(kgrid.length);
     for (let k = 0; k < kgrid.length; k++) {
       for (let i = 0; i < dim; i++) this.grid[dim * k + i] = 2 * ((kgrid[k] >> (bits * i)) & this.mask) + 1;
       this.map[kgrid[k]] = k;
@@ -41,7 +49,9 @@ export class Lattice {
     if (list !== undefined) return list;
     const dim = this.dim;
     const size = this.grid.length / dim;
-    const d2 = new Int32Array(size);
+    const d2 = this.d2;
+    // The nwant smallest distinct distances, ascending, then the points at each in index order.
+    const kept: number[] = [];
     for (let j = 0; j < size; j++) {
       let s = 0;
       for (let k = 0; k < dim; k++) {
@@ -49,20 +59,54 @@ export class Lattice {
         s += diff * diff;
       }
       d2[j] = s;
+      if (kept.length === this.nwant && s >= kept[kept.length - 1]) continue;
+      let at = kept.length;
+      while (at > 0 && kept[at - 1] > s) at--;
+      if (at > 0 && kept[at - 1] === s) continue;
+      kept.splice(at, 0, s);
+      if (kept.length > this.nwant) kept.pop();
     }
-    const distinct = Array.from(new Set(d2)).sort((a, b) => a - b).slice(0, this.nwant);
-    const out: number[] = [];
-    for (const dist of distinct) for (let j = 0; j < size; j++) if (d2[j] === dist) out.push(j);
-    list = Uint16Array.from(out);
+    let count = 0;
+    for (let j = 0; j < size; j++) if (d2[j] <= kept[kept.length - 1]) count++;
+    list = new Uint16Array(count);
+    let n = 0;
+    for (const dist of kept) for (let j = 0; j < size; j++) if (d2[j] === dist) list[n++] = j;
     this.near.set(u, list);
     return list;
+  }
+
+  /** The kernel, where it is there and switched on. */
+  private simd(): NeighbourKernel | null {
+    if (!ggmlQuantizeSimdOn()) return null;
+    if (this.kernel === undefined) this.kernel = NeighbourKernel.create(Float32Array.from(this.grid), this.dim, false, this.map.length, (v) => this.neighbours(v));
+    return this.kernel;
+  }
+
+  /**
+   * The `n` values and weights (n at most 32) of the group whose points the following
+   * bestNeighbour calls search, from offset 0 of the arrays they pass (the kernel keeps a copy).
+   */
+  values(xval: Float32Array, w: Float32Array, n: number): void {
+    const k = this.simd();
+    this.fast = k !== null;
+    if (k !== null) k.values(xval, 0, w, 0, n);
   }
 
   /**
    * iq2_find_best_neighbour (iq3_find_best_neighbour): the neighbour of `u` with the least weighted squared error
    * sum w * (scale * level - x)^2 (the first on a tie); its indices (level - 1) / 2 into L[lo..].
+   * xval and w must be the arrays last given to values(), unchanged since.
    */
   bestNeighbour(u: number, xval: Float32Array, xo: number, w: Float32Array, scale: number, L: Int8Array, lo: number): number {
+    const dim = this.dim;
+    const index = this.fast && this.kernel ? this.kernel.best(u, xo, scale, 0) : this.scan(u, xval, xo, w, scale);
+    if (index < 0) throw aborts("no neighbour has a finite error (ggml asserts)");
+    for (let i = 0; i < dim; i++) L[lo + i] = (this.grid[dim * index + i] - 1) >> 1;
+    return index;
+  }
+
+  /** The reference search of bestNeighbour: the grid index, or -1. */
+  private scan(u: number, xval: Float32Array, xo: number, w: Float32Array, scale: number): number {
     const list = this.neighbours(u);
     let best = FLT_MAX;
     let index = -1;
@@ -76,8 +120,6 @@ export class Lattice {
       }
       if (d2 < best) { best = d2; index = list[n]; }
     }
-    if (index < 0) throw aborts("no neighbour has a finite error (ggml asserts)");
-    for (let i = 0; i < dim; i++) L[lo + i] = (this.grid[dim * index + i] - 1) >> 1;
     return index;
   }
 }
